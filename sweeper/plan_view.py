@@ -1,0 +1,71 @@
+"""Render a plan for people: the matched launch table, the workload axes, the hand commands."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from sweeper.plan import BASELINE_ENGINE, Plan, dask_commands, spark_command
+from sweeper.units import format_mib
+
+
+def show_plan(plan: Plan, console: Console) -> None:
+    """Print what a sweep of this plan will start and measure."""
+    grid = plan.grid
+    cluster = grid.cluster
+    console.print(
+        f"[bold]{grid.name}[/] ({grid.path}): manager {grid.manager}, {cluster.nodes} nodes x "
+        f"{cluster.cores_per_node} cores x {format_mib(cluster.memory_per_node_mib)}; rule "
+        f"{grid.rule}, reserve {cluster.reserve_cores} core(s) + "
+        f"{format_mib(cluster.reserve_memory_mib)} per node, {cluster.application_master} "
+        "slot(s) for the ApplicationMaster / Dask scheduler"
+    )
+    for warning in grid.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+    table = Table(title="Matched launches (Spark executors = Dask workers)")
+    for column in (
+        "#",
+        "engine",
+        "cores/threads",
+        "executors/workers",
+        "memory",
+        "overhead",
+        "per node",
+        "measurements",
+    ):
+        table.add_column(column, justify="right" if column not in ("engine",) else "left")
+    trials = grid.workload.trials
+    for launch in plan.launches:
+        baseline = launch.engine == BASELINE_ENGINE
+        table.add_row(
+            str(launch.index + 1),
+            launch.engine + (" (baseline)" if baseline else ""),
+            str(launch.cores_per_executor),
+            str(launch.executors),
+            "-" if baseline else format_mib(launch.executor_memory_mib),
+            format_mib(launch.memory_overhead_mib) if launch.engine == "spark" else "-",
+            "-" if baseline else " + ".join(str(n) for n in launch.workers_per_node),
+            str(len(plan.points[launch.index]) * trials),
+        )
+    console.print(table)
+    workload = grid.workload
+    dataset = workload.dataset.path or workload.dataset.name
+    console.print(
+        f"Workload: MLPClassifier on {dataset}, mode {workload.mode}, {plan.n_fits} fits per "
+        f"batch, {workload.threads_per_fit} thread(s) per fit; epochs "
+        f"{', '.join(map(str, workload.epochs))}; fraction {', '.join(map(str, workload.fractions))}; "
+        f"{trials} trial(s)"
+    )
+    for name, values in workload.model_axes:
+        console.print(f"  model.{name}: {', '.join(map(str, values))}")
+    console.print(
+        f"[bold]{plan.n_measurements}[/] measurements in {len(plan.launches)} launches, "
+        f"{plan.n_measurements * plan.n_fits} fits."
+    )
+    console.print("\nEquivalent hand commands:")
+    for launch in plan.launches:
+        if launch.engine == "spark":
+            console.print(f"  [{launch.index + 1}] {spark_command(launch)}", soft_wrap=True)
+        elif launch.engine == "dask":
+            for line in dask_commands(launch):
+                console.print(f"  [{launch.index + 1}] {line}", soft_wrap=True)
