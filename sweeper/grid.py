@@ -251,13 +251,14 @@ def parse(raw: Any, path: Path) -> Grid:
 
     if cluster is not None and rule is not None and cores:
         for index, cpe in enumerate(cores):
+            key = _item_key("sizing.cores_per_executor", index, len(cores))
             try:
                 size_executors(cluster, cpe, rule)
             except InfeasibleShape as error:
-                check.fail(f"sizing.cores_per_executor[{index}]", f"{cpe}: {error}")
+                check.fail(key, str(error))
             if cpe > MAX_RECOMMENDED_CORES_PER_EXECUTOR:
                 check.warn(
-                    f"sizing.cores_per_executor[{index}]",
+                    key,
                     f"{cpe} cores per executor: more than {MAX_RECOMMENDED_CORES_PER_EXECUTOR} "
                     "tends to hurt HDFS throughput (the report's guidance)",
                 )
@@ -283,6 +284,11 @@ def parse(raw: Any, path: Path) -> Grid:
         grid_hash=grid_hash(raw),
         warnings=tuple(check.warnings),
     )
+
+
+def _item_key(key: str, index: int, length: int) -> str:
+    """``key[index]`` for an item of a list, plain ``key`` when the list has one item."""
+    return f"{key}[{index}]" if length > 1 else key
 
 
 def grid_hash(raw: dict[str, Any]) -> str:
@@ -331,7 +337,7 @@ def _sizing(check: _Checker, value: Any, cluster: Cluster | None) -> tuple[str |
     listed = check.axis(section.get("cores_per_executor", [5]), "sizing.cores_per_executor") or []
     cores = []
     for index, cpe in enumerate(listed):
-        key = f"sizing.cores_per_executor[{index}]" if len(listed) > 1 else "sizing.cores_per_executor"
+        key = _item_key("sizing.cores_per_executor", index, len(listed))
         checked = check.integer(cpe, key)
         if checked is None:
             continue
