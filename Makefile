@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 GRID ?= grids/local.yaml
 STORE ?= results/
 
-.PHONY: setup check-java test test-fast lint plan sweep dry-run clean
+.PHONY: setup check-java datasets test test-fast lint plan sweep dry-run clean
 
 setup: $(BIN)/sweeper check-java  ## create .venv and install sweeper with its test tools
 
@@ -18,6 +18,10 @@ $(BIN)/sweeper: setup.cfg pyproject.toml
 
 check-java:  ## Spark needs Java 17 or newer on PATH (or JAVA_HOME)
 	@bash deploy/check-java.sh
+
+datasets:  ## Fashion-MNIST from Debian's dataset-fashion-mnist (needs root or sudo)
+	@if [ -d /usr/share/datasets/fashion-mnist ]; then echo "Fashion-MNIST: ok"; \
+	else $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y dataset-fashion-mnist; fi
 
 test: setup  ## the whole suite, integration tests included (what CI runs)
 	$(BIN)/pytest

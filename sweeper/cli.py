@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -19,6 +20,7 @@ from sweeper.plan import make_plan, plan_json
 from sweeper.plan_view import show_plan
 
 USER_ERROR_EXIT = 2
+INTERRUPTED_EXIT = 130
 
 
 def cmd_plan(args: argparse.Namespace, console: Console) -> int:
@@ -28,6 +30,52 @@ def cmd_plan(args: argparse.Namespace, console: Console) -> int:
         print(plan_json(plan))
     else:
         show_plan(plan, console)
+    return 0
+
+
+def cmd_run(args: argparse.Namespace, console: Console) -> int:
+    """``sweeper run GRID [--dry-run] [--fresh] [--store DIR]``."""
+    from sweeper import runner
+    from sweeper.dry_run import shrink_plan
+    from sweeper.run_view import measurement_line, progress_bar, summary_table
+
+    grid = grid_file.load(args.grid)
+    for warning in grid.warnings:
+        console.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
+    plan = make_plan(grid)
+    if args.dry_run:
+        plan = shrink_plan(plan)
+    store = Path(args.store) if args.store else grid.store
+    kind = "dry run" if args.dry_run else "sweep"
+    console.print(
+        f"{kind} [bold]{grid.name}[/]: {plan.n_measurements} measurements in {len(plan.launches)} launches, "
+        f"{plan.n_fits} fits each, store {store}"
+    )
+    with progress_bar(console, plan.n_measurements) as bar:
+
+        def report(row: dict[str, object]) -> None:
+            bar.console.print(measurement_line(row), soft_wrap=True)
+
+        def advance(done: int, total: int) -> None:
+            bar.update(bar.task_ids[0], completed=done, total=total)
+
+        result = runner.run(
+            plan,
+            store=store,
+            fresh=args.fresh,
+            report=report,
+            warn=lambda text: bar.console.print(f"[yellow]warning:[/] {escape(text)}", soft_wrap=True),
+            progress=advance,
+        )
+    if result.skipped:
+        console.print(f"{result.skipped} measurements already in the store were skipped (--fresh starts over)")
+    if result.rows:
+        console.print(summary_table(result.rows))
+    failed = sum(1 for row in result.rows if row["status"] != "ok")
+    console.print(f"{len(result.rows)} rows written to {store / grid.name}, {failed} not ok")
+    if result.interrupted:
+        console.print("[red]interrupted[/]: the running launch was torn down; finished rows are kept")
+        return INTERRUPTED_EXIT
     return 0
 
 
@@ -41,16 +89,25 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("grid", help="grid file (YAML)")
     plan.add_argument("--json", action="store_true", help="print one JSON object per launch")
     plan.set_defaults(func=cmd_plan)
+    run = commands.add_parser("run", help="run a sweep: every launch, measurement and trial of a grid")
+    run.add_argument("grid", help="grid file (YAML)")
+    run.add_argument("--dry-run", action="store_true", help="shrink every launch to fit this machine (rows marked)")
+    run.add_argument("--fresh", action="store_true", help="delete this sweep's rows first instead of resuming")
+    run.add_argument("--store", help="store directory (default: the grid's store)")
+    run.set_defaults(func=cmd_run)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sweeper`` console script."""
     args = build_parser().parse_args(argv)
-    console = Console(stderr=False, highlight=False)
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
     errors = Console(stderr=True, highlight=False)
     try:
         code: int = args.func(args, console)
+    except KeyboardInterrupt:
+        errors.print("[red]interrupted[/]")
+        return INTERRUPTED_EXIT
     except UserError as error:
         for problem in error.problems:
             errors.print(f"[red]error:[/] {escape(problem)}", soft_wrap=True)

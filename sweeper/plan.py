@@ -78,6 +78,8 @@ class Plan:
     launches: tuple[Launch, ...]
     points: dict[int, tuple[Point, ...]]
     n_fits: int
+    epochs_cap: int | None = None
+    max_train_rows: int | None = None
 
     @property
     def n_measurements(self) -> int:

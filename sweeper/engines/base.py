@@ -1,0 +1,63 @@
+"""What every engine provides: a started cluster as a :class:`Session` that runs batches of fits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from sweeper.datasets import Data
+from sweeper.fitting import FitResult, FitTask
+from sweeper.units import MIB_PER_GIB
+
+
+class LaunchError(RuntimeError):
+    """A launch could not start or did not get what was planned; recorded as a failed row."""
+
+
+@dataclass(frozen=True)
+class LaunchContext:
+    """What a launch needs besides its shape: where to put scratch files, the fit environment."""
+
+    run_dir: Path
+    environment: dict[str, str]
+    threads_per_fit: int
+    start_timeout_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class Granted:
+    """What the cluster actually gave, to compare with the plan."""
+
+    executors: int
+    cores_per_executor: int
+    executor_memory_mib: int
+
+    @property
+    def executor_memory_gib(self) -> float:
+        return self.executor_memory_mib / MIB_PER_GIB
+
+
+class Session(Protocol):
+    """A started launch."""
+
+    granted: Granted
+    versions: dict[str, str]
+
+    def run_batch(self, tasks: list[FitTask], data: Data) -> list[FitResult]:
+        """Run the fits in parallel on the launch; an exception of a fit propagates unchanged."""
+        ...
+
+    def abort(self) -> None:
+        """Stop a running batch at once (timeout, Ctrl-C): kill what runs fits."""
+        ...
+
+
+def check_granted(planned: Granted, granted: Granted, engine: str) -> None:
+    """Fail the launch when the cluster gave something other than the plan."""
+    if granted != planned:
+        raise LaunchError(
+            f"{engine} granted {granted.executors} x {granted.cores_per_executor} cores x "
+            f"{granted.executor_memory_mib} MiB, planned {planned.executors} x "
+            f"{planned.cores_per_executor} cores x {planned.executor_memory_mib} MiB"
+        )

@@ -1,0 +1,51 @@
+"""Engine ``local``: the single-thread baseline, plain scikit-learn with no cluster.
+
+The batch runs sequentially in one fresh worker process that has the same controlled
+environment as every engine's workers (not in the sweeper's own process, which has Spark and
+Dask loaded); McSherry's COST compares the engines against it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from joblib.externals.loky import get_reusable_executor
+
+from sweeper.datasets import Data
+from sweeper.engines.base import Granted, LaunchContext
+from sweeper.fitting import FitResult, FitTask, run_fit
+from sweeper.plan import Launch
+
+
+def run_sequentially(tasks: list[FitTask], data: Data) -> list[FitResult]:
+    """All fits of a batch, one after the other."""
+    return [run_fit(task, data) for task in tasks]
+
+
+class BaselineSession:
+    """One worker process, one fit at a time."""
+
+    def __init__(self, context: LaunchContext) -> None:
+        self.granted = Granted(executors=1, cores_per_executor=1, executor_memory_mib=0)
+        self.versions: dict[str, str] = {}
+        self._executor = get_reusable_executor(max_workers=1, env=context.environment, reuse=False)
+
+    def run_batch(self, tasks: list[FitTask], data: Data) -> list[FitResult]:
+        return self._executor.submit(run_sequentially, tasks, data).result()
+
+    def abort(self) -> None:
+        self._executor.shutdown(wait=True, kill_workers=True)
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True, kill_workers=True)
+
+
+@contextmanager
+def start(launch: Launch, context: LaunchContext) -> Iterator[BaselineSession]:
+    """Start the baseline worker; it is gone when the block ends."""
+    session = BaselineSession(context)
+    try:
+        yield session
+    finally:
+        session.close()

@@ -1,0 +1,94 @@
+"""Engine ``dask``: matched Dask workers (workers x threads x memory limit), joblib's ``dask`` backend.
+
+Manager ``local``: a ``LocalCluster`` of worker processes on 127.0.0.1, scratch space inside the
+run directory. The nanny's default worker environment (``MALLOC_TRIM_THRESHOLD_`` and BLAS
+threads) is replaced by the sweeper's controlled fit environment.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import dask
+from distributed import Client, LocalCluster
+
+from sweeper.datasets import Data
+from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
+from sweeper.engines.joblib_session import run_on_backend
+from sweeper.engines.processes import kill_tree, new_children
+from sweeper.fitting import FitResult, FitTask
+from sweeper.plan import Launch
+
+
+class DaskSession:
+    """A started Dask cluster with its client."""
+
+    def __init__(self, cluster: LocalCluster, client: Client, granted: Granted, n_jobs: int) -> None:
+        self.cluster = cluster
+        self.client = client
+        self.granted = granted
+        self.n_jobs = n_jobs
+        self.versions = {"dask": dask.__version__}
+
+    def run_batch(self, tasks: list[FitTask], data: Data) -> list[FitResult]:
+        return run_on_backend("dask", self.n_jobs, tasks, data)
+
+    def abort(self) -> None:
+        for worker in list(self.cluster.workers.values()):
+            process = getattr(getattr(worker, "process", None), "process", None)
+            if process is not None and process.pid:
+                kill_tree(process.pid)
+
+
+def granted_workers(client: Client) -> Granted:
+    """Workers, threads and memory limit as the scheduler sees them (all workers must agree)."""
+    workers = client.scheduler_info(n_workers=-1)["workers"].values()
+    threads = {w["nthreads"] for w in workers}
+    memory = {w["memory_limit"] for w in workers}
+    if len(threads) > 1 or len(memory) > 1:
+        raise LaunchError(f"dask workers differ in shape: threads {sorted(threads)}, memory {sorted(memory)}")
+    return Granted(
+        executors=len(workers),
+        cores_per_executor=threads.pop() if threads else 0,
+        executor_memory_mib=(memory.pop() // (1024 * 1024)) if memory else 0,
+    )
+
+
+@contextmanager
+def start(launch: Launch, context: LaunchContext) -> Iterator[DaskSession]:
+    """Start matched Dask workers; every process is gone when the block ends."""
+    planned = Granted(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
+    scratch = context.run_dir / f"dask-{launch.index}"
+    scratch.mkdir(parents=True, exist_ok=True)
+    settings = {
+        "distributed.nanny.pre-spawn-environ": dict(context.environment),
+        "distributed.nanny.environ": {},
+        "distributed.worker.daemon": False,
+    }
+    with new_children() as children, dask.config.set(settings):
+        cluster = None
+        client = None
+        try:
+            cluster = LocalCluster(
+                n_workers=launch.executors,
+                threads_per_worker=launch.cores_per_executor,
+                memory_limit=f"{launch.executor_memory_mib}MiB",
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address=None,
+                local_directory=str(scratch),
+                silence_logs=logging.ERROR,
+            )
+            client = Client(cluster, set_as_default=True)
+            client.wait_for_workers(launch.executors, timeout=context.start_timeout_s)
+            granted = granted_workers(client)
+            check_granted(planned, granted, "dask")
+            yield DaskSession(cluster, client, granted, n_jobs=launch.total_cores // context.threads_per_fit)
+        finally:
+            if client is not None:
+                client.close()
+            if cluster is not None:
+                cluster.close()
+            children.reap()

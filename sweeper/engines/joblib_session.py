@@ -1,0 +1,19 @@
+"""Running a batch of fits through a joblib backend (shared by the Dask and Spark engines)."""
+
+from __future__ import annotations
+
+import warnings
+
+import joblib
+
+from sweeper.datasets import Data
+from sweeper.fitting import FitResult, FitTask, run_fit
+
+
+def run_on_backend(backend: str, n_jobs: int, tasks: list[FitTask], data: Data) -> list[FitResult]:
+    """One joblib ``Parallel`` call over the batch on a registered backend."""
+    with joblib.parallel_config(backend=backend, n_jobs=n_jobs), warnings.catch_warnings():
+        # pyspark warns on every joblibspark job that it was not given a session to inherit tags from
+        warnings.filterwarnings("ignore", message="Spark session is not provided")
+        results: list[FitResult] = joblib.Parallel()(joblib.delayed(run_fit)(task, data) for task in tasks)
+    return results

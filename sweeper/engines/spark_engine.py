@@ -1,0 +1,220 @@
+"""Engine ``spark``: matched Spark executors (real executor JVMs), joblibspark's ``spark`` backend.
+
+Manager ``local``: ``local-cluster[N,C,M]`` runs a standalone master and N workers inside the
+driver JVM, and each worker starts one real executor JVM of C cores and M MiB. (``local[N]``
+would ignore every executor setting, so it is not a matched launch.) Everything binds to
+127.0.0.1; Python workers run the sweeper's own interpreter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from sweeper.datasets import Data
+from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
+from sweeper.engines.joblib_session import run_on_backend
+from sweeper.engines.processes import kill_tree, new_children
+from sweeper.fit_environment import variables_set
+from sweeper.fitting import FitResult, FitTask
+from sweeper.plan import Launch
+
+EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
+QUIET_LOG4J = """rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+# the shell's logger at the root's level: no "Setting default log level" banner
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
+"""
+
+
+def java_version() -> str:
+    """``java -version`` of the JVM Spark will use."""
+    java = Path(os.environ["JAVA_HOME"]) / "bin" / "java" if "JAVA_HOME" in os.environ else Path("java")
+    try:
+        output = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=30).stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    match = re.search(r'version "([^"]+)"', output)
+    return match.group(1) if match else "unknown"
+
+
+class SparkLaunch:
+    """A started local-cluster Spark application."""
+
+    def __init__(self, spark: Any, granted: Granted, n_jobs: int) -> None:
+        import pyspark
+
+        self.spark = spark
+        self.granted = granted
+        self.n_jobs = n_jobs
+        self.versions = {"pyspark": pyspark.__version__, "java": java_version()}
+
+    def run_batch(self, tasks: list[FitTask], data: Data) -> list[FitResult]:
+        return run_on_backend("spark", self.n_jobs, tasks, data)
+
+    def abort(self) -> None:
+        for process in executor_processes(self.spark):
+            kill_tree(process.pid)
+        self.spark.sparkContext.cancelAllJobs()
+
+
+def driver_process(spark: Any) -> psutil.Process | None:
+    """The driver JVM (py4j gateway) this Python process started."""
+    proc = getattr(spark.sparkContext._gateway, "proc", None)
+    return psutil.Process(proc.pid) if proc is not None else None
+
+
+def executor_processes(spark: Any) -> list[psutil.Process]:
+    """The executor JVMs of this application (children of the driver JVM in local-cluster mode)."""
+    driver = driver_process(spark)
+    if driver is None:
+        return []
+    found = []
+    for process in driver.children(recursive=True):
+        try:
+            if EXECUTOR_CLASS in " ".join(process.cmdline()):
+                found.append(process)
+        except psutil.NoSuchProcess:
+            continue
+    return found
+
+
+def _heap_mib(cmdline: list[str]) -> int:
+    for argument in cmdline:
+        match = re.fullmatch(r"-Xmx(\d+)([mMgG])", argument)
+        if match:
+            return int(match.group(1)) * (1024 if match.group(2) in "gG" else 1)
+    return 0
+
+
+def granted_executors(spark: Any, expected: int, timeout_s: float) -> Granted:
+    """Wait until the executors registered, then read their cores (status store) and heap (-Xmx)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        summaries = _executor_summaries(spark)
+        if len(summaries) >= expected and all(memory > 0 for _, memory in summaries):
+            break
+        if time.monotonic() > deadline:
+            raise LaunchError(f"spark: {len(summaries)} of {expected} executors registered within {timeout_s:.0f} s")
+        time.sleep(0.1)
+    cores = {c for c, _ in summaries}
+    heaps = {_heap_mib(p.cmdline()) for p in executor_processes(spark)}
+    if len(cores) > 1 or len(heaps) > 1:
+        raise LaunchError(f"spark executors differ in shape: cores {sorted(cores)}, heap MiB {sorted(heaps)}")
+    return Granted(
+        executors=len(summaries),
+        cores_per_executor=cores.pop(),
+        executor_memory_mib=heaps.pop() if heaps else 0,
+    )
+
+
+def _executor_summaries(spark: Any) -> list[tuple[int, int]]:
+    iterator = spark.sparkContext._jsc.sc().statusStore().executorList(True).iterator()
+    summaries = []
+    while iterator.hasNext():
+        executor = iterator.next()
+        if executor.id() != "driver":
+            summaries.append((int(executor.totalCores()), int(executor.maxMemory())))
+    return summaries
+
+
+def session_conf(launch: Launch, context: LaunchContext, log4j: Path) -> dict[str, str]:
+    """The Spark configuration of a local launch."""
+    java_options = f"-Dlog4j2.configurationFile=file:{log4j}"
+    memory_mib = launch.executor_memory_mib
+    conf = {
+        "spark.master": f"local-cluster[{launch.executors},{launch.cores_per_executor},{memory_mib}]",
+        "spark.app.name": f"sweeper-launch-{launch.index}",
+        "spark.executor.cores": str(launch.cores_per_executor),
+        "spark.executor.memory": f"{memory_mib}m",
+        "spark.executor.memoryOverhead": f"{launch.memory_overhead_mib}m",
+        "spark.task.cpus": str(context.threads_per_fit),
+        "spark.task.maxFailures": "1",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.extraJavaOptions": java_options,
+        "spark.executor.extraJavaOptions": java_options,
+        "spark.pyspark.python": sys.executable,
+    }
+    conf.update({f"spark.executorEnv.{name}": value for name, value in context.environment.items()})
+    return conf
+
+
+def stop_spark() -> None:
+    """Stop the active SparkContext and its driver JVM, and forget both, so the next launch starts clean."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    active = SparkContext._active_spark_context
+    if active is not None:
+        active.stop()
+    gateway = SparkContext._gateway
+    if gateway is not None:
+        proc = getattr(gateway, "proc", None)
+        with contextlib.suppress(Exception):  # the JVM may already be gone; we only want it gone
+            gateway.shutdown()
+        if proc is not None:
+            try:
+                proc.stdin.close()  # the gateway JVM exits when its stdin closes
+                proc.wait(10)
+            except (OSError, subprocess.TimeoutExpired):
+                kill_tree(proc.pid)
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkContext._active_spark_context = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
+
+
+@contextmanager
+def start(launch: Launch, context: LaunchContext) -> Iterator[SparkLaunch]:
+    """Start a matched local-cluster Spark application; nothing of it is left when the block ends."""
+    from pyspark.sql import SparkSession
+
+    from sweeper.engines import spark_backend
+
+    planned = Granted(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
+    scratch = context.run_dir / f"spark-{launch.index}"
+    scratch.mkdir(parents=True, exist_ok=True)
+    log4j = scratch / "log4j2.properties"
+    log4j.write_text(QUIET_LOG4J)
+    environment = {
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "SPARK_WORKER_DIR": str(scratch / "work"),
+        "SPARK_LOCAL_DIRS": str(scratch / "local"),
+        "SPARK_CONF_DIR": str(scratch),  # holds log4j2.properties: quiet driver and executors
+    }
+    with variables_set(environment), new_children() as children:
+        try:
+            builder = SparkSession.builder
+            for key, value in session_conf(launch, context, log4j).items():
+                builder = builder.config(key, value)
+            spark = builder.getOrCreate()
+            spark.sparkContext.setLogLevel("ERROR")
+            granted = granted_executors(spark, launch.executors, context.start_timeout_s)
+            check_granted(planned, granted, "spark")
+            spark_backend.register()
+            yield SparkLaunch(spark, granted, n_jobs=launch.total_cores // context.threads_per_fit)
+        finally:
+            stop_spark()
+            children.reap()

@@ -1,0 +1,77 @@
+"""What ``sweeper run`` shows while it works: a progress bar, a line per measurement, a summary."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+STATUS_STYLE = {"ok": "green", "failed": "red", "timeout": "yellow"}
+
+
+def measurement_line(row: dict[str, Any]) -> str:
+    """One line for a finished measurement."""
+    shape = (
+        "baseline"
+        if row["engine"] == "local"
+        else f"{row['executors']}x{row['cores_per_executor']}c x {row['executor_memory_gib']:g}GiB"
+    )
+    status = row["status"]
+    head = (
+        f"[{STATUS_STYLE[status]}]{status:>7}[/] {row['engine']:<6} {shape:<18} "
+        f"epochs {row['epochs']:>5} trial {row['trial']}"
+    )
+    if status == "ok":
+        return (
+            f"{head}  fit {row['fit_wall_s']:7.2f} s  acc {row['accuracy']:.4f}  "
+            f"epochs run {row['epochs_run']}  start {row['cluster_start_s']:.1f} s"
+        )
+    return f"{head}  {escape(str(row.get('error_type')))}: {escape(str(row.get('error'))[:200])}"
+
+
+@contextmanager
+def progress_bar(console: Console, total: int) -> Iterator[Progress]:
+    """A bar over all measurements with an ETA."""
+    bar = Progress(
+        TextColumn("measurements"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    )
+    with bar:
+        bar.add_task("sweep", total=total)
+        yield bar
+
+
+def summary_table(rows: list[dict[str, Any]]) -> Table:
+    """Median fit time and accuracy per engine, shape and epochs, with failures counted."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        key = (row["engine"], row["executors"], row["cores_per_executor"], row["epochs"])
+        groups[key].append(row)
+    table = Table(title="Summary (medians over trials)")
+    for column in ("engine", "executors x cores", "epochs", "ok", "failed", "fit s", "accuracy"):
+        table.add_column(column, justify="left" if column == "engine" else "right")
+    for (engine, executors, cores, epochs), members in sorted(groups.items(), key=lambda item: str(item[0])):
+        ok = [r for r in members if r["status"] == "ok"]
+        table.add_row(
+            engine,
+            "-" if engine == "local" else f"{executors} x {cores}",
+            str(epochs),
+            str(len(ok)),
+            str(len(members) - len(ok)),
+            f"{statistics.median(r['fit_wall_s'] for r in ok):.2f}" if ok else "-",
+            f"{statistics.median(r['accuracy'] for r in ok):.4f}" if ok else "-",
+        )
+    return table

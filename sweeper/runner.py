@@ -1,0 +1,428 @@
+"""Run a plan: start each launch once, take all its measurements, write a row for each.
+
+A measurement's outcome is data, not an exception that ends the sweep: a fit that raises, a
+launch that cannot start or a batch past its time limit becomes a ``failed`` or ``timeout``
+row and the sweep goes on. Ctrl-C (or SIGTERM) tears the running launch down, keeps every
+finished row and stops.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import shutil
+import signal
+import socket
+import statistics
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import joblib
+import sklearn
+
+from sweeper import datasets
+from sweeper.datasets import Data
+from sweeper.engines import check_supported, starter
+from sweeper.engines.base import LaunchContext, Session
+from sweeper.errors import UserError
+from sweeper.fit_environment import applied, fit_environment
+from sweeper.fitting import FitResult, FitTask, make_batch
+from sweeper.grid import Grid
+from sweeper.plan import Launch, Plan, Point
+from sweeper.store import compact, completed_keys, remove_sweep, write_rows
+
+
+class MeasurementTimeout(Exception):
+    """A batch ran past ``workload.timeout_s``."""
+
+
+@dataclass
+class Todo:
+    """A measurement still to take."""
+
+    launch: Launch
+    point: Point
+    trial: int
+    key: str
+
+
+@dataclass
+class RunResult:
+    """What a sweep did, for the summary and the exit code."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    skipped: int = 0
+    interrupted: bool = False
+
+
+Reporter = Callable[[dict[str, Any]], None]
+
+
+def measurement_key(grid: Grid, plan: Plan, launch: Launch, point: Point, trial: int) -> str:
+    """A stable identity for a measurement: the same point on the same launch shape and trial."""
+    workload = grid.workload
+    identity = {
+        "sweep": grid.name,
+        "engine": launch.engine,
+        "manager": launch.manager,
+        "shape": [launch.rule, launch.cores_per_executor, launch.executors, launch.executor_memory_mib],
+        "dataset": [workload.dataset.name, workload.dataset.path, point.fraction, workload.test_size],
+        "model": point.params,
+        "epochs": point.epochs,
+        "trial": trial,
+        "batch": [workload.mode, plan.n_fits, workload.folds, workload.param_grid, workload.seed],
+        "fits": [workload.exact_epochs, workload.threads_per_fit, grid.environment],
+        "dry_run": launch.dry_run,
+    }
+    text = json.dumps(identity, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def pending(plan: Plan, done: set[str]) -> tuple[list[Todo], int]:
+    """Measurements not yet recorded as ``ok``, in plan order, and how many were skipped."""
+    todo = []
+    skipped = 0
+    for launch in plan.launches:
+        for point in plan.points[launch.index]:
+            for trial in range(plan.grid.workload.trials):
+                key = measurement_key(plan.grid, plan, launch, point, trial)
+                if key in done:
+                    skipped += 1
+                else:
+                    todo.append(Todo(launch, point, trial, key))
+    return todo, skipped
+
+
+def load_data(plan: Plan, warn: Callable[[str], None]) -> dict[float, Data]:
+    """The training data for every fraction, loaded once before any launch."""
+    workload = plan.grid.workload
+    dataset = workload.dataset
+    dry_run = plan.max_train_rows is not None
+    loaded = {}
+    for fraction in workload.fractions:
+        try:
+            loaded[fraction] = datasets.load(
+                dataset,
+                fraction=fraction,
+                test_size=workload.test_size,
+                seed=workload.seed,
+                max_train_rows=plan.max_train_rows,
+            )
+        except UserError as error:
+            if not dry_run:
+                raise
+            warn(f"dry run: {error.problems[0]}; using the bundled digits instead")
+            dataset = replace(dataset, name="digits", path=None)
+            loaded[fraction] = datasets.load(
+                dataset,
+                fraction=fraction,
+                test_size=workload.test_size,
+                seed=workload.seed,
+                max_train_rows=plan.max_train_rows,
+            )
+    return loaded
+
+
+def run(
+    plan: Plan,
+    *,
+    store: Path,
+    fresh: bool = False,
+    report: Reporter | None = None,
+    warn: Callable[[str], None] = print,
+    progress: Callable[[int, int], None] | None = None,
+) -> RunResult:
+    """Take every pending measurement of the plan and write its row to the store.
+
+    Everything that can be checked is checked before the first launch: engines and managers,
+    the dataset, the store.
+    """
+    grid = plan.grid
+    if not any(launch.dry_run for launch in plan.launches):
+        for launch in plan.launches:
+            check_supported(launch.engine, launch.manager)
+    if plan.max_train_rows is None:  # a dry run falls back to the bundled digits instead
+        datasets.check_available(grid.workload.dataset)
+    if fresh:
+        remove_sweep(store, grid.name)
+    todo, skipped = pending(plan, completed_keys(store, grid.name))
+    result = RunResult(skipped=skipped)
+    if not todo:
+        return result
+    data = load_data(plan, warn)
+    run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    run_dir = store / ".scratch" / run_id
+    environment = fit_environment(grid.workload.threads_per_fit, dict(grid.environment))
+    context = LaunchContext(run_dir=run_dir, environment=environment, threads_per_fit=grid.workload.threads_per_fit)
+    shared = _shared_columns(grid, plan, run_id, environment)
+    by_launch: dict[int, list[Todo]] = {}
+    for item in todo:
+        by_launch.setdefault(item.launch.index, []).append(item)
+    done_count = 0
+    try:
+        with applied(environment), _signals_as_interrupt():
+            for items in by_launch.values():
+                for row in _run_launch(plan, items, data, context, shared, store):
+                    result.rows.append(row)
+                    done_count += 1
+                    if report:
+                        report(row)
+                    if progress:
+                        progress(done_count, len(todo))
+    except KeyboardInterrupt:
+        result.interrupted = True
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        if run_dir.parent.exists() and not any(run_dir.parent.iterdir()):
+            run_dir.parent.rmdir()
+    return result
+
+
+def _run_launch(
+    plan: Plan,
+    items: list[Todo],
+    data: dict[float, Data],
+    context: LaunchContext,
+    shared: dict[str, Any],
+    store: Path,
+) -> Iterator[dict[str, Any]]:
+    """Start one launch, take its measurements, tear it down; restart it after a timeout.
+
+    A launch that cannot start (or is not granted its plan) records every measurement it
+    still had as ``failed``, with the error; its processes are gone all the same.
+    """
+    launch = items[0].launch
+    sweep = plan.grid.name
+    stem = f"part-{shared['run_id']}-{launch.index:03d}"
+    files: list[Path] = []
+    left = list(items)
+    teardown_s: float | None = None
+
+    def keep(row: dict[str, Any]) -> dict[str, Any]:
+        files.append(write_rows(store, sweep, [row], f"{stem}-{len(files):04d}"))
+        return row
+
+    try:
+        while left:
+            begun = time.perf_counter()
+            start_s: float | None = None
+            try:
+                with starter(launch.engine)(launch, context) as session:
+                    start_s = time.perf_counter() - begun
+                    warmup_s = _warm_up(plan, left[0], session, data)
+                    while left:
+                        row = keep(_measure(plan, left.pop(0), session, data, start_s, shared))
+                        row["warmup_s"] = warmup_s
+                        yield row
+                        if row["status"] == "timeout":
+                            break  # the workers were killed: start the launch again
+                    closing = time.perf_counter()
+                teardown_s = time.perf_counter() - closing
+            except Exception as error:
+                if start_s is not None:
+                    raise  # teardown itself failed: rows are kept, the error is the engine's
+                for item in left:
+                    row = _row(plan, item, None, shared, cluster_start_s=time.perf_counter() - begun)
+                    row.update(status="failed", error_type=type(error).__name__, error=f"launch did not start: {error}")
+                    yield keep(row)
+                left = []
+    finally:
+        compact(store, sweep, files, stem, **({"teardown_s": teardown_s} if teardown_s is not None else {}))
+
+
+def _warm_up(plan: Plan, item: Todo, session: Session, data: dict[float, Data]) -> float | None:
+    """One untimed batch of 1-epoch fits, so worker start-up and imports are not in trial 0's time."""
+    fit_data = data[item.point.fraction]
+    tasks = _batch(plan, item, fit_data, epochs=1)
+    started = time.perf_counter()
+    try:
+        _with_timeout(session, tasks, fit_data, plan.grid.workload.timeout_s)
+    except MeasurementTimeout:
+        return None
+    except Exception:  # the measurement that follows will fail the same way and record why
+        return None
+    return time.perf_counter() - started
+
+
+def _batch(plan: Plan, item: Todo, data: Data, epochs: int) -> list[FitTask]:
+    workload = plan.grid.workload
+    return make_batch(
+        workload.mode,
+        item.point.model_params,
+        epochs,
+        item.trial,
+        plan.n_fits,
+        n_train=data.n_train,
+        labels=data.y_train,
+        folds=workload.folds,
+        param_grid=workload.param_grid,
+        seed=workload.seed,
+        exact_epochs=workload.exact_epochs,
+        threads_per_fit=workload.threads_per_fit,
+    )
+
+
+def _measure(
+    plan: Plan, item: Todo, session: Session, data: dict[float, Data], start_s: float, shared: dict[str, Any]
+) -> dict[str, Any]:
+    workload = plan.grid.workload
+    fit_data = data[item.point.fraction]
+    tasks = _batch(plan, item, fit_data, epochs=_epochs(plan, item.point))
+    row = _row(plan, item, fit_data, shared, cluster_start_s=start_s)
+    row.update(_granted_columns(session))
+    started = time.perf_counter()
+    try:
+        results = _with_timeout(session, tasks, fit_data, workload.timeout_s)
+    except MeasurementTimeout:
+        row.update(status="timeout", error_type="MeasurementTimeout", error=f"batch ran past {workload.timeout_s:g} s")
+        row["fit_wall_s"] = time.perf_counter() - started
+        return row
+    except KeyboardInterrupt:
+        raise
+    except Exception as error:
+        row.update(status="failed", error_type=type(error).__name__, error=str(error)[:2000])
+        row["fit_wall_s"] = time.perf_counter() - started
+        return row
+    row["fit_wall_s"] = time.perf_counter() - started
+    row.update(_result_columns(results))
+    return row
+
+
+def _epochs(plan: Plan, point: Point) -> int:
+    """The epochs a point trains for (a dry run caps them)."""
+    return min(point.epochs, plan.epochs_cap) if plan.epochs_cap else point.epochs
+
+
+def _with_timeout(session: Session, tasks: list[FitTask], data: Data, timeout_s: float) -> list[FitResult]:
+    """Run the batch in a helper thread; past the limit, abort the launch's workers."""
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["results"] = session.run_batch(tasks, data)
+        except BaseException as error:  # handed to the main thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=target, name="sweeper-batch", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while thread.is_alive() and time.monotonic() < deadline:
+            thread.join(0.2)
+    except KeyboardInterrupt:
+        session.abort()
+        thread.join(30)
+        raise
+    if thread.is_alive():
+        session.abort()
+        thread.join(30)
+        raise MeasurementTimeout()
+    if "error" in outcome:
+        raise outcome["error"]
+    results: list[FitResult] = outcome["results"]
+    return results
+
+
+def _result_columns(results: list[FitResult]) -> dict[str, Any]:
+    accuracies = [r.accuracy for r in results]
+    epochs_run = [r.epochs_run for r in results]
+    return {
+        "status": "ok",
+        "fit_task_sum_s": sum(r.fit_s for r in results),
+        "fit_task_max_s": max(r.fit_s for r in results),
+        "accuracy": statistics.fmean(accuracies),
+        "accuracy_best": max(accuracies),
+        "epochs_run": max(epochs_run),
+        "epochs_run_mean": statistics.fmean(epochs_run),
+        "converged": all(r.converged for r in results),
+        "worker_pids": len({r.pid for r in results}),
+        "fit_environment": json.dumps(results[0].environment, sort_keys=True),
+    }
+
+
+def _granted_columns(session: Session) -> dict[str, Any]:
+    granted = session.granted
+    return {
+        "granted_executors": granted.executors,
+        "granted_cores_per_executor": granted.cores_per_executor,
+        "granted_executor_memory_gib": granted.executor_memory_gib,
+        **{f"{name}_version": value for name, value in session.versions.items()},
+    }
+
+
+def _row(plan: Plan, item: Todo, data: Data | None, shared: dict[str, Any], **values: Any) -> dict[str, Any]:
+    """The columns every row of a measurement has, whatever its outcome."""
+    launch = item.launch
+    params = item.point.model_params
+    row = {
+        **shared,
+        "measurement_key": item.key,
+        "launch_index": launch.index,
+        "engine": launch.engine,
+        "manager": launch.manager,
+        "rule": launch.rule,
+        "nodes": launch.nodes,
+        "cores_per_executor": launch.cores_per_executor,
+        "executors": launch.executors,
+        "total_cores": launch.total_cores,
+        "executor_memory_gib": launch.executor_memory_gib,
+        "memory_overhead_gib": launch.memory_overhead_gib,
+        "dataset": data.name if data else plan.grid.workload.dataset.name,
+        "fraction": item.point.fraction,
+        "n_fits": plan.n_fits,
+        "model_params": json.dumps(params, sort_keys=True, default=list),
+        "hidden_layer_sizes": "x".join(str(n) for n in params.get("hidden_layer_sizes", ())),
+        "epochs": _epochs(plan, item.point),
+        "trial": item.trial,
+        "started_at": datetime.now(UTC),
+        "dry_run": launch.dry_run,
+    }
+    if data is not None:
+        row.update(n_train=data.n_train, n_test=data.n_test, n_features=data.n_features)
+    row.update(values)
+    return row
+
+
+def _shared_columns(grid: Grid, plan: Plan, run_id: str, environment: dict[str, str]) -> dict[str, Any]:
+    import dask
+
+    return {
+        "sweep": grid.name,
+        "run_id": run_id,
+        "grid_hash": grid.grid_hash,
+        "mode": grid.workload.mode,
+        "exact_epochs": grid.workload.exact_epochs,
+        "threads_per_fit": grid.workload.threads_per_fit,
+        "fit_environment": json.dumps(environment, sort_keys=True),
+        "host": socket.gethostname(),
+        "python_version": platform.python_version(),
+        "sklearn_version": sklearn.__version__,
+        "joblib_version": joblib.__version__,
+        "dask_version": dask.__version__,
+    }
+
+
+@contextmanager
+def _signals_as_interrupt() -> Iterator[None]:
+    """SIGTERM behaves like Ctrl-C: tear down, keep the rows, stop."""
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

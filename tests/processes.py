@@ -1,0 +1,39 @@
+"""Find processes a launch may leave behind (checked machine-wide through the process table)."""
+
+from __future__ import annotations
+
+import time
+
+import psutil
+
+LAUNCH_PROCESS_MARKERS = (
+    "org.apache.spark.executor.CoarseGrainedExecutorBackend",
+    "org.apache.spark.deploy.SparkSubmit",
+    "pyspark.daemon",
+    "multiprocessing.spawn",
+    "popen_loky_posix",
+    "distributed.cli",
+)
+
+
+def launch_processes() -> list[str]:
+    """Command lines of live Spark JVMs, Dask workers and loky workers on this machine."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if process.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            cmdline = " ".join(process.info["cmdline"] or [])
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if any(marker in cmdline for marker in LAUNCH_PROCESS_MARKERS):
+            found.append(f"{process.pid}: {cmdline[:200]}")
+    return found
+
+
+def assert_no_launch_processes(wait_s: float = 15.0) -> None:
+    """Fail if launch processes are still alive after ``wait_s`` (they may take a moment to exit)."""
+    deadline = time.monotonic() + wait_s
+    while (left := launch_processes()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not left, "processes left running:\n" + "\n".join(left)

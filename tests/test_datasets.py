@@ -1,0 +1,512 @@
+"""Dataset loading: bundled digits, IDX directories, .npz and Parquet files, OpenML MNIST and the error messages."""
+
+from __future__ import annotations
+
+import gzip
+import struct
+import urllib.error
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import sklearn.datasets
+from sklearn.utils import Bunch
+
+from sweeper import datasets
+from sweeper.datasets import FASHION_MNIST_DIR, IDX_FILES, Data, check_available, load, read_idx
+from sweeper.errors import UserError
+from sweeper.grid import Dataset
+
+N_CLASSES = 10
+IDX_CODES = {np.dtype(np.uint8): 0x08, np.dtype(np.int32): 0x0C, np.dtype(np.float64): 0x0E}
+
+
+def write_idx(path: Path, array: np.ndarray[Any, Any], *, gz: bool = False) -> Path:
+    """Write ``array`` as an IDX file (big-endian header and data), gzipped if ``gz``."""
+    header = bytes([0, 0, IDX_CODES[array.dtype], array.ndim]) + struct.pack(f">{array.ndim}I", *array.shape)
+    raw = header + array.astype(array.dtype.newbyteorder(">")).tobytes()
+    if gz:
+        path = path.with_name(path.name + ".gz")
+        path.write_bytes(gzip.compress(raw))
+    else:
+        path.write_bytes(raw)
+    return path
+
+
+def synthetic_split(
+    n_train: int = 200, n_test: int = 50, side: int = 4, seed: int = 1
+) -> dict[str, np.ndarray[Any, Any]]:
+    """Small uint8 images with balanced labels 0..9, shaped like MNIST's four arrays."""
+    rng = np.random.default_rng(seed)
+    return {
+        "X_train": rng.integers(0, 256, size=(n_train, side, side), dtype=np.uint8),
+        "y_train": (np.arange(n_train) % N_CLASSES).astype(np.uint8),
+        "X_test": rng.integers(0, 256, size=(n_test, side, side), dtype=np.uint8),
+        "y_test": (np.arange(n_test) % N_CLASSES).astype(np.uint8),
+    }
+
+
+def write_idx_dir(directory: Path, *, gz: bool = False, dotted: bool = False) -> dict[str, np.ndarray[Any, Any]]:
+    """Write the four MNIST-named IDX files into ``directory`` and return the arrays written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    arrays = synthetic_split()
+    for key, stem in IDX_FILES.items():
+        name = stem.replace("-idx", ".idx") if dotted else stem
+        write_idx(directory / name, arrays[key], gz=gz)
+    return arrays
+
+
+def assert_well_formed(data: Data) -> None:
+    """The contract of every loader: float32 in [0, 1], int64 labels, 2-D features, matching lengths."""
+    for X, y in ((data.X_train, data.y_train), (data.X_test, data.y_test)):
+        assert X.dtype == np.float32 and y.dtype == np.int64
+        assert X.ndim == 2 and y.ndim == 1 and X.shape[0] == y.shape[0]
+        assert X.shape[1] == data.n_features
+        assert X.min() >= 0.0 and X.max() <= 1.0
+
+
+def assert_matches_idx(data: Data, arrays: dict[str, np.ndarray[Any, Any]]) -> None:
+    """``data`` holds exactly ``arrays`` (uint8 images scaled by 1/255)."""
+    n_train, n_test = len(arrays["y_train"]), len(arrays["y_test"])
+    assert (data.n_train, data.n_test, data.n_features) == (n_train, n_test, 16)
+    np.testing.assert_allclose(data.X_train, arrays["X_train"].reshape(n_train, -1) / 255, rtol=1e-6)
+    np.testing.assert_allclose(data.X_test, arrays["X_test"].reshape(n_test, -1) / 255, rtol=1e-6)
+    np.testing.assert_array_equal(data.y_train, arrays["y_train"])
+    np.testing.assert_array_equal(data.y_test, arrays["y_test"])
+
+
+# --- digits, fraction, determinism ----------------------------------------------------------------------------------
+
+
+def test_digits_shapes_ranges_and_dtypes() -> None:
+    data = load(Dataset("digits"))
+    assert_well_formed(data)
+    assert (data.name, data.source) == ("digits", "sklearn bundled digits")
+    assert (data.n_train, data.n_test, data.n_features) == (1347, 450, 64)
+    assert data.X_train.max() == 1.0  # 16/16: scaled, not clipped
+    assert set(np.unique(data.y_test)) == set(range(N_CLASSES))
+    assert "n_train=1347" in repr(data)
+
+
+@pytest.mark.parametrize(
+    ("fraction", "max_train_rows", "n_train"),
+    [
+        pytest.param(0.1, None, 135, id="fraction-0.1"),
+        pytest.param(0.5, None, 674, id="fraction-0.5"),
+        pytest.param(1.0, 50, 50, id="cap-50"),
+        pytest.param(0.5, 10, 10, id="cap-below-fraction"),
+        pytest.param(0.2, 5000, 269, id="cap-above-fraction"),
+    ],
+)
+def test_fraction_and_cap_subsample_training_stratified(
+    fraction: float, max_train_rows: int | None, n_train: int
+) -> None:
+    full = load(Dataset("digits"))
+    data = load(Dataset("digits"), fraction=fraction, max_train_rows=max_train_rows)
+    assert_well_formed(data)
+    assert data.n_train == n_train
+    assert set(np.unique(data.y_train)) == set(range(N_CLASSES))
+    # proportions follow the full training set to within one row per class
+    expected = np.bincount(full.y_train) * n_train / full.n_train
+    assert np.all(np.abs(np.bincount(data.y_train) - expected) < 1 + 1e-9)
+    # the test set is kept whole
+    np.testing.assert_array_equal(data.X_test, full.X_test)
+    np.testing.assert_array_equal(data.y_test, full.y_test)
+    # the subsample is made of training rows
+    full_rows = {row.tobytes() for row in full.X_train}
+    assert all(row.tobytes() in full_rows for row in data.X_train)
+
+
+def test_same_seed_same_arrays_other_seed_other_arrays() -> None:
+    first = load(Dataset("digits"), fraction=0.3, seed=7)
+    again = load(Dataset("digits"), fraction=0.3, seed=7)
+    other = load(Dataset("digits"), fraction=0.3, seed=8)
+    for name in ("X_train", "y_train", "X_test", "y_test"):
+        np.testing.assert_array_equal(getattr(first, name), getattr(again, name))
+    assert not np.array_equal(first.X_test, other.X_test)
+    assert not np.array_equal(first.X_train, other.X_train)
+
+
+def test_subsample_of_an_own_split_is_seeded(tmp_path: Path) -> None:
+    write_idx_dir(tmp_path)
+    a = load(Dataset("mnist", str(tmp_path)), max_train_rows=30, seed=1)
+    b = load(Dataset("mnist", str(tmp_path)), max_train_rows=30, seed=1)
+    c = load(Dataset("mnist", str(tmp_path)), max_train_rows=30, seed=2)
+    np.testing.assert_array_equal(a.X_train, b.X_train)
+    assert not np.array_equal(a.X_train, c.X_train)
+    assert np.bincount(a.y_train).tolist() == [3] * N_CLASSES
+
+
+# --- IDX ------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("gz", "dotted"),
+    [
+        pytest.param(False, False, id="raw"),
+        pytest.param(True, False, id="gzip"),
+        pytest.param(True, True, id="gzip-dotted-names"),
+    ],
+)
+def test_idx_directory_round_trip(tmp_path: Path, gz: bool, dotted: bool) -> None:
+    arrays = write_idx_dir(tmp_path / "idx", gz=gz, dotted=dotted)
+    dataset = Dataset("path", str(tmp_path / "idx"))
+    check_available(dataset)
+    data = load(dataset)
+    assert_well_formed(data)
+    assert_matches_idx(data, arrays)
+    assert (data.name, data.source) == ("idx", str(tmp_path / "idx"))
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        pytest.param(np.arange(24, dtype=np.int32).reshape(2, 3, 4) - 5, id="int32-3d"),
+        pytest.param(np.linspace(0, 1, 7), id="float64-1d"),
+    ],
+)
+def test_read_idx_other_type_codes(tmp_path: Path, array: np.ndarray[Any, Any]) -> None:
+    np.testing.assert_array_equal(read_idx(write_idx(tmp_path / "a-idx", array)), array)
+
+
+def _truncate_data(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:-7])
+
+
+def _truncate_header(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:6])
+
+
+def _bad_magic(path: Path) -> None:
+    path.write_bytes(b"\x50\x4b\x03\x04" + path.read_bytes()[4:])
+
+
+def _truncate_gzip(path: Path) -> None:
+    raw = gzip.compress(path.read_bytes())
+    path.unlink()
+    path.with_name(path.name + ".gz").write_bytes(raw[: len(raw) // 2])
+
+
+def _empty(path: Path) -> None:
+    path.write_bytes(b"")
+
+
+@pytest.mark.parametrize(
+    ("damage", "match"),
+    [
+        pytest.param(_truncate_data, "corrupt or truncated.*header announces shape", id="truncated-data"),
+        pytest.param(_truncate_header, "corrupt or truncated.*header is incomplete", id="truncated-header"),
+        pytest.param(_bad_magic, "not an IDX file.*504b0304", id="bad-magic"),
+        pytest.param(_truncate_gzip, "could not be read as an IDX file", id="truncated-gzip"),
+        pytest.param(_empty, "not an IDX file", id="empty"),
+    ],
+)
+def test_damaged_idx_file_is_a_user_error_naming_the_file(tmp_path: Path, damage: Any, match: str) -> None:
+    write_idx_dir(tmp_path)
+    damage(tmp_path / IDX_FILES["X_train"])
+    with pytest.raises(UserError, match=match) as caught:
+        load(Dataset("mnist", str(tmp_path)))
+    assert "train-images-idx3-ubyte" in str(caught.value)
+
+
+def test_idx_images_and_labels_must_agree(tmp_path: Path) -> None:
+    write_idx_dir(tmp_path)
+    write_idx(tmp_path / IDX_FILES["y_test"], np.zeros(7, dtype=np.uint8))
+    with pytest.raises(UserError, match=r"t10k-images.*\(50, 4, 4\) images but .*t10k-labels.*\(7,\) labels"):
+        load(Dataset("mnist", str(tmp_path)))
+
+
+# --- MNIST and Fashion-MNIST ----------------------------------------------------------------------------------------
+
+
+def test_mnist_from_an_idx_directory(tmp_path: Path) -> None:
+    arrays = write_idx_dir(tmp_path, gz=True)
+    dataset = Dataset("mnist", str(tmp_path))
+    check_available(dataset)
+    data = load(dataset)
+    assert (data.name, data.source) == ("mnist", str(tmp_path))
+    assert_matches_idx(data, arrays)
+
+
+def test_mnist_from_openml_uses_the_cache_dir_and_its_own_split(tmp_path: Path, monkeypatch: Any) -> None:
+    """A stand-in for ``fetch_openml`` returns a 70000-row MNIST-shaped bunch (4 features keep it small)."""
+    calls: list[dict[str, Any]] = []
+    X = np.tile(np.array([0.0, 51.0, 127.5, 255.0]), (70_000, 1))
+    X[60_000:, 0] = 255.0  # marks the test rows
+    y = np.array([str(i % N_CLASSES) for i in range(70_000)], dtype=object)
+
+    def fake_fetch_openml(name: str, **kwargs: Any) -> Bunch:
+        calls.append({"name": name, **kwargs})
+        return Bunch(data=X, target=y)
+
+    monkeypatch.setenv("SWEEPER_DATA_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(sklearn.datasets, "fetch_openml", fake_fetch_openml)
+    data = load(Dataset("mnist"))
+    assert_well_formed(data)
+    assert (calls[0]["name"], calls[0]["version"], calls[0]["as_frame"]) == ("mnist_784", 1, False)
+    assert calls[0]["data_home"] == str(tmp_path / "cache")
+    assert (data.n_train, data.n_test, data.n_features) == (60_000, 10_000, 4)
+    assert data.X_train[:, 0].max() == 0.0 and data.X_test[:, 0].min() == 1.0
+    np.testing.assert_allclose(data.X_train[0], [0.0, 0.2, 0.5, 1.0], rtol=1e-6)
+    assert data.y_test[:3].tolist() == [0, 1, 2]
+    assert data.source == f"OpenML mnist_784 (cache dir {tmp_path / 'cache'})"
+
+
+def test_mnist_from_openml_offline_is_a_user_error_naming_the_idx_option(tmp_path: Path, monkeypatch: Any) -> None:
+    """``urllib.error.URLError`` stands in for the network, which this machine lacks."""
+
+    def offline(*args: Any, **kwargs: Any) -> Bunch:
+        # what sklearn does before each retry (an error under the suite's filterwarnings=error)
+        warnings.warn("A network error occurred while downloading https://www.openml.org/... Retrying...", stacklevel=1)
+        raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
+
+    monkeypatch.setenv("SWEEPER_DATA_HOME", str(tmp_path))
+    monkeypatch.setattr(sklearn.datasets, "fetch_openml", offline)
+    with pytest.raises(UserError, match="MNIST could not be fetched from OpenML") as caught:
+        load(Dataset("mnist"))
+    message = str(caught.value)
+    assert "`dataset: {name: mnist, path: DIR}`" in message
+    assert "name resolution" in message and str(tmp_path) in message
+
+
+def test_check_available_never_downloads(tmp_path: Path, monkeypatch: Any) -> None:
+    def no_download(*args: Any, **kwargs: Any) -> Bunch:
+        raise AssertionError("check_available must not download")
+
+    monkeypatch.setenv("SWEEPER_DATA_HOME", str(tmp_path / "not-yet"))
+    monkeypatch.setattr(sklearn.datasets, "fetch_openml", no_download)
+    check_available(Dataset("mnist"))
+    check_available(Dataset("digits"))
+    assert not (tmp_path / "not-yet").exists()
+
+
+def test_data_home_default_and_override(monkeypatch: Any) -> None:
+    monkeypatch.delenv("SWEEPER_DATA_HOME", raising=False)
+    assert datasets.data_home() == Path.home() / ".cache" / "sweeper"
+    monkeypatch.setenv("SWEEPER_DATA_HOME", "/srv/data")
+    assert datasets.data_home() == Path("/srv/data")
+
+
+def test_fashion_mnist_default_directory_is_debians() -> None:
+    assert FASHION_MNIST_DIR == "/usr/share/datasets/fashion-mnist"
+
+
+def test_fashion_mnist_from_the_default_directory(tmp_path: Path, monkeypatch: Any) -> None:
+    """Reads Debian's ``dataset-fashion-mnist`` files when installed; otherwise a synthetic IDX directory
+    stands in for them as the default, so the test always runs."""
+    real = all(
+        any((Path(FASHION_MNIST_DIR) / f"{stem}{ext}").is_file() for ext in ("", ".gz")) for stem in IDX_FILES.values()
+    )
+    arrays = None
+    if not real:
+        arrays = write_idx_dir(tmp_path, gz=True)
+        monkeypatch.setattr(datasets, "FASHION_MNIST_DIR", str(tmp_path))
+    dataset = Dataset("fashion-mnist")
+    check_available(dataset)
+    data = load(dataset)
+    assert_well_formed(data)
+    assert data.name == "fashion-mnist"
+    if arrays is not None:
+        assert data.source == str(tmp_path)
+        assert_matches_idx(data, arrays)
+        return
+    assert data.source == FASHION_MNIST_DIR
+    assert (data.n_train, data.n_test, data.n_features) == (60_000, 10_000, 784)
+    assert data.y_train[:5].tolist() == [9, 0, 0, 3, 0]  # ankle boot, T-shirt, T-shirt, dress, T-shirt
+    assert np.bincount(data.y_test).tolist() == [1000] * N_CLASSES
+
+
+# --- .npz and Parquet -----------------------------------------------------------------------------------------------
+
+
+def test_npz_with_its_own_split(tmp_path: Path) -> None:
+    arrays = synthetic_split()
+    path = tmp_path / "images.npz"
+    np.savez(path, **arrays)
+    check_available(Dataset("path", str(path)))
+    data = load(Dataset("path", str(path)))
+    assert (data.name, data.source) == ("images.npz", str(path))
+    assert_matches_idx(data, arrays)
+
+
+def test_npz_with_x_and_y_gets_a_stratified_holdout(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    X = rng.random((100, 5))
+    y = np.arange(100) % 4
+    path = tmp_path / "xy.npz"
+    np.savez_compressed(path, X=X, y=y)
+    data = load(Dataset("path", str(path)), test_size=0.2, seed=3)
+    assert_well_formed(data)
+    assert (data.n_train, data.n_test) == (80, 20)
+    assert np.bincount(data.y_test).tolist() == [5, 5, 5, 5]
+    np.testing.assert_allclose(
+        np.sort(np.concatenate([data.X_train, data.X_test]), axis=0), np.sort(X, axis=0), rtol=1e-6
+    )
+
+
+def _parquet(path: Path, *, split: bool) -> dict[str, np.ndarray[Any, Any]]:
+    arrays = synthetic_split()
+    X = np.concatenate([arrays["X_train"], arrays["X_test"]]).reshape(250, -1)
+    columns: dict[str, Any] = {f"p{i}": X[:, i] for i in range(X.shape[1])}
+    columns["label"] = np.concatenate([arrays["y_train"], arrays["y_test"]]).astype(np.int64)
+    if split:
+        columns["split"] = ["train"] * 200 + ["test"] * 50
+    pq.write_table(pa.table(columns), path)
+    return arrays
+
+
+def test_parquet_with_a_split_column(tmp_path: Path) -> None:
+    arrays = _parquet(tmp_path / "d.parquet", split=True)
+    dataset = Dataset("path", str(tmp_path / "d.parquet"))
+    check_available(dataset)
+    data = load(dataset)
+    assert data.name == "d.parquet"
+    assert_matches_idx(data, arrays)
+
+
+def test_parquet_without_a_split_column_gets_a_stratified_holdout(tmp_path: Path) -> None:
+    _parquet(tmp_path / "d.pq", split=False)
+    data = load(Dataset("path", str(tmp_path / "d.pq")), test_size=0.2)
+    assert_well_formed(data)
+    assert (data.n_train, data.n_test, data.n_features) == (200, 50, 16)
+    assert np.bincount(data.y_test).tolist() == [5] * N_CLASSES
+
+
+# --- errors ---------------------------------------------------------------------------------------------------------
+
+
+def _npz_missing_keys(path: Path) -> Path:
+    np.savez(path / "bad.npz", X_train=np.zeros((4, 2)), y_train=np.zeros(4))
+    return path / "bad.npz"
+
+
+def _npz_not_a_zip(path: Path) -> Path:
+    (path / "fake.npz").write_text("not a zip")
+    return path / "fake.npz"
+
+
+def _unknown_extension(path: Path) -> Path:
+    (path / "data.csv").write_text("label,p0\n1,0\n")
+    return path / "data.csv"
+
+
+def _parquet_without_label(path: Path) -> Path:
+    pq.write_table(pa.table({"p0": [0.1, 0.2], "class": [0, 1]}), path / "nolabel.parquet")
+    return path / "nolabel.parquet"
+
+
+def _parquet_garbage(path: Path) -> Path:
+    (path / "garbage.parquet").write_bytes(b"PAR1 but no footer")
+    return path / "garbage.parquet"
+
+
+def _empty_dir(path: Path) -> Path:
+    (path / "empty").mkdir()
+    return path / "empty"
+
+
+def _missing(path: Path) -> Path:
+    return path / "nowhere.npz"
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        pytest.param(
+            _npz_missing_keys, r"bad\.npz holds the arrays \['X_train', 'y_train'\]; expected X_train", id="npz-keys"
+        ),
+        pytest.param(_npz_not_a_zip, r"fake\.npz could not be read as a NumPy \.npz file", id="npz-not-zip"),
+        pytest.param(
+            _unknown_extension, r"data\.csv: unknown dataset file type '\.csv'; expected a \.npz", id="extension"
+        ),
+        pytest.param(_parquet_without_label, r"nolabel\.parquet has no 'label' column", id="parquet-label"),
+        pytest.param(_parquet_garbage, r"garbage\.parquet could not be read as Parquet", id="parquet-garbage"),
+        pytest.param(_empty_dir, r"empty lacks the IDX files train-images-idx3-ubyte\[\.gz\], ", id="empty-dir"),
+        pytest.param(_missing, r"nowhere\.npz does not exist", id="missing-file"),
+    ],
+)
+def test_bad_user_files_are_user_errors_from_both_check_and_load(tmp_path: Path, make: Any, match: str) -> None:
+    dataset = Dataset("path", str(make(tmp_path)))
+    with pytest.raises(UserError, match=match):
+        check_available(dataset)
+    with pytest.raises(UserError, match=match):
+        load(dataset)
+
+
+@pytest.mark.parametrize(
+    ("dataset", "match"),
+    [
+        pytest.param(
+            Dataset("mnist", "/nonexistent/mnist"), r"/nonexistent/mnist is not a directory of IDX", id="mnist-dir"
+        ),
+        pytest.param(
+            Dataset("fashion-mnist", "/nonexistent/fm"),
+            r"/nonexistent/fm is not a directory.*apt-get install dataset-fashion-mnist",
+            id="fashion-dir",
+        ),
+        pytest.param(Dataset("path"), r"dataset 'path' needs a path", id="path-none"),
+        pytest.param(Dataset("cifar"), r"unknown dataset 'cifar'; expected digits, mnist", id="unknown-name"),
+    ],
+)
+def test_missing_data_is_a_user_error(dataset: Dataset, match: str) -> None:
+    with pytest.raises(UserError, match=match):
+        check_available(dataset)
+    with pytest.raises(UserError, match=match):
+        load(dataset)
+
+
+def test_fashion_mnist_directory_missing_some_files_names_them(tmp_path: Path) -> None:
+    write_idx_dir(tmp_path, gz=True)
+    (tmp_path / "t10k-labels-idx1-ubyte.gz").unlink()
+    dataset = Dataset("fashion-mnist", str(tmp_path))
+    pattern = rf"{tmp_path} lacks the IDX files t10k-labels-idx1-ubyte\[\.gz\]; install them with `apt-get install"
+    with pytest.raises(UserError, match=pattern):
+        check_available(dataset)
+
+
+@pytest.mark.parametrize(
+    ("arrays", "match"),
+    [
+        pytest.param(
+            {"X": np.full((20, 2), 2.5), "y": np.arange(20) % 2}, r"float features range 2\.5\.\.2\.5", id="float>1"
+        ),
+        pytest.param(
+            {"X": np.full((20, 2), 300), "y": np.arange(20) % 2}, r"integer features range 300\.\.300", id="int>255"
+        ),
+        pytest.param({"X": np.full((20, 2), np.nan), "y": np.arange(20) % 2}, r"NaN", id="nan"),
+        pytest.param({"X": np.zeros((20, 2)), "y": np.arange(20) * 0.5}, r"labels must be integers", id="float-labels"),
+        pytest.param(
+            {"X": np.zeros((20, 2)), "y": np.array(["cat"] * 20)}, r"labels must be integers", id="str-labels"
+        ),
+        pytest.param({"X": np.zeros(20), "y": np.arange(20) % 2}, r"features have shape \(20,\)", id="1d-X"),
+        pytest.param(
+            {"X": np.zeros((20, 2)), "y": np.arange(20)},
+            r"cannot make a stratified 0\.25 test holdout",
+            id="singletons",
+        ),
+    ],
+)
+def test_malformed_arrays_are_user_errors(tmp_path: Path, arrays: dict[str, Any], match: str) -> None:
+    path = tmp_path / "m.npz"
+    np.savez(path, **arrays)
+    with pytest.raises(UserError, match=match) as caught:
+        load(Dataset("path", str(path)))
+    assert str(path) in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        pytest.param({"fraction": 0.0}, r"fraction must be in \(0, 1\], got 0\.0", id="fraction-0"),
+        pytest.param({"fraction": 1.5}, r"fraction must be in \(0, 1\]", id="fraction>1"),
+        pytest.param({"test_size": 1.0}, r"test_size must be in \(0, 1\)", id="test-size"),
+        pytest.param({"max_train_rows": 0}, r"max_train_rows must be at least 1", id="cap-0"),
+    ],
+)
+def test_arguments_out_of_range_are_user_errors(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(UserError, match=match):
+        load(Dataset("digits"), **kwargs)

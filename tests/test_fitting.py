@@ -1,0 +1,87 @@
+"""The workload: batches per mode, and one fit as workers run it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sweeper.datasets import load
+from sweeper.fitting import make_batch, run_fit
+from sweeper.grid import Dataset
+
+
+@pytest.fixture(scope="module")
+def digits():  # type: ignore[no-untyped-def]
+    return load(Dataset("digits"))
+
+
+def batch(mode: str, **overrides):  # type: ignore[no-untyped-def]
+    arguments = {
+        "n_train": 100,
+        "labels": np.arange(100) % 10,
+        "folds": 3,
+        "param_grid": (("alpha", (0.1, 0.01)),),
+        "seed": 0,
+        "exact_epochs": False,
+        "threads_per_fit": 1,
+    }
+    arguments.update(overrides)
+    return make_batch(mode, {"hidden_layer_sizes": (8,)}, 5, 2, 4, **arguments)
+
+
+def test_replicas_are_one_fit_per_seed_and_trials_get_their_own_seeds() -> None:
+    tasks = batch("replicas")
+    assert [t.seed for t in tasks] == [2000, 2001, 2002, 2003]
+    assert all(t.train_rows is None for t in tasks)
+
+
+def test_cv_is_one_fit_per_fold_on_disjoint_held_out_rows() -> None:
+    tasks = batch("cv")
+    assert len(tasks) == 3
+    held_out = [set(range(100)) - set(t.train_rows.tolist()) for t in tasks]  # type: ignore[union-attr]
+    assert set().union(*held_out) == set(range(100))
+    assert sum(len(h) for h in held_out) == 100
+
+
+def test_search_is_every_combination_times_every_fold() -> None:
+    tasks = batch("search")
+    assert len(tasks) == 6
+    assert sorted({dict(t.params)["alpha"] for t in tasks}) == [0.01, 0.1]
+
+
+def test_a_fit_reports_time_accuracy_epochs_and_its_environment(digits) -> None:  # type: ignore[no-untyped-def]
+    task = make_batch(
+        "replicas",
+        {"hidden_layer_sizes": (32,)},
+        60,
+        0,
+        1,
+        n_train=digits.n_train,
+        labels=digits.y_train,
+        folds=2,
+        param_grid=(),
+        seed=0,
+        exact_epochs=False,
+        threads_per_fit=1,
+    )[0]
+    result = run_fit(task, digits)
+    assert result.fit_s > 0
+    assert 0.85 < result.accuracy <= 1.0
+    assert 1 <= result.epochs_run <= 60
+    assert result.converged == (result.epochs_run < 60)
+
+
+def test_exact_epochs_runs_every_epoch_despite_tolerance(digits) -> None:  # type: ignore[no-untyped-def]
+    common = {
+        "n_train": digits.n_train,
+        "labels": digits.y_train,
+        "folds": 2,
+        "param_grid": (),
+        "seed": 0,
+        "threads_per_fit": 1,
+    }
+    params = {"hidden_layer_sizes": (16,), "tol": 0.5}  # a tolerance this loose stops after a few epochs
+    early = run_fit(make_batch("replicas", params, 40, 0, 1, exact_epochs=False, **common)[0], digits)
+    exact = run_fit(make_batch("replicas", params, 40, 0, 1, exact_epochs=True, **common)[0], digits)
+    assert early.epochs_run < 40 and early.converged
+    assert exact.epochs_run == 40 and not exact.converged

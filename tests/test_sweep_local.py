@@ -1,0 +1,185 @@
+"""Local sweeps end to end: real Spark executor JVMs, a real Dask LocalCluster, the real store."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import yaml
+
+from sweeper import grid as grid_file
+from sweeper import load_results, runner
+from sweeper.plan import make_plan
+from tests.conftest import REPO, minimal_grid
+from tests.processes import assert_no_launch_processes
+
+pytestmark = pytest.mark.integration
+
+
+def small_grid(tmp: Path, name: str = "small", **workload: Any) -> Path:
+    grid = minimal_grid(name=name, store=str(tmp / "store"))
+    grid["workload"] = {"dataset": "digits", "epochs": [3, 8], "trials": 2, **workload}
+    path = tmp / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(grid))
+    return path
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """One real sweep through the command line: baseline, Spark 2 x 1, Dask 2 x 1."""
+    tmp = tmp_path_factory.mktemp("sweep")
+    grid = small_grid(tmp)
+    result = subprocess.run(
+        [sys.executable, "-m", "sweeper", "run", str(grid)], capture_output=True, text=True, timeout=600, cwd=REPO
+    )
+    return tmp / "store", result
+
+
+def test_sweep_writes_a_row_per_engine_epochs_and_trial(swept: tuple[Path, Any]) -> None:
+    store, result = swept
+    assert result.returncode == 0, result.stdout + result.stderr
+    frame = load_results(store)
+    assert len(frame) == 3 * 2 * 2
+    assert set(frame["status"]) == {"ok"}, frame[["engine", "error"]]
+    counts = frame.groupby(["engine", "epochs"]).size()
+    assert counts.to_dict() == {(e, n): 2 for e in ("dask", "local", "spark") for n in (3, 8)}
+    assert (frame["accuracy"] > 0.5).all()
+    assert (frame["epochs_run"] <= frame["epochs"]).all()
+    assert "Summary" in result.stdout and "12 rows written" in result.stdout
+
+
+def test_every_launch_was_granted_its_plan_by_real_workers(swept: tuple[Path, Any]) -> None:
+    frame = load_results(swept[0])
+    clusters = frame[frame["engine"] != "local"]
+    assert (clusters["granted_executors"] == clusters["executors"]).all()
+    assert (clusters["granted_cores_per_executor"] == clusters["cores_per_executor"]).all()
+    assert (clusters["granted_executor_memory_gib"] == clusters["executor_memory_gib"]).all()
+    # the 2 fits of a batch ran in 2 different worker processes (executor JVMs' Python workers)
+    assert (clusters["worker_pids"] == 2).all()
+    assert frame.loc[frame["engine"] == "spark", "java_version"].str.startswith("17").all()
+
+
+def test_fits_saw_the_same_controlled_environment_on_every_engine(swept: tuple[Path, Any]) -> None:
+    frame = load_results(swept[0])
+    environments = {engine: set(group["fit_environment"]) for engine, group in frame.groupby("engine")}
+    assert len({frozenset(e) for e in environments.values()}) == 1, environments
+    seen = json.loads(next(iter(environments["dask"])))
+    assert seen["OMP_NUM_THREADS"] == "1" and seen["PYTHONHASHSEED"] == "6640"
+    assert "MALLOC_TRIM_THRESHOLD_" not in seen  # Dask's nanny default is removed for fairness
+
+
+def test_the_store_is_compacted_and_readable_by_spark(swept: tuple[Path, Any]) -> None:
+    store = swept[0]
+    files = sorted(p.name for p in (store / "small").iterdir())
+    assert len(files) == 3 and all(f.endswith(".parquet") and not f.startswith(".") for f in files)
+    assert not (store / ".scratch").exists()
+    from pyspark.sql import SparkSession
+
+    from sweeper.engines.spark_engine import stop_spark
+
+    spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+    try:
+        rows = spark.read.parquet(str(store / "small")).groupBy("engine").count().collect()
+        assert {r["engine"]: r["count"] for r in rows} == {"local": 4, "spark": 4, "dask": 4}
+    finally:
+        stop_spark()
+
+
+def test_no_process_of_the_sweep_is_left(swept: tuple[Path, Any]) -> None:
+    assert_no_launch_processes()
+
+
+def test_running_again_resumes_only_what_is_missing(swept: tuple[Path, Any], tmp_path: Path) -> None:
+    store = swept[0]
+    grid = grid_file.load(small_grid(store.parent))
+    plan = make_plan(grid)
+    again = runner.run(plan, store=store)
+    assert (again.skipped, len(again.rows)) == (12, 0)
+    dask_file = next(p for p in (store / "small").iterdir() if "-002" in p.name)
+    dask_file.rename(tmp_path / dask_file.name)  # lose the Dask launch's rows
+    resumed = runner.run(plan, store=store)
+    assert resumed.skipped == 8
+    assert {row["engine"] for row in resumed.rows} == {"dask"} and len(resumed.rows) == 4
+    assert len(load_results(store)) == 12
+    assert_no_launch_processes()
+
+
+def test_a_failing_fit_is_a_failed_row_with_its_original_error_on_every_engine(tmp_path: Path) -> None:
+    grid = grid_file.load(small_grid(tmp_path, name="failing", epochs=[3], trials=1))
+    # Stand-in for a fit that raises: a solver the grid validator would refuse, set behind its back,
+    # so that MLPClassifier raises its own InvalidParameterError inside the worker.
+    broken = replace(grid, workload=replace(grid.workload, model_axes=(("solver", ("no-such-solver",)),)))
+    result = runner.run(make_plan(broken), store=tmp_path / "store")
+    assert {row["engine"] for row in result.rows} == {"local", "spark", "dask"}
+    for row in result.rows:
+        assert row["status"] == "failed"
+        assert row["error_type"] == "InvalidParameterError", row
+        assert "The 'solver' parameter of MLPClassifier must be a str among" in row["error"]
+    assert_no_launch_processes()
+
+
+def test_a_batch_past_its_time_limit_is_a_timeout_row_and_the_launch_restarts(tmp_path: Path) -> None:
+    grid = grid_file.load(small_grid(tmp_path, name="slow", epochs=[2000], trials=2, timeout_s=1.5, exact_epochs=True))
+    only_dask = replace(grid, engines=("dask",), baseline=False)
+    started = time.monotonic()
+    result = runner.run(make_plan(only_dask), store=tmp_path / "store")
+    assert [row["status"] for row in result.rows] == ["timeout", "timeout"]
+    assert time.monotonic() - started < 60
+    assert_no_launch_processes()
+
+
+def test_ctrl_c_tears_down_keeps_finished_rows_and_exits_non_zero(tmp_path: Path) -> None:
+    grid = small_grid(tmp_path, name="interrupted", epochs=[5, 10, 20, 40, 80, 160], trials=3)
+    spec = yaml.safe_load(grid.read_text())
+    spec["engines"] = ["dask"]
+    grid.write_text(yaml.safe_dump(spec))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sweeper", "run", str(grid)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    sweep_dir = tmp_path / "store" / "interrupted"
+    deadline = time.monotonic() + 120
+    while not (
+        sweep_dir.exists() and any(p.name.startswith("part-") for p in sweep_dir.iterdir() if "-001-" in p.name)
+    ):
+        assert time.monotonic() < deadline and process.poll() is None, "the Dask launch never wrote a row"
+        time.sleep(0.2)
+    os.kill(process.pid, signal.SIGINT)
+    output, _ = process.communicate(timeout=120)
+    assert process.returncode == 130, output
+    assert "interrupted" in output
+    kept = load_results(tmp_path / "store")
+    assert 1 <= len(kept) < 6 * 3 * 2
+    assert set(kept["status"]) == {"ok"}
+    assert_no_launch_processes()
+
+
+def test_dry_run_of_the_report_grid_completes(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "sweeper", "run", "grids/2node.yaml", "--dry-run", "--store", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=REPO,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    frame = load_results(tmp_path)
+    assert len(frame) == 84 and frame["dry_run"].all()
+    assert set(frame["status"]) == {"ok"}
+    assert frame["epochs"].max() == 20 and frame["manager"].eq("local").all()
+    order = frame.drop_duplicates("launch_index")[["engine", "cores_per_executor"]].values.tolist()
+    assert [engine for engine, _ in order] == ["local", "spark", "dask", "dask", "spark", "spark", "dask"]
+    assert pd.api.types.is_bool_dtype(frame["dry_run"])
+    assert_no_launch_processes()
