@@ -150,8 +150,10 @@ def load_results(store: str | Path, sweep: str | None = None) -> pd.DataFrame:
 
     Examples
     --------
-    >>> df = load_results("results/")  # doctest: +SKIP
-    >>> df.groupby(["engine", "cores_per_executor", "epochs"]).fit_wall_s.median()  # doctest: +SKIP
+    In a notebook, after ``make sweep``::
+
+        df = load_results("results/")
+        df[df.status == "ok"].groupby(["engine", "cores_per_executor", "epochs"]).fit_wall_s.median()
     """
     table = read_table(store, sweep)
     frame = table.to_pandas(types_mapper=_nullable)
