@@ -4,10 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 GRID ?= grids/local.yaml
 STORE ?= results/
+OUT ?= report/
+YARN_JAR := deploy/yarn/target/sweeper-miniyarn.jar
 
-.PHONY: setup check-java datasets test test-fast lint plan sweep dry-run clean
+.PHONY: setup check-java test-packages datasets test test-fast test-yarn lint plan sweep dry-run report clean
 
-setup: $(BIN)/sweeper check-java  ## create .venv and install sweeper with its test tools
+setup: $(BIN)/sweeper check-java test-packages $(YARN_JAR)  ## .venv with sweeper and its test tools, test packages, MiniYARNCluster
 
 $(BIN)/sweeper: setup.cfg pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "sweeper needs Python 3.10 or newer")'
@@ -15,6 +17,12 @@ $(BIN)/sweeper: setup.cfg pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
 	@touch $@
+
+test-packages:  ## Debian packages the tests use: sshd, chromium, a JDK and Maven (deploy/install-test-packages.sh)
+	@bash deploy/install-test-packages.sh
+
+$(YARN_JAR): deploy/yarn/pom.xml $(shell find deploy/yarn/src -type f 2>/dev/null)  ## Hadoop's MiniYARNCluster for the YARN tests
+	mvn -B -q -f deploy/yarn/pom.xml package
 
 check-java:  ## Spark needs Java 17 or newer on PATH (or JAVA_HOME)
 	@bash deploy/check-java.sh
@@ -29,6 +37,9 @@ test: setup  ## the whole suite, integration tests included (what CI runs)
 test-fast: setup  ## the inner loop: no cluster starts
 	$(BIN)/pytest -m 'not integration'
 
+test-yarn: setup  ## only the tests against a real (mini) YARN
+	$(BIN)/pytest -m yarn
+
 lint: setup  ## ruff + mypy
 	$(BIN)/ruff check sweeper tests
 	$(BIN)/mypy
@@ -42,5 +53,8 @@ sweep: setup  ## run a sweep: make sweep GRID=grids/local.yaml
 dry-run: setup  ## any grid, shrunk to this machine: make dry-run GRID=grids/2node.yaml
 	$(BIN)/sweeper run $(GRID) --dry-run
 
+report: setup  ## report a store: make report STORE=results/ OUT=report/ [SWEEP=name]
+	$(BIN)/sweeper report $(STORE) --out $(OUT) $(if $(SWEEP),--sweep $(SWEEP))
+
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache deploy/yarn/target

@@ -79,6 +79,26 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace, console: Console) -> int:
+    """``sweeper report STORE [--sweep NAME] --out DIR``."""
+    from sweeper import report
+
+    written = report.write_report(
+        args.store, Path(args.out), sweep=args.sweep, cost_per_node_hour=args.cost_per_node_hour
+    )
+    for path in written:
+        console.print(str(path))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace, console: Console) -> int:
+    """``sweeper compare STORE [--sweep NAME]``: Spark vs Dask side by side."""
+    from sweeper import report
+
+    console.print(report.compare_table(report.load_sweep(args.store, args.sweep)))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sweeper",
@@ -95,6 +115,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--fresh", action="store_true", help="delete this sweep's rows first instead of resuming")
     run.add_argument("--store", help="store directory (default: the grid's store)")
     run.set_defaults(func=cmd_run)
+    report = commands.add_parser("report", help="write report.html, report.md and plots for a sweep of a store")
+    report.add_argument("store", help="store directory")
+    report.add_argument("--sweep", help="sweep name (required when the store holds several)")
+    report.add_argument("--out", required=True, help="output directory")
+    report.add_argument("--cost-per-node-hour", type=float, help="price of a node-hour, for cost per measurement")
+    report.set_defaults(func=cmd_report)
+    compare = commands.add_parser("compare", help="print Spark vs Dask side by side for a sweep of a store")
+    compare.add_argument("store", help="store directory")
+    compare.add_argument("--sweep", help="sweep name (required when the store holds several)")
+    compare.set_defaults(func=cmd_compare)
     return parser
 
 

@@ -13,7 +13,7 @@ import os
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -31,6 +31,14 @@ class FitTask:
     exact_epochs: bool
     threads_per_fit: int
     train_rows: np.ndarray | None = None
+
+
+class SharedData(Protocol):
+    """Training data an engine shipped to its workers once per launch (a broadcast, a scattered future)."""
+
+    def resolve(self) -> Data:
+        """The data, read from the worker's copy."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -95,8 +103,10 @@ def make_batch(
     ]
 
 
-def run_fit(task: FitTask, data: Data) -> FitResult:
+def run_fit(task: FitTask, data: Data | SharedData) -> FitResult:
     """Train and score one MLPClassifier; runs inside whatever worker the engine chose."""
+    if not isinstance(data, Data):
+        data = data.resolve()
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.neural_network import MLPClassifier
     from threadpoolctl import threadpool_limits

@@ -38,8 +38,21 @@ TOP_KEYS = (
     "store",
     "environment",
 )
-CLUSTER_KEYS = ("manager", "nodes", "cores_per_node", "memory_per_node", "hosts", "ssh")
-SSH_KEYS = ("user", "port", "identity_file", "known_hosts")
+CLUSTER_KEYS = (
+    "manager",
+    "nodes",
+    "cores_per_node",
+    "memory_per_node",
+    "hosts",
+    "ssh",
+    "python",
+    "java_home",
+    "remote_dir",
+    "queue",
+    "hadoop_conf_dir",
+)
+CLUSTER_PATHS = ("python", "java_home", "remote_dir", "queue", "hadoop_conf_dir")
+SSH_KEYS = ("user", "port", "identity_file", "known_hosts", "strict_host_key_checking", "connect_timeout_s")
 SIZING_KEYS = ("rule", "cores_per_executor", "reserve", "application_master")
 RESERVE_KEYS = ("cores", "memory")
 WORKLOAD_KEYS = (
@@ -116,6 +129,11 @@ class Grid:
     environment: tuple[tuple[str, str], ...]
     hosts: tuple[str, ...] = ()
     ssh: tuple[tuple[str, Any], ...] = ()
+    python: str | None = None
+    java_home: str | None = None
+    remote_dir: str | None = None
+    queue: str | None = None
+    hadoop_conf_dir: str | None = None
     grid_hash: str = field(default="", compare=False)
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
@@ -236,6 +254,7 @@ def parse(raw: Any, path: Path) -> Grid:
         check.fail("name", f"must be a non-empty name without '/', got {name!r}")
 
     manager, cluster, hosts, ssh = _cluster(check, raw.get("cluster"))
+    paths = _cluster_paths(check, raw.get("cluster"))
     rule, cores = _sizing(check, raw.get("sizing"), cluster)
     if cluster is not None and "sizing" in raw and isinstance(raw["sizing"], dict):
         cluster = _with_reserve(check, raw["sizing"], cluster)
@@ -281,6 +300,7 @@ def parse(raw: Any, path: Path) -> Grid:
         environment=tuple(sorted(environment.items())),
         hosts=tuple(hosts),
         ssh=tuple(sorted(ssh.items())),
+        **paths,
         grid_hash=grid_hash(raw),
         warnings=tuple(check.warnings),
     )
@@ -326,6 +346,20 @@ def _cluster(check: _Checker, value: Any) -> tuple[str | None, Cluster | None, l
     if nodes is None or cores is None or memory is None:
         return manager, None, hosts, ssh
     return manager, Cluster(nodes=nodes, cores_per_node=cores, memory_per_node_mib=memory), hosts, ssh
+
+
+def _cluster_paths(check: _Checker, value: Any) -> dict[str, str]:
+    """``cluster.python``, ``java_home``, ``remote_dir`` (ssh) and ``queue``, ``hadoop_conf_dir`` (yarn)."""
+    if not isinstance(value, dict):
+        return {}
+    paths = {}
+    for key in CLUSTER_PATHS:
+        if key in value:
+            if not isinstance(value[key], str) or not value[key]:
+                check.fail(f"cluster.{key}", f"must be a non-empty string, got {value[key]!r}")
+            else:
+                paths[key] = value[key]
+    return paths
 
 
 def _sizing(check: _Checker, value: Any, cluster: Cluster | None) -> tuple[str | None, list[int]]:

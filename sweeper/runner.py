@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import platform
 import shutil
 import signal
 import socket
@@ -26,19 +25,17 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import joblib
-import sklearn
-
 from sweeper import datasets
 from sweeper.datasets import Data
 from sweeper.engines import check_supported, starter
 from sweeper.engines.base import LaunchContext, Session
 from sweeper.errors import UserError
-from sweeper.fit_environment import applied, fit_environment
+from sweeper.fit_environment import applied, fit_environment, variables_set
 from sweeper.fitting import FitResult, FitTask, make_batch
 from sweeper.grid import Grid
 from sweeper.plan import Launch, Plan, Point
 from sweeper.store import compact, completed_keys, remove_sweep, write_rows
+from sweeper.versions import versions
 
 
 class MeasurementTimeout(Exception):
@@ -162,14 +159,19 @@ def run(
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     run_dir = store / ".scratch" / run_id
     environment = fit_environment(grid.workload.threads_per_fit, dict(grid.environment))
-    context = LaunchContext(run_dir=run_dir, environment=environment, threads_per_fit=grid.workload.threads_per_fit)
-    shared = _shared_columns(grid, plan, run_id, environment)
+    context = LaunchContext(
+        run_dir=run_dir,
+        environment=environment,
+        threads_per_fit=grid.workload.threads_per_fit,
+        cluster=_ssh_cluster(grid) if any(launch.manager == "ssh" for launch in plan.launches) else None,
+    )
+    shared = _shared_columns(grid, run_id, environment)
     by_launch: dict[int, list[Todo]] = {}
     for item in todo:
         by_launch.setdefault(item.launch.index, []).append(item)
     done_count = 0
     try:
-        with applied(environment), _signals_as_interrupt():
+        with applied(environment), variables_set(_yarn_variables(grid)), _signals_as_interrupt():
             for items in by_launch.values():
                 for row in _run_launch(plan, items, data, context, shared, store):
                     result.rows.append(row)
@@ -185,6 +187,22 @@ def run(
         if run_dir.parent.exists() and not any(run_dir.parent.iterdir()):
             run_dir.parent.rmdir()
     return result
+
+
+def _ssh_cluster(grid: Grid) -> Any:
+    from sweeper.engines.ssh_hosts import SshCluster
+
+    return SshCluster.from_grid(grid)
+
+
+def _yarn_variables(grid: Grid) -> dict[str, str]:
+    """Where the YARN engines find the cluster and the queue, from the grid (else the environment)."""
+    variables: dict[str, str] = {}
+    if grid.hadoop_conf_dir:
+        variables.update(HADOOP_CONF_DIR=grid.hadoop_conf_dir, YARN_CONF_DIR=grid.hadoop_conf_dir)
+    if grid.queue:
+        variables["SWEEPER_YARN_QUEUE"] = grid.queue
+    return variables
 
 
 def _run_launch(
@@ -216,7 +234,7 @@ def _run_launch(
             begun = time.perf_counter()
             start_s: float | None = None
             try:
-                with starter(launch.engine)(launch, context) as session:
+                with starter(launch.engine, launch.manager)(launch, context) as session:
                     start_s = time.perf_counter() - begun
                     warmup_s = _warm_up(plan, left[0], session, data)
                     while left:
@@ -392,9 +410,7 @@ def _row(plan: Plan, item: Todo, data: Data | None, shared: dict[str, Any], **va
     return row
 
 
-def _shared_columns(grid: Grid, plan: Plan, run_id: str, environment: dict[str, str]) -> dict[str, Any]:
-    import dask
-
+def _shared_columns(grid: Grid, run_id: str, environment: dict[str, str]) -> dict[str, Any]:
     return {
         "sweep": grid.name,
         "run_id": run_id,
@@ -404,10 +420,7 @@ def _shared_columns(grid: Grid, plan: Plan, run_id: str, environment: dict[str, 
         "threads_per_fit": grid.workload.threads_per_fit,
         "fit_environment": json.dumps(environment, sort_keys=True),
         "host": socket.gethostname(),
-        "python_version": platform.python_version(),
-        "sklearn_version": sklearn.__version__,
-        "joblib_version": joblib.__version__,
-        "dask_version": dask.__version__,
+        **versions(),
     }
 
 

@@ -13,6 +13,10 @@ LAUNCH_PROCESS_MARKERS = (
     "multiprocessing.spawn",
     "popen_loky_posix",
     "distributed.cli",
+    "org.apache.spark.deploy.master.Master",
+    "org.apache.spark.deploy.worker.Worker",
+    "sweeper.launch=",
+    "sweeper.yarn.MiniYarn",
 )
 
 

@@ -21,7 +21,7 @@ def test_unknown_engine_lists_the_valid_ones() -> None:
 
 def test_a_missing_engine_package_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     # Stand-in for an engine whose package is not installed: the registry points at a module that does not exist.
-    monkeypatch.setitem(engines.ENGINES, "dask", ("sweeper.engines.not_installed", "start", "dask[distributed]"))
+    monkeypatch.setitem(engines.ENGINES, ("dask", "local"), ("sweeper.engines.not_installed", "dask[distributed]"))
     with pytest.raises(UserError, match=r"needs dask\[distributed\].*pip install dask\[distributed\]"):
         engines.starter("dask")
 
@@ -37,14 +37,12 @@ def test_a_grant_other_than_the_plan_fails_the_launch() -> None:
         check_granted(planned, Granted(6, 5, 13 * 1024), "spark")
 
 
-@pytest.mark.parametrize("manager", ["yarn", "ssh", "standalone"])
+@pytest.mark.parametrize("manager", ["standalone"])
 def test_run_on_a_manager_not_available_yet_stops_before_anything_starts(
     manager: str, write_grid: Callable[..., Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     grid = minimal_grid(store=str(tmp_path / "store"))
     grid["cluster"] = {**grid["cluster"], "manager": manager}
-    if manager == "ssh":
-        grid["cluster"]["hosts"] = ["node1"]
     assert main(["run", str(write_grid(grid))]) == 2
     assert f"cannot launch on manager '{manager}' yet" in " ".join(capsys.readouterr().err.split())
     assert not (tmp_path / "store").exists()

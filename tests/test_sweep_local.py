@@ -122,7 +122,7 @@ def test_a_failing_fit_is_a_failed_row_with_its_original_error_on_every_engine(t
     assert {row["engine"] for row in result.rows} == {"local", "spark", "dask"}
     for row in result.rows:
         assert row["status"] == "failed"
-        assert row["error_type"] == "InvalidParameterError", row
+        assert row["error_type"] == "InvalidParameterError", (row["engine"], row["error"])
         assert "The 'solver' parameter of MLPClassifier must be a str among" in row["error"]
     assert_no_launch_processes()
 
@@ -132,7 +132,7 @@ def test_a_batch_past_its_time_limit_is_a_timeout_row_and_the_launch_restarts(tm
     only_dask = replace(grid, engines=("dask",), baseline=False)
     started = time.monotonic()
     result = runner.run(make_plan(only_dask), store=tmp_path / "store")
-    assert [row["status"] for row in result.rows] == ["timeout", "timeout"]
+    assert [row["status"] for row in result.rows] == ["timeout", "timeout"], [row["error"] for row in result.rows]
     assert time.monotonic() - started < 60
     assert_no_launch_processes()
 

@@ -1,4 +1,8 @@
-"""Engines: a registry keyed by the names grids use, each imported only when a sweep needs it."""
+"""Engines: a registry keyed by the names grids use, each imported only when a sweep needs it.
+
+One module per engine and cluster manager; each provides ``start(launch, context)``, a context
+manager that yields a started :class:`~sweeper.engines.base.Session` and leaves nothing running.
+"""
 
 from __future__ import annotations
 
@@ -12,36 +16,45 @@ from sweeper.plan import Launch
 
 Starter = Callable[[Launch, LaunchContext], AbstractContextManager[Session]]
 
-# engine name -> (module, function, the pip package that provides it)
-ENGINES: dict[str, tuple[str, str, str]] = {
-    "local": ("sweeper.engines.baseline", "start", "joblib"),
-    "dask": ("sweeper.engines.dask_engine", "start", "dask[distributed]"),
-    "spark": ("sweeper.engines.spark_engine", "start", "pyspark joblibspark"),
+# (engine, manager) -> (module with ``start``, the pip packages it needs)
+ENGINES: dict[tuple[str, str], tuple[str, str]] = {
+    ("local", "local"): ("sweeper.engines.baseline", "joblib"),
+    ("dask", "local"): ("sweeper.engines.dask_engine", "dask[distributed]"),
+    ("spark", "local"): ("sweeper.engines.spark_engine", "pyspark joblibspark"),
+    ("dask", "ssh"): ("sweeper.engines.dask_ssh", "dask[distributed] asyncssh"),
+    ("spark", "ssh"): ("sweeper.engines.spark_ssh", "pyspark joblibspark"),
+    ("dask", "yarn"): ("sweeper.engines.dask_yarn", "dask[distributed]"),
+    ("spark", "yarn"): ("sweeper.engines.spark_yarn", "pyspark joblibspark"),
 }
-# engine -> managers it can launch on here
-MANAGERS: dict[str, tuple[str, ...]] = {"local": ("local",), "dask": ("local",), "spark": ("local",)}
 
 
-def starter(engine: str) -> Starter:
-    """The ``start`` context manager of an engine, imported lazily with an install hint."""
-    if engine not in ENGINES:
-        raise UserError(f"Invalid engine: {engine!r}, expected one of {sorted(ENGINES)}")
-    module_name, function, package = ENGINES[engine]
+def managers_of(engine: str) -> tuple[str, ...]:
+    """The cluster managers an engine can launch on."""
+    return tuple(manager for name, manager in ENGINES if name == engine)
+
+
+def starter(engine: str, manager: str = "local") -> Starter:
+    """The ``start`` context manager of an engine on a manager, imported lazily with an install hint."""
+    engines = sorted({name for name, _ in ENGINES})
+    if engine not in engines:
+        raise UserError(f"Invalid engine: {engine!r}, expected one of {engines}")
+    check_supported(engine, manager)
+    module_name, package = ENGINES[(engine, manager)]
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
         raise UserError(
-            f"engine {engine!r} needs {package}, which is not installed ({error}); run `make setup` "
-            f"or `pip install {package}`"
+            f"engine {engine!r} on {manager!r} needs {package}, which is not installed ({error}); "
+            f"run `make setup` or `pip install {package}`"
         ) from error
-    start: Starter = getattr(module, function)
+    start: Starter = module.start
     return start
 
 
 def check_supported(engine: str, manager: str) -> None:
-    """Fail before any launch when an engine cannot run on a cluster manager yet."""
-    if manager not in MANAGERS.get(engine, ()):
+    """Fail before any launch when an engine cannot run on a cluster manager."""
+    if (engine, manager) not in ENGINES:
         raise UserError(
             f"engine {engine!r} cannot launch on manager {manager!r} yet (supported: "
-            f"{', '.join(MANAGERS.get(engine, ()))}); run the grid with --dry-run to check it on this machine"
+            f"{', '.join(managers_of(engine))}); run the grid with --dry-run to check it on this machine"
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from sweeper.datasets import Data
 from sweeper.fitting import FitResult, FitTask
@@ -23,6 +23,7 @@ class LaunchContext:
     environment: dict[str, str]
     threads_per_fit: int
     start_timeout_s: float = 120.0
+    cluster: Any = None  # manager ssh: the hosts and how to reach them (engines.ssh_hosts.SshCluster)
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class Session(Protocol):
     """A started launch."""
 
     granted: Granted
-    versions: dict[str, str]
+    versions: dict[str, str]  # what differs from this machine's versions (e.g. a remote JVM), by engine
 
     def run_batch(self, tasks: list[FitTask], data: Data) -> list[FitResult]:
         """Run the fits in parallel on the launch; an exception of a fit propagates unchanged."""

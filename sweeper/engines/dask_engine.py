@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import dask
-from distributed import Client, LocalCluster
+from distributed import Client, Future, LocalCluster
 
 from sweeper.datasets import Data
 from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
@@ -30,10 +30,14 @@ class DaskSession:
         self.client = client
         self.granted = granted
         self.n_jobs = n_jobs
-        self.versions = {"dask": dask.__version__}
+        self.versions: dict[str, str] = {}
+        self._shipped: tuple[Data, Future] | None = None
 
     def run_batch(self, tasks: list[FitTask], data: Data) -> list[FitResult]:
-        return run_on_backend("dask", self.n_jobs, tasks, data)
+        """Fits through joblib's ``dask`` backend; the data goes to every worker once per launch."""
+        if self._shipped is None or self._shipped[0] is not data:
+            self._shipped = (data, self.client.scatter(data, broadcast=True, hash=False))
+        return run_on_backend("dask", self.n_jobs, tasks, self._shipped[1])
 
     def abort(self) -> None:
         for worker in list(self.cluster.workers.values()):
@@ -77,7 +81,9 @@ def start(launch: Launch, context: LaunchContext) -> Iterator[DaskSession]:
                 memory_limit=f"{launch.executor_memory_mib}MiB",
                 processes=True,
                 host="127.0.0.1",
-                dashboard_address=None,
+                dashboard_address="127.0.0.1:0",  # the scheduler's HTTP server: loopback, any free port
+                scheduler_kwargs={"dashboard": False},
+                worker_dashboard_address=None,
                 local_directory=str(scratch),
                 silence_logs=logging.ERROR,
             )

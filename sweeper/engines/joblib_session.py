@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import joblib
 
 from sweeper.datasets import Data
-from sweeper.fitting import FitResult, FitTask, run_fit
+from sweeper.fitting import FitResult, FitTask, SharedData, run_fit
 
 
-def run_on_backend(backend: str, n_jobs: int, tasks: list[FitTask], data: Data) -> list[FitResult]:
-    """One joblib ``Parallel`` call over the batch on a registered backend."""
+def run_on_backend(backend: str, n_jobs: int, tasks: list[FitTask], data: Data | SharedData | Any) -> list[FitResult]:
+    """One joblib ``Parallel`` call over the batch on a registered backend.
+
+    ``data`` is passed to every fit as it is: engines pass a handle to data they shipped once per launch.
+    """
     with joblib.parallel_config(backend=backend, n_jobs=n_jobs), warnings.catch_warnings():
         # pyspark warns on every joblibspark job that it was not given a session to inherit tags from
         warnings.filterwarnings("ignore", message="Spark session is not provided")

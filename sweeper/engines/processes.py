@@ -9,6 +9,8 @@ from contextlib import contextmanager
 import psutil
 
 GRACE_S = 10.0
+# Helpers of this Python process that may start during a launch but outlive it on purpose.
+PROCESS_HELPERS = ("resource_tracker",)
 
 
 def kill_tree(pid: int, grace_s: float = 2.0) -> None:
@@ -44,8 +46,11 @@ class Children:
         found = []
         for process in self._me.children(recursive=True):
             try:
-                if process.pid not in self._before and process.status() != psutil.STATUS_ZOMBIE:
-                    found.append(process)
+                if process.pid in self._before or process.status() == psutil.STATUS_ZOMBIE:
+                    continue
+                if any(helper in " ".join(process.cmdline()) for helper in PROCESS_HELPERS):
+                    continue
+                found.append(process)
             except psutil.NoSuchProcess:
                 continue
         return found

@@ -9,13 +9,13 @@ would ignore every executor setting, so it is not a matched launch.) Everything 
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,30 +43,34 @@ logger.repl.level = error
 """
 
 
-def java_version() -> str:
-    """``java -version`` of the JVM Spark will use."""
-    java = Path(os.environ["JAVA_HOME"]) / "bin" / "java" if "JAVA_HOME" in os.environ else Path("java")
-    try:
-        output = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=30).stderr
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    match = re.search(r'version "([^"]+)"', output)
-    return match.group(1) if match else "unknown"
+@dataclass(frozen=True)
+class BroadcastData:
+    """Training data as a Spark broadcast: each executor fetches it once, its Python workers read it locally."""
+
+    broadcast: Any
+
+    def resolve(self) -> Data:
+        value: Data = self.broadcast.value
+        return value
 
 
 class SparkLaunch:
     """A started local-cluster Spark application."""
 
     def __init__(self, spark: Any, granted: Granted, n_jobs: int) -> None:
-        import pyspark
-
         self.spark = spark
         self.granted = granted
         self.n_jobs = n_jobs
-        self.versions = {"pyspark": pyspark.__version__, "java": java_version()}
+        self.versions: dict[str, str] = {}
+        self._shipped: tuple[Data, BroadcastData] | None = None
 
     def run_batch(self, tasks: list[FitTask], data: Data) -> list[FitResult]:
-        return run_on_backend("spark", self.n_jobs, tasks, data)
+        """Fits through joblibspark's backend; the data is a broadcast, shipped once per executor."""
+        if self._shipped is None or self._shipped[0] is not data:
+            if self._shipped is not None:
+                self._shipped[1].broadcast.unpersist()
+            self._shipped = (data, BroadcastData(self.spark.sparkContext.broadcast(data)))
+        return run_on_backend("spark", self.n_jobs, tasks, self._shipped[1])
 
     def abort(self) -> None:
         for process in executor_processes(self.spark):

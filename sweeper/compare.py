@@ -1,0 +1,453 @@
+"""Statistics over a sweep's rows: Spark vs Dask, configurations, speedup, COST and price.
+
+Every function takes the DataFrame of :func:`sweeper.load_results` and returns a new one; none
+reads files or keeps state. Only ``status == 'ok'`` rows enter a statistic; failed and timed-out
+rows are counted in ``*failed`` columns and listed by :func:`failures`.
+
+Measurements are compared only within one sweep and *workload* (dataset, training rows, batch
+size, mode, model parameters, dry run or not) and one epoch count. Times are medians over trials with the
+interquartile range (IQR) as spread. A verdict needs at least ``MIN_TRIALS`` ok trials on each
+side; the test is Mann-Whitney U (two-sided) at ``ALPHA``, as in ``asv compare``.
+
+Examples
+--------
+In a notebook, after a sweep::
+
+    import sweeper
+    from sweeper import compare
+    df = sweeper.load_results("results/")
+    compare.engines(df)[["config", "epochs", "ratio", "ratio_low", "ratio_high", "verdict"]]
+    compare.cost(df)
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from sweeper.errors import UserError
+from sweeper.plan import BASELINE_ENGINE
+
+CONFIG = ("cores_per_executor", "executors", "executor_memory_gib")
+WORKLOAD = ("sweep", "dataset", "n_train", "n_fits", "mode", "model_params", "dry_run")
+ALPHA = 0.05
+MIN_TRIALS = 5
+N_BOOTSTRAP = 10_000
+SEED = 0
+TOO_FEW = "too few to tell"
+NO_DIFFERENCE = "no significant difference"
+NEVER = "never"
+NO_BASELINE = "no baseline"
+
+
+# -- small pure helpers -------------------------------------------------------------------
+
+
+def config_label(cores_per_executor: Any, executors: Any, executor_memory_gib: Any, engine: str = "") -> str:
+    """How a configuration is named in tables and plots (the report's "Config: ..." captions).
+
+    >>> config_label(5, 7, 13.0)
+    '5 cores, 7 executors, 13 GiB memory'
+    >>> config_label(1, 1, 0.0, engine="local")
+    'single thread (baseline)'
+    """
+    if engine == BASELINE_ENGINE:
+        return "single thread (baseline)"
+    memory = "?" if pd.isna(executor_memory_gib) else f"{float(executor_memory_gib):g}"
+    return f"{_int_text(cores_per_executor)} cores, {_int_text(executors)} executors, {memory} GiB memory"
+
+
+def _label(values: Mapping[str, Any]) -> str:
+    engine = values.get("engine", "")
+    return config_label(
+        values["cores_per_executor"], values["executors"], values["executor_memory_gib"], engine=str(engine)
+    )
+
+
+def _int_text(value: Any) -> str:
+    return "?" if pd.isna(value) else str(int(value))
+
+
+def ok_mask(df: pd.DataFrame) -> pd.Series:
+    """True for the rows that enter statistics (``status == 'ok'``), False for the rest (NA included)."""
+    return df["status"].eq("ok").fillna(False).astype(bool)
+
+
+def seconds(frame: pd.DataFrame, column: str = "fit_wall_s") -> np.ndarray:
+    """The ok, non-missing values of a column as a float array."""
+    values = frame.loc[ok_mask(frame), column].to_numpy(dtype=float, na_value=np.nan)
+    return values[~np.isnan(values)]
+
+
+def quartiles(values: Sequence[float] | np.ndarray) -> tuple[float, float, float]:
+    """First quartile, median and third quartile (NaN for no values).
+
+    >>> quartiles([10, 11, 12, 13, 14])
+    (11.0, 12.0, 13.0)
+    """
+    array = np.asarray(values, dtype=float)
+    if array.size == 0:
+        return (np.nan, np.nan, np.nan)
+    q1, median, q3 = np.quantile(array, [0.25, 0.5, 0.75])
+    return (float(q1), float(median), float(q3))
+
+
+def ratio_of_medians(
+    a: Sequence[float] | np.ndarray,
+    b: Sequence[float] | np.ndarray,
+    n_bootstrap: int = N_BOOTSTRAP,
+    seed: int = SEED,
+    confidence: float = 0.95,
+) -> tuple[float, float, float]:
+    """``median(a) / median(b)`` with a percentile-bootstrap confidence interval.
+
+    Each sample is resampled with replacement on its own, ``n_bootstrap`` times, from a
+    generator seeded with ``seed``: the same numbers give the same interval every time.
+
+    >>> ratio, low, high = ratio_of_medians([10, 11, 12, 13, 14], [5, 6, 7, 8, 9])
+    >>> round(ratio, 4), low <= ratio <= high
+    (1.7143, True)
+    """
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.size == 0 or y.size == 0:
+        return (np.nan, np.nan, np.nan)
+    rng = np.random.default_rng(seed)
+    x_medians = np.median(rng.choice(x, size=(n_bootstrap, x.size)), axis=1)
+    y_medians = np.median(rng.choice(y, size=(n_bootstrap, y.size)), axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = float(np.median(x) / np.median(y))
+        ratios = x_medians / y_medians
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(ratios, [tail, 1 - tail])
+    return (ratio, float(low), float(high))
+
+
+def mann_whitney(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> tuple[float, float]:
+    """Mann-Whitney U of ``a`` and the two-sided p-value (scipy: exact for small samples without ties).
+
+    ``U > len(a) * len(b) / 2`` means ``a`` tends to be larger. NaN when a sample is empty;
+    p = 1 when every value is the same.
+
+    >>> u, p = mann_whitney([10, 11, 12, 13, 14], [5, 6, 7, 8, 9])
+    >>> u, round(p, 4)
+    (25.0, 0.0079)
+    """
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.size == 0 or y.size == 0:
+        return (np.nan, np.nan)
+    if np.unique(np.concatenate([x, y])).size == 1:
+        return (x.size * y.size / 2, 1.0)
+    result = stats.mannwhitneyu(x, y, alternative="two-sided")
+    return (float(result.statistic), float(result.pvalue))
+
+
+def welch_p(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:
+    """Two-sided p-value of Welch's t-test (unequal variances); NaN when it is undefined.
+
+    >>> round(welch_p([10, 11, 12, 13, 14], [5, 6, 7, 8, 9]), 4)
+    0.0011
+    """
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.size < 2 or y.size < 2:
+        return np.nan
+    return _p_value(stats.ttest_ind, x, y, equal_var=False)
+
+
+def _p_value(test: Callable[..., Any], *samples: np.ndarray, **options: Any) -> float:
+    """A scipy test's p-value, NaN when the test is undefined for the data (constant groups and the like)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return float(test(*samples, **options).pvalue)
+        except ValueError:
+            return np.nan
+
+
+def pareto_front(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Which points no other point beats on both ``x`` and ``y`` (both minimised; NaN never on it).
+
+    Negate a column to maximise it (accuracy).
+
+    >>> pareto_front([1, 2, 3, 2], [3, 1, 2, 1]).tolist()
+    [True, True, False, True]
+    """
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    valid = ~(np.isnan(xs) | np.isnan(ys))
+    front = valid.copy()
+    for i in np.flatnonzero(valid):
+        no_worse = valid & (xs <= xs[i]) & (ys <= ys[i])
+        better = (xs < xs[i]) | (ys < ys[i])
+        front[i] = not np.any(no_worse & better)
+    return front
+
+
+def _verdict(n_a: int, n_b: int, u: float, p: float, names: tuple[str, str], alpha: float, min_trials: int) -> str:
+    if min(n_a, n_b) < min_trials:
+        return TOO_FEW
+    if np.isnan(p) or p >= alpha:
+        return NO_DIFFERENCE
+    a_slower = u > n_a * n_b / 2
+    return f"{names[1] if a_slower else names[0]} faster"
+
+
+def workload_keys(df: pd.DataFrame) -> list[str]:
+    """The sweep and workload columns present in ``df``: measurements compare only within one workload."""
+    return [column for column in WORKLOAD if column in df.columns]
+
+
+def _groups(df: pd.DataFrame, keys: Sequence[str]) -> Iterator[tuple[dict[str, Any], pd.DataFrame]]:
+    if df.empty:
+        return
+    for values, group in df.groupby(list(keys), dropna=False, sort=True):
+        yield dict(zip(keys, values, strict=True)), group
+
+
+def _frame(rows: list[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=list(columns)).reset_index(drop=True)
+
+
+def _failed(frame: pd.DataFrame) -> int:
+    return int((~ok_mask(frame)).sum())
+
+
+# -- tables ---------------------------------------------------------------------------------
+
+
+def summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Per workload, engine, configuration and epochs: medians and IQR of time and accuracy.
+
+    Columns: the workload columns, ``engine``, ``cores_per_executor``, ``executors``,
+    ``executor_memory_gib``, ``total_cores``, ``nodes``, ``epochs``, ``config`` (a label), ``n``
+    (ok trials), ``failed`` (failed or timed out), ``median_s``, ``q1_s``, ``q3_s``, ``iqr_s``,
+    ``accuracy`` (median), ``accuracy_iqr``.
+    """
+    keys = [*workload_keys(df), "engine", *CONFIG, "total_cores", "nodes", "epochs"]
+    rows = []
+    for key, group in _groups(df, keys):
+        times, accuracies = seconds(group), seconds(group, "accuracy")
+        q1, median, q3 = quartiles(times)
+        a1, accuracy, a3 = quartiles(accuracies)
+        rows.append(
+            {
+                **key,
+                "config": _label(key),
+                "n": times.size,
+                "failed": _failed(group),
+                "median_s": median,
+                "q1_s": q1,
+                "q3_s": q3,
+                "iqr_s": q3 - q1,
+                "accuracy": accuracy,
+                "accuracy_iqr": a3 - a1,
+            }
+        )
+    columns = [*keys, "config", "n", "failed", "median_s", "q1_s", "q3_s", "iqr_s", "accuracy", "accuracy_iqr"]
+    return _frame(rows, columns)
+
+
+def engines(
+    df: pd.DataFrame,
+    left: str = "spark",
+    right: str = "dask",
+    alpha: float = ALPHA,
+    min_trials: int = MIN_TRIALS,
+    n_bootstrap: int = N_BOOTSTRAP,
+    seed: int = SEED,
+) -> pd.DataFrame:
+    """Spark vs Dask side by side, per workload, configuration and epochs.
+
+    For each engine (column prefix ``spark_``/``dask_``): ``n`` ok trials, ``failed``,
+    ``median_s``, ``iqr_s``, ``accuracy`` (median). Then ``ratio`` = spark median / dask median
+    with its bootstrap 95 % interval ``ratio_low``..``ratio_high``, the Mann-Whitney ``mwu_p``
+    and Welch ``welch_p`` p-values (two-sided) and ``verdict``: ``"dask faster"``,
+    ``"spark faster"``, ``"no significant difference"`` (Mann-Whitney at ``alpha``), or
+    ``"too few to tell"`` when either side has fewer than ``min_trials`` ok trials.
+    """
+    keys = [*workload_keys(df), *CONFIG, "epochs"]
+    pair = df[df["engine"].isin([left, right]).fillna(False).astype(bool)]
+    rows = []
+    for key, group in _groups(pair, keys):
+        sides = {name: group[group["engine"] == name] for name in (left, right)}
+        a, b = seconds(sides[left]), seconds(sides[right])
+        row: dict[str, Any] = {
+            **key,
+            "total_cores": group["total_cores"].max(),
+            "config": _label(key),
+        }
+        for name, side in sides.items():
+            times = seconds(side)
+            q1, median, q3 = quartiles(times)
+            row.update(
+                {
+                    f"{name}_n": times.size,
+                    f"{name}_failed": _failed(side),
+                    f"{name}_median_s": median,
+                    f"{name}_iqr_s": q3 - q1,
+                    f"{name}_accuracy": quartiles(seconds(side, "accuracy"))[1],
+                }
+            )
+        ratio, low, high = ratio_of_medians(a, b, n_bootstrap=n_bootstrap, seed=seed)
+        u, p = mann_whitney(a, b)
+        row.update(
+            ratio=ratio,
+            ratio_low=low,
+            ratio_high=high,
+            mwu_p=p,
+            welch_p=welch_p(a, b),
+            verdict=_verdict(a.size, b.size, u, p, (left, right), alpha, min_trials),
+        )
+        rows.append(row)
+    per_engine = [f"{e}_{c}" for e in (left, right) for c in ("n", "failed", "median_s", "iqr_s", "accuracy")]
+    columns = [*keys, "total_cores", "config", *per_engine, "ratio", "ratio_low", "ratio_high", "mwu_p", "welch_p"]
+    return _frame(rows, [*columns, "verdict"])
+
+
+def configs(df: pd.DataFrame, alpha: float = ALPHA, min_trials: int = MIN_TRIALS) -> pd.DataFrame:
+    """Configurations compared, per workload, engine (baseline excluded) and epochs.
+
+    Columns: ``n_configs`` (with ok trials), ``fastest`` (its label), ``fastest_total_cores``,
+    ``fastest_median_s``, ``second`` and ``second_over_fastest`` (how many times slower the
+    second fastest is), ``slowest`` and ``slowest_over_fastest``, ``kruskal_p`` (Kruskal-Wallis),
+    ``anova_p`` (one-way ANOVA), ``failed`` and ``verdict``: ``"configurations differ"`` or
+    ``"no significant difference"`` (Kruskal-Wallis at ``alpha``), ``"too few to tell"`` when a
+    configuration has fewer than ``min_trials`` ok trials, ``"one configuration"``.
+    """
+    keys = [*workload_keys(df), "engine", "epochs"]
+    engines_only = df[df["engine"].ne(BASELINE_ENGINE).fillna(False).astype(bool)]
+    rows = []
+    for key, group in _groups(engines_only, keys):
+        shapes = summary(group)
+        shapes = shapes[shapes["n"] > 0].sort_values(["median_s", "total_cores"], kind="stable")
+        samples = [seconds(g) for _, g in _groups(group[ok_mask(group)], list(CONFIG))]
+        labels = shapes["config"].tolist()
+        medians = shapes["median_s"].to_numpy(dtype=float)
+        many = len(samples) >= 2
+        row: dict[str, Any] = {
+            **key,
+            "n_configs": len(samples),
+            "fastest": labels[0] if labels else None,
+            "fastest_total_cores": shapes["total_cores"].iloc[0] if labels else pd.NA,
+            "fastest_median_s": medians[0] if labels else np.nan,
+            "second": labels[1] if many else None,
+            "second_over_fastest": medians[1] / medians[0] if many else np.nan,
+            "slowest": labels[-1] if many else None,
+            "slowest_over_fastest": medians[-1] / medians[0] if many else np.nan,
+            "kruskal_p": _p_value(stats.kruskal, *samples) if many else np.nan,
+            "anova_p": _p_value(stats.f_oneway, *samples) if many else np.nan,
+            "failed": _failed(group),
+        }
+        if not many:
+            row["verdict"] = "one configuration" if samples else "no ok measurements"
+        elif min(len(s) for s in samples) < min_trials:
+            row["verdict"] = TOO_FEW
+        else:
+            differ = not np.isnan(row["kruskal_p"]) and row["kruskal_p"] < alpha
+            row["verdict"] = "configurations differ" if differ else NO_DIFFERENCE
+        rows.append(row)
+    columns = [
+        *keys,
+        "n_configs",
+        "fastest",
+        "fastest_total_cores",
+        "fastest_median_s",
+        "second",
+        "second_over_fastest",
+        "slowest",
+        "slowest_over_fastest",
+        "kruskal_p",
+        "anova_p",
+        "failed",
+        "verdict",
+    ]
+    return _frame(rows, columns)
+
+
+def speedup(df: pd.DataFrame) -> pd.DataFrame:
+    """Speedup of every engine and configuration over the single-thread baseline.
+
+    The baseline is engine ``local`` with the same workload and epochs. Columns: those of
+    :func:`summary` (baseline rows left out) plus ``baseline_median_s``, ``speedup`` (baseline
+    median / median) and ``efficiency`` (speedup per core). NaN where there is no baseline.
+    """
+    table = summary(df)
+    keys = [*workload_keys(df), "epochs"]
+    is_baseline = table["engine"] == BASELINE_ENGINE
+    baseline = table.loc[is_baseline, [*keys, "median_s"]].rename(columns={"median_s": "baseline_median_s"})
+    baseline = baseline.groupby(keys, dropna=False, as_index=False)["baseline_median_s"].min()
+    merged = table[~is_baseline].merge(baseline, on=keys, how="left")
+    merged["speedup"] = merged["baseline_median_s"].astype(float) / merged["median_s"].astype(float)
+    merged["efficiency"] = merged["speedup"] / merged["total_cores"].astype(float)
+    return merged.reset_index(drop=True)
+
+
+def cost(df: pd.DataFrame) -> pd.DataFrame:
+    """McSherry's COST per workload, engine and epochs: the fewest cores that beat one thread.
+
+    COST (McSherry, Isard and Murray, "Scalability! But at what COST?", HotOS 2015) is the
+    smallest configuration, in ``total_cores``, whose median time beats the single-thread
+    baseline's median. Columns: ``baseline_median_s``, ``cost`` (the core count as text,
+    ``"never"`` when no configuration beats the baseline, ``"no baseline"``), ``cost_cores``
+    (nullable integer), ``cost_config`` (its label), ``best_speedup`` and ``best_config``.
+    """
+    table = speedup(df)
+    keys = [*workload_keys(df), "engine", "epochs"]
+    rows = []
+    for key, group in _groups(table[table["n"] > 0], keys):
+        baseline_s = group["baseline_median_s"].astype(float).min()
+        beats = group[group["median_s"].astype(float) < baseline_s].sort_values(["total_cores", "median_s"])
+        best = group.sort_values("speedup", ascending=False, kind="stable").iloc[0]
+        if np.isnan(baseline_s):
+            verdict, cores, label = NO_BASELINE, pd.NA, None
+        elif beats.empty:
+            verdict, cores, label = NEVER, pd.NA, None
+        else:
+            cores, label = int(beats["total_cores"].iloc[0]), beats["config"].iloc[0]
+            verdict = str(cores)
+        rows.append(
+            {
+                **key,
+                "baseline_median_s": baseline_s,
+                "cost": verdict,
+                "cost_cores": cores,
+                "cost_config": label,
+                "best_speedup": best["speedup"],
+                "best_config": best["config"],
+            }
+        )
+    columns = [*keys, "baseline_median_s", "cost", "cost_cores", "cost_config", "best_speedup", "best_config"]
+    frame = _frame(rows, columns)
+    frame["cost_cores"] = frame["cost_cores"].astype("Int64")
+    return frame
+
+
+def price(df: pd.DataFrame, cost_per_node_hour: float) -> pd.DataFrame:
+    """What each configuration costs, and the time-vs-cost Pareto frontier per workload and epochs.
+
+    Cost of one measurement = ``fit_wall_s / 3600 x nodes x cost_per_node_hour`` (the baseline
+    uses one node). Columns: those of :func:`summary` plus ``cost_per_node_hour``,
+    ``median_cost`` (median over ok trials) and ``pareto`` (True when no other configuration is
+    both faster and cheaper).
+    """
+    if not np.isfinite(cost_per_node_hour) or cost_per_node_hour <= 0:
+        raise UserError(f"cost per node hour must be a positive number, got {cost_per_node_hour!r}")
+    table = summary(df)
+    nodes = table["nodes"].astype(float)
+    table["cost_per_node_hour"] = float(cost_per_node_hour)
+    table["median_cost"] = table["median_s"].astype(float) / 3600 * nodes * cost_per_node_hour
+    table["pareto"] = False
+    for _, group in _groups(table, [*workload_keys(df), "epochs"]):
+        table.loc[group.index, "pareto"] = pareto_front(group["median_s"], group["median_cost"])
+    return table
+
+
+def failures(df: pd.DataFrame) -> pd.DataFrame:
+    """Every failed or timed-out row (never dropped silently), oldest first, with its error."""
+    columns = ["started_at", "engine", "config", "epochs", "trial", "status", "error_type", "error", "host", "run_id"]
+    bad = df[~ok_mask(df)].copy()
+    bad["config"] = [_label(row) for _, row in bad.iterrows()]
+    return bad[columns].reset_index(drop=True)

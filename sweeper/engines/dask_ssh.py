@@ -1,0 +1,230 @@
+"""Engine ``dask`` on ``manager: ssh``: a Dask cluster started over SSH for each launch.
+
+Dask's ``SSHCluster`` machinery (``distributed.deploy.ssh``, over ``asyncssh``) with one spec
+entry per host, so that each host gets its own worker count from the plan and every process
+binds to its host's address (``SSHCluster`` would give all workers one option set, and an
+unset host listens on all interfaces). The scheduler runs on the first host.
+
+Every remote Python carries a marker (``-X sweeper.launch=TOKEN``) and runs in the session
+sshd made for it, so teardown knows each remote process group: after ``close()`` it waits
+until those groups are empty on every host (workers linger for seconds after the scheduler
+says goodbye) and kills whatever is left, so the next launch starts on idle hosts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shlex
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import dask
+from distributed import Client
+
+from sweeper.datasets import Data
+from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
+from sweeper.engines.dask_engine import granted_workers
+from sweeper.engines.joblib_session import run_on_backend
+from sweeper.engines.spark_ssh import cluster_of, on_hosts
+from sweeper.engines.ssh_hosts import SshCluster, check_host, groups_alive, kill_groups, resolve, run_remote
+from sweeper.fitting import FitResult, FitTask
+from sweeper.plan import Launch
+
+MARKER = "sweeper.launch"
+LINGER_S = 30.0  # how long remote workers may take to exit after close() before they are killed
+
+
+class DaskSshSession:
+    """A Dask cluster on the hosts with its client."""
+
+    def __init__(self, cluster: Any, client: Client, granted: Granted, n_jobs: int, remote: RemoteGroups) -> None:
+        self.cluster = cluster
+        self.client = client
+        self.granted = granted
+        self.n_jobs = n_jobs
+        self.remote = remote
+        self.versions: dict[str, str] = {}
+
+    def run_batch(self, tasks: list[FitTask], data: Data) -> list[FitResult]:
+        return run_on_backend("dask", self.n_jobs, tasks, data)
+
+    def abort(self) -> None:
+        """Kill the worker process groups on every host (the scheduler stays)."""
+        for host, groups in self.remote.scan(workers_only=True).items():
+            with contextlib.suppress(LaunchError):
+                kill_groups(host, self.remote.cluster.options, groups, grace_s=0.0)
+
+
+class RemoteGroups:
+    """The process groups of a launch on each host, found by the marker on the remote Pythons."""
+
+    def __init__(self, cluster: SshCluster, token: str) -> None:
+        self.cluster = cluster
+        self.token = token
+        self.known: dict[str, set[int]] = {}
+
+    @property
+    def marker(self) -> str:
+        return f"{MARKER}={self.token}"
+
+    def scan(self, workers_only: bool = False) -> dict[str, list[int]]:
+        """Process groups on each host with a process carrying the marker (remembered for teardown)."""
+        pattern = shlex.quote(f"[{MARKER[0]}]{MARKER[1:]}={self.token}")  # [s]: not matching this shell
+        skip = " | grep -v -F distributed.Scheduler" if workers_only else ""
+        script = (
+            f"for p in $(pgrep -f -- {pattern}); do ps -o pgid=,args= -p $p; done{skip} | awk '{{print $1}}'; exit 0"
+        )
+
+        def groups(host: str) -> list[int]:
+            _, out, _ = run_remote(host, script, self.cluster.options)
+            return sorted({int(g) for g in out.split() if g.isdigit()})
+
+        found = dict(zip(self.cluster.hosts, on_hosts(list(self.cluster.hosts), groups), strict=True))
+        for host, host_groups in found.items():
+            self.known.setdefault(host, set()).update(host_groups)
+        return found
+
+    def wait_gone(self, linger_s: float = LINGER_S) -> list[str]:
+        """Wait until every known group is empty on every host; kill what lingers. Returns what was killed."""
+        with contextlib.suppress(LaunchError):
+            self.scan()
+        deadline = time.monotonic() + linger_s
+        alive = self._alive()
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.5)
+            alive = self._alive()
+        killed = []
+        for host, groups in alive.items():
+            killed += [f"host {host}: {line}" for line in kill_groups(host, self.cluster.options, groups, grace_s=2.0)]
+        return killed
+
+    def _alive(self) -> dict[str, list[int]]:
+        hosts = [h for h, groups in self.known.items() if groups]
+        if not hosts:
+            return {}
+        found = on_hosts(hosts, lambda host: groups_alive(host, self.cluster.options, sorted(self.known[host])))
+        return {host: groups for host, groups in zip(hosts, found, strict=True) if groups}
+
+
+def cluster_specs(
+    launch: Launch, cluster: SshCluster, remote_python: str, scratch: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """SpecCluster's scheduler and worker specs: per host, its workers bound to its address."""
+    from distributed.deploy.ssh import Scheduler as SshScheduler
+    from distributed.deploy.ssh import Worker as SshWorker
+
+    connect = cluster.options.asyncssh_options()
+    first = cluster.hosts[0]
+    scheduler = {
+        "cls": SshScheduler,
+        "options": {
+            "address": first,
+            "connect_options": connect,
+            "kwargs": {"host": resolve(first), "port": 0, "dashboard": False, "dashboard_address": None},
+            "remote_python": remote_python,
+        },
+    }
+    counts = [n for n in launch.workers_per_node if n]
+    per_entry = counts[0] if len(set(counts)) == 1 else 1  # one entry per worker when hosts differ
+    workers: dict[str, Any] = {}
+    for host, count in zip(cluster.hosts, launch.workers_per_node, strict=True):
+        for entry in range(count // per_entry if count else 0):
+            workers[f"{host}-{entry}"] = {
+                "cls": SshWorker,
+                "options": {
+                    "address": host,
+                    "connect_options": connect,
+                    "kwargs": {
+                        "n_workers": per_entry,
+                        "nthreads": launch.cores_per_executor,
+                        "memory_limit": f"{launch.executor_memory_mib}MiB",
+                        "host": resolve(host),
+                        "local_directory": scratch,
+                    },
+                    "worker_class": "distributed.Nanny",
+                    "remote_python": remote_python,
+                },
+            }
+    return scheduler, workers
+
+
+def check_placement(client: Client, launch: Launch, cluster: SshCluster) -> None:
+    """Each host runs the planned number of workers."""
+    addresses = [resolve(host) for host in cluster.hosts]
+    workers = client.scheduler_info(n_workers=-1)["workers"].values()
+    placed = tuple(sum(1 for w in workers if w["host"] == address) for address in addresses)
+    if placed != tuple(launch.workers_per_node):
+        layout = ", ".join(f"{host}: {n}" for host, n in zip(cluster.hosts, placed, strict=True))
+        raise LaunchError(f"dask workers placed {layout}; planned {' + '.join(map(str, launch.workers_per_node))}")
+
+
+@contextmanager
+def start(launch: Launch, context: LaunchContext, cluster: SshCluster | None = None) -> Iterator[DaskSshSession]:
+    """Start the launch's Dask cluster over SSH; every remote process is gone when the block ends."""
+    import secrets
+
+    from distributed.deploy.spec import SpecCluster
+
+    cluster = cluster_of(context, cluster)
+    hosts = list(cluster.hosts)
+    if len(hosts) != len(launch.workers_per_node):
+        raise LaunchError(f"the plan has {len(launch.workers_per_node)} nodes, cluster.hosts lists {len(hosts)}")
+    planned = Granted(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
+    on_hosts(hosts, lambda host: check_host(host, cluster.options, cluster.python, java=None))
+    token = secrets.token_hex(8)
+    remote = RemoteGroups(cluster, token)
+    scratch = f"{cluster.remote_dir.rstrip('/')}/sweeper-dask-{launch.index}-{token}"
+    remote_python = f"{shlex.quote(cluster.python)} -X {remote.marker}"
+    settings = {
+        "distributed.nanny.pre-spawn-environ": dict(context.environment),
+        "distributed.nanny.environ": {},
+        "distributed.worker.daemon": False,
+    }
+    spec_cluster = None
+    client = None
+    try:
+        with dask.config.set(settings):
+            on_hosts(hosts, lambda host: _make_scratch(cluster, host, scratch))
+            scheduler, workers = cluster_specs(launch, cluster, remote_python, scratch)
+            try:
+                spec_cluster = SpecCluster(workers, scheduler, name="SSHCluster", silence_logs=logging.ERROR)
+            except Exception as error:
+                raise LaunchError(f"dask over SSH did not start on {', '.join(hosts)}: {error}") from error
+            remote.scan()
+            client = Client(spec_cluster, set_as_default=True)
+            client.wait_for_workers(launch.executors, timeout=context.start_timeout_s)
+            granted = granted_workers(client)
+            check_granted(planned, granted, "dask")
+            check_placement(client, launch, cluster)
+            yield DaskSshSession(spec_cluster, client, granted, launch.total_cores // context.threads_per_fit, remote)
+    finally:
+        in_flight = sys.exc_info()[1] is not None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
+        if spec_cluster is not None:
+            with contextlib.suppress(Exception):
+                spec_cluster.close()
+        try:
+            killed = remote.wait_gone()
+            on_hosts(hosts, lambda host: _remove_scratch(cluster, host, scratch))
+        except LaunchError:
+            if not in_flight:
+                raise
+            killed = []
+        if killed and not in_flight:
+            raise LaunchError("dask teardown: still running after close(), killed: " + "; ".join(killed))
+
+
+def _make_scratch(cluster: SshCluster, host: str, scratch: str) -> None:
+    status, _, err = run_remote(host, f"mkdir -p -m 700 {shlex.quote(scratch)}", cluster.options)
+    if status != 0:
+        raise LaunchError(f"host {host}: cannot create {scratch} ({err.strip()})")
+
+
+def _remove_scratch(cluster: SshCluster, host: str, scratch: str) -> None:
+    run_remote(host, f"rm -rf {shlex.quote(scratch)}", cluster.options)

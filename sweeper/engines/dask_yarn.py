@@ -1,0 +1,201 @@
+"""Engine ``dask``, manager ``yarn``: matched Dask workers in YARN containers.
+
+The scheduler runs in this process (on 127.0.0.1); Hadoop's distributedshell starts one
+``distributed.cli.dask_worker`` per container (``--nthreads`` = cores, ``--memory-limit`` = executor
+memory; the container gets memory + overhead MiB and cores vcores). dask-yarn/skein are not used:
+dask-yarn 0.9 (2021) imports names distributed 2025 no longer has, and skein needs a Hadoop
+install's ``yarn classpath``. Stopping kills the YARN application, whose NodeManagers kill the workers.
+
+The cluster is the one ``HADOOP_CONF_DIR`` (or ``YARN_CONF_DIR``) describes; the Hadoop client
+jars come from ``deploy/yarn`` (``mvn -q -f deploy/yarn/pom.xml package``) or ``SWEEPER_YARN_LIB``.
+Every NodeManager must have this virtualenv at the same path (true of the test MiniYARNCluster).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import dask
+from distributed import Client, LocalCluster
+
+from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
+from sweeper.engines.dask_engine import DaskSession, granted_workers
+from sweeper.engines.processes import kill_tree
+from sweeper.engines.spark_yarn import yarn_conf_dir
+from sweeper.plan import Launch
+
+DISTRIBUTED_SHELL_CLIENT = "org.apache.hadoop.yarn.applications.distributedshell.Client"
+AM_MEMORY_MIB = 512
+REPO_LIB = Path(__file__).resolve().parents[2] / "deploy" / "yarn" / "target" / "lib"
+
+
+def hadoop_lib() -> Path:
+    """The directory of Hadoop client jars with distributedshell in it."""
+    lib = Path(os.environ.get("SWEEPER_YARN_LIB", REPO_LIB))
+    if not any(lib.glob("hadoop-yarn-applications-distributedshell-*.jar")):
+        raise LaunchError(
+            f"manager yarn needs Hadoop's distributedshell in {lib}: run mvn -q -f deploy/yarn/pom.xml package "
+            "(make setup) or set SWEEPER_YARN_LIB"
+        )
+    return lib
+
+
+def yarn_site(conf_dir: Path) -> dict[str, str]:
+    """The properties of yarn-site.xml."""
+    root = ElementTree.parse(conf_dir / "yarn-site.xml").getroot()
+    return {p.findtext("name") or "": p.findtext("value") or "" for p in root.iter("property")}
+
+
+class ResourceManager:
+    """The few calls of the ResourceManager's REST API a launch needs (a cluster without Kerberos)."""
+
+    def __init__(self, conf_dir: Path) -> None:
+        address = yarn_site(conf_dir).get("yarn.resourcemanager.webapp.address", "")
+        if not address or address.endswith(":0"):
+            raise LaunchError(f"no yarn.resourcemanager.webapp.address in {conf_dir / 'yarn-site.xml'}")
+        self.url = f"http://{address}/ws/v1/cluster"
+
+    def _call(self, path: str, body: dict[str, Any] | None = None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(
+            self.url + path, data=data, method="PUT" if body is not None else "GET",
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+        )  # fmt: skip
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.load(response)
+
+    def application(self, name: str) -> dict[str, Any] | None:
+        """The newest application of this name, if the RM knows one."""
+        apps = (self._call("/apps").get("apps") or {}).get("app") or []
+        found = [app for app in apps if app.get("name") == name]
+        return max(found, key=lambda app: app["startedTime"]) if found else None
+
+    def kill(self, app_id: str) -> None:
+        self._call(f"/apps/{app_id}/state", {"state": "KILLED"})
+
+
+def distributed_shell_command(
+    conf_dir: Path, lib: Path, name: str, command: str, launch: Launch, environment: dict[str, str]
+) -> list[str]:
+    """The distributedshell client that asks YARN for one container per worker and runs ``command`` in each."""
+    java = str(Path(os.environ["JAVA_HOME"]) / "bin" / "java") if "JAVA_HOME" in os.environ else "java"
+    shell = shutil.which(java) or java
+    arguments = [
+        shell, "-Xmx256m", "-cp", f"{conf_dir}{os.pathsep}{lib / '*'}", DISTRIBUTED_SHELL_CLIENT,
+        "-jar", str(sorted(lib.glob("hadoop-yarn-applications-distributedshell-*.jar"))[-1]),
+        "-appname", name,
+        "-shell_command", command,
+        "-num_containers", str(launch.executors),
+        "-container_memory", str(launch.executor_memory_mib + launch.memory_overhead_mib),
+        "-container_vcores", str(launch.cores_per_executor),
+        "-master_memory", str(AM_MEMORY_MIB),
+        "-master_vcores", "1",
+        "-timeout", str(24 * 3600 * 1000),
+    ]  # fmt: skip
+    queue = os.environ.get("SWEEPER_YARN_QUEUE")
+    if queue:
+        arguments += ["-queue", queue]
+    for key, value in environment.items():
+        arguments += ["-shell_env", f"{key}={value}"]
+    return arguments
+
+
+def worker_command(scheduler: str, launch: Launch) -> str:
+    """One Dask worker of the planned shape, named after its YARN container."""
+    return (
+        f"exec {shlex.quote(sys.executable)} -m distributed.cli.dask_worker {scheduler} "
+        f"--nthreads {launch.cores_per_executor} --memory-limit {launch.executor_memory_mib}MiB "
+        "--name $CONTAINER_ID --local-directory $PWD --no-dashboard --host 127.0.0.1"
+    )
+
+
+@contextmanager
+def start(launch: Launch, context: LaunchContext) -> Iterator[DaskSession]:
+    """Start matched Dask workers on YARN; the application and its containers are gone when the block ends."""
+    conf_dir = yarn_conf_dir()
+    lib = hadoop_lib()
+    resource_manager = ResourceManager(conf_dir)
+    planned = Granted(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
+    scratch = context.run_dir / f"dask-{launch.index}"
+    scratch.mkdir(parents=True, exist_ok=True)
+    name = f"sweeper-dask-{launch.index}-{uuid.uuid4().hex[:8]}"
+    cluster = None
+    client = None
+    shell = None
+    try:
+        with dask.config.set({"distributed.worker.daemon": False}):
+            cluster = LocalCluster(
+                n_workers=0, host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR,
+                local_directory=str(scratch),
+            )  # fmt: skip
+        client = Client(cluster, set_as_default=True)
+        command = distributed_shell_command(
+            conf_dir, lib, name, worker_command(cluster.scheduler_address, launch), launch, context.environment
+        )
+        with open(scratch / "distributedshell.log", "wb") as log:
+            shell = subprocess.Popen(command, cwd=scratch, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        _wait_for_workers(client, shell, launch.executors, context.start_timeout_s, scratch)
+        granted = granted_workers(client)
+        check_granted(planned, granted, "dask")
+        yield DaskSession(cluster, client, granted, n_jobs=launch.total_cores // context.threads_per_fit)
+    finally:
+        _kill_application(resource_manager, name, client)
+        if shell is not None:
+            try:
+                shell.wait(30)
+            except subprocess.TimeoutExpired:
+                kill_tree(shell.pid)
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _wait_for_workers(
+    client: Client, shell: subprocess.Popen[bytes], expected: int, timeout_s: float, scratch: Path
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    while len(client.scheduler_info(n_workers=-1)["workers"]) < expected:
+        if shell.poll() is not None:
+            tail = (scratch / "distributedshell.log").read_text(errors="replace")[-2000:]
+            raise LaunchError(f"dask on yarn: distributedshell exited ({shell.returncode}):\n{tail}")
+        if time.monotonic() > deadline:
+            got = len(client.scheduler_info(n_workers=-1)["workers"])
+            raise LaunchError(f"dask on yarn: {got} of {expected} workers registered within {timeout_s:.0f} s")
+        time.sleep(0.2)
+
+
+def _kill_application(
+    resource_manager: ResourceManager, name: str, client: Client | None, timeout_s: float = 30.0
+) -> None:
+    """Kill the YARN application (its NodeManagers kill the workers) and wait until its workers left."""
+    try:
+        app = resource_manager.application(name)
+        if app is not None and app["state"] not in ("FINISHED", "FAILED", "KILLED"):
+            resource_manager.kill(app["id"])
+    except OSError:
+        logging.getLogger(__name__).warning("could not reach the ResourceManager to kill %s", name)
+    if client is None:
+        return
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if not client.scheduler_info(n_workers=-1)["workers"]:
+                return
+        except Exception:  # the scheduler may already be closing
+            return
+        time.sleep(0.2)

@@ -1,0 +1,367 @@
+"""Engine ``spark`` on ``manager: ssh``: a Spark standalone cluster started over SSH for each launch.
+
+The first host runs the master; every host with executors in the plan runs one worker sized
+to them (``cores = executors on the host x executor cores``, memory likewise), so with
+``spark.executor.cores``, ``spark.executor.memory`` and ``spark.cores.max = executors x cores``
+the master grants exactly the planned executors. The driver is this Python process, bound to
+this machine's address on the route to the master. Shared-secret authentication is on with a
+secret made for the launch; it reaches the daemons on their stdin and the driver through py4j,
+never a command line, a file or a log. Daemons start in their own session (``setsid``), so
+teardown ends each one with all its executors and Python workers as a process group, on every
+host, and checks that nothing carrying the launch's marker is left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import secrets
+import shlex
+import socket
+import sys
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
+from sweeper.engines.spark_engine import (
+    EXECUTOR_CLASS,
+    QUIET_LOG4J,
+    SparkLaunch,
+    _heap_mib,
+    granted_executors,
+    stop_spark,
+)
+from sweeper.engines.ssh_hosts import (
+    SshCluster,
+    address_towards,
+    check_host,
+    kill_groups,
+    run_remote,
+)
+from sweeper.fit_environment import variables_set
+from sweeper.plan import Launch
+
+MASTER_CLASS = "org.apache.spark.deploy.master.Master"
+WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
+MARKER = "sweeper.launch"  # -Dsweeper.launch=TOKEN on every JVM of a launch, to find leftovers
+
+T = TypeVar("T")
+
+
+@dataclass
+class Daemons:
+    """What a launch started on the hosts: process groups per host and the scratch directory."""
+
+    cluster: SshCluster
+    token: str
+    scratch: str
+    groups: dict[str, list[int]] = field(default_factory=dict)  # host -> process groups, master last
+
+    def add(self, host: str, group: int, first: bool = False) -> None:
+        groups = self.groups.setdefault(host, [])
+        groups.insert(0 if first else len(groups), group)
+
+
+def cluster_of(context: LaunchContext, cluster: SshCluster | None) -> SshCluster:
+    """The hosts of the launch: passed in, or carried by the context as ``context.cluster``."""
+    found = cluster if cluster is not None else getattr(context, "cluster", None)
+    if not isinstance(found, SshCluster) or not found.hosts:
+        raise LaunchError("manager ssh needs cluster.hosts (and cluster.ssh) from the grid")
+    return found
+
+
+def on_hosts(hosts: list[str], work: Callable[[str], T]) -> list[T]:
+    """``work(host)`` on every host at once; the first host's error (in host order) is raised."""
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(hosts)))) as pool:
+        futures = [pool.submit(work, host) for host in hosts]
+        errors = [f.exception() for f in futures]
+    for error in errors:
+        if error is not None:
+            raise error
+    return [f.result() for f in futures]
+
+
+def _daemon_script(daemons: Daemons, host: str, pyspark_dir: str, java_opts_variable: str, main: str, log: str) -> str:
+    """Start a Spark daemon in its own session; its pid (= its process group) is printed.
+
+    The secret arrives on stdin, so it is in the daemon's environment (readable by its user
+    only) and never on a command line."""
+    cluster = daemons.cluster
+    exports = {
+        "SPARK_LOCAL_IP": host,
+        java_opts_variable: f"-Dspark.authenticate=true -D{MARKER}={daemons.token}",
+        "SPARK_LOG_DIR": daemons.scratch,
+        "SPARK_WORKER_DIR": f"{daemons.scratch}/work",
+        "SPARK_LOCAL_DIRS": f"{daemons.scratch}/local",
+        "SPARK_HOME": pyspark_dir,
+        "PYSPARK_PYTHON": cluster.python,
+    }
+    if cluster.java_home:
+        exports["JAVA_HOME"] = cluster.java_home
+    lines = [
+        "IFS= read -r _SPARK_AUTH_SECRET || exit 90",
+        "export _SPARK_AUTH_SECRET",
+        *(f"export {name}={shlex.quote(value)}" for name, value in exports.items()),
+        f"cd {shlex.quote(daemons.scratch)} || exit 91",
+        f"setsid nohup {shlex.quote(pyspark_dir + '/bin/spark-class')} {main} >{shlex.quote(log)} 2>&1 </dev/null &",
+        "echo $!",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _start_daemon(daemons: Daemons, host: str, pyspark_dir: str, secret: str, kind: str, main: str) -> int:
+    variable = "SPARK_MASTER_OPTS" if kind == "master" else "SPARK_WORKER_OPTS"
+    log = f"{daemons.scratch}/{kind}.log"
+    script = _daemon_script(daemons, host, pyspark_dir, variable, main, log)
+    status, out, err = run_remote(host, script, daemons.cluster.options, input_text=secret + "\n")
+    if status != 0 or not out.strip().isdigit():
+        raise LaunchError(f"host {host}: the Spark {kind} did not start ({(out + err).strip()[-300:]})")
+    group = int(out.strip())
+    daemons.add(host, group, first=kind == "worker")
+    return group
+
+
+def _log_tail(daemons: Daemons, host: str, kind: str, lines: int = 5) -> str:
+    with contextlib.suppress(LaunchError):
+        _, out, _ = run_remote(
+            host, f"tail -n {lines} {shlex.quote(daemons.scratch)}/{kind}.log 2>/dev/null", daemons.cluster.options
+        )
+        return " | ".join(line.strip() for line in out.splitlines() if line.strip())
+    return ""
+
+
+def _master_url(daemons: Daemons, host: str, group: int, timeout_s: float) -> str:
+    """Wait for the master's ``Starting Spark master at spark://...`` line; its port is chosen at random."""
+    deadline = time.monotonic() + timeout_s
+    log = f"{shlex.quote(daemons.scratch)}/master.log"
+    probe = (
+        f"grep -o 'Starting Spark master at spark://[^ ]*' {log} 2>/dev/null | tail -n 1; "
+        f"pgrep -g {group} >/dev/null || echo DEAD"
+    )
+    while True:
+        _, out, _ = run_remote(host, probe, daemons.cluster.options)
+        match = re.search(r"spark://\S+", out)
+        if match:
+            return match.group(0)
+        if "DEAD" in out or time.monotonic() > deadline:
+            reason = "exited" if "DEAD" in out else f"did not start within {timeout_s:.0f} s"
+            raise LaunchError(f"host {host}: the Spark master {reason}: {_log_tail(daemons, host, 'master')}")
+        time.sleep(0.3)
+
+
+def _wait_reachable(url: str, timeout_s: float) -> None:
+    host, port = url.removeprefix("spark://").rsplit(":", 1)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with socket.create_connection((host, int(port)), timeout=2):
+                return
+        except OSError as error:
+            if time.monotonic() > deadline:
+                raise LaunchError(
+                    f"host {host}: the Spark master at {url} is not reachable from here ({error})"
+                ) from error
+            time.sleep(0.2)
+
+
+def remote_executors(cluster: SshCluster, app_id: str) -> dict[str, list[int]]:
+    """Heap (MiB, from -Xmx) of every executor JVM of the application, per host."""
+
+    def heaps(host: str) -> list[int]:
+        _, out, _ = run_remote(host, "ps -eo args= | grep -F -- " + shlex.quote(EXECUTOR_CLASS), cluster.options)
+        return [_heap_mib(line.split()) for line in out.splitlines() if f"--app-id {app_id}" in line]
+
+    return dict(zip(cluster.hosts, on_hosts(list(cluster.hosts), heaps), strict=True))
+
+
+def granted_remote(spark: Any, launch: Launch, cluster: SshCluster, timeout_s: float) -> Granted:
+    """Executors and cores as the driver sees them; heap and placement from the hosts' process tables."""
+    registered = granted_executors(spark, launch.executors, timeout_s)
+    app_id = spark.sparkContext.applicationId
+    per_host = remote_executors(cluster, app_id)
+    heaps = {heap for found in per_host.values() for heap in found}
+    if len(heaps) > 1:
+        raise LaunchError(f"spark executors differ in heap: {sorted(heaps)} MiB")
+    placed = tuple(len(per_host[host]) for host in cluster.hosts)
+    if placed != tuple(launch.workers_per_node):
+        layout = ", ".join(f"{host}: {n}" for host, n in zip(cluster.hosts, placed, strict=True))
+        raise LaunchError(f"spark executors placed {layout}; planned {' + '.join(map(str, launch.workers_per_node))}")
+    return Granted(registered.executors, registered.cores_per_executor, heaps.pop() if heaps else 0)
+
+
+class SshSparkSession(SparkLaunch):
+    """A Spark application on a standalone cluster started over SSH."""
+
+    def __init__(self, spark: Any, granted: Granted, n_jobs: int, cluster: SshCluster) -> None:
+        super().__init__(spark, granted, n_jobs)
+        self.cluster = cluster
+
+    def abort(self) -> None:
+        """Cancel the jobs and kill the application's executors on every host (their workers may restart them)."""
+        with contextlib.suppress(Exception):
+            self.spark.sparkContext.cancelAllJobs()
+        app_id = self.spark.sparkContext.applicationId
+        pattern = shlex.quote(f"--app-id {app_id}")
+        for host in self.cluster.hosts:
+            with contextlib.suppress(LaunchError):
+                run_remote(host, f"pkill -KILL -f -- {pattern}; exit 0", self.cluster.options)
+
+
+def session_conf(
+    launch: Launch, context: LaunchContext, cluster: SshCluster, master: str, driver: str
+) -> dict[str, str]:
+    """The driver's configuration (the secret is set separately, through py4j)."""
+    conf = {
+        "spark.master": master,
+        "spark.app.name": f"sweeper-launch-{launch.index}",
+        "spark.executor.cores": str(launch.cores_per_executor),
+        "spark.executor.memory": f"{launch.executor_memory_mib}m",
+        "spark.executor.memoryOverhead": f"{launch.memory_overhead_mib}m",
+        "spark.cores.max": str(launch.total_cores),
+        "spark.task.cpus": str(context.threads_per_fit),
+        "spark.task.maxFailures": "1",
+        "spark.driver.host": driver,
+        "spark.driver.bindAddress": driver,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.authenticate": "true",
+        "spark.pyspark.python": cluster.python,
+        "spark.pyspark.driver.python": sys.executable,
+    }
+    conf.update({f"spark.executorEnv.{name}": value for name, value in context.environment.items()})
+    return conf
+
+
+def connect_driver(conf: dict[str, str], secret: str | None, log4j_dir: str) -> Any:
+    """Start the driver JVM, then configure the session through py4j so the secret is on no command line."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    SparkContext._ensure_initialized()  # the gateway JVM, launched with nothing secret
+    builder = SparkSession.builder
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    if secret is not None:
+        builder = builder.config("spark.authenticate.secret", secret)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def teardown(daemons: Daemons, grace_s: float = 15.0) -> list[str]:
+    """Stop every daemon (workers first, then the master) with all it started; remove the scratch dirs.
+
+    Returns the problems found (processes that had to be killed, leftovers)."""
+    cluster = daemons.cluster
+    problems: list[str] = []
+
+    def stop(host: str) -> list[str]:
+        found = []
+        groups = daemons.groups.get(host, [])
+        killed = kill_groups(host, cluster.options, groups, grace_s) if groups else []
+        found += [f"host {host}: killed after SIGTERM: {line}" for line in killed]
+        pattern = shlex.quote(f"-D[{MARKER[0]}]{MARKER[1:]}={daemons.token}")  # [s]: not matching this shell
+        _, out, _ = run_remote(
+            host,
+            f"pgrep -f -- {pattern} && pkill -KILL -f -- {pattern}; rm -rf {shlex.quote(daemons.scratch)}; exit 0",
+            cluster.options,
+        )
+        found += [f"host {host}: leftover process {pid} killed" for pid in out.split()]
+        return found
+
+    workers_first = [h for h in cluster.hosts if h != cluster.hosts[0]]
+    for result in on_hosts(workers_first, stop) if workers_first else []:
+        problems += result
+    problems += stop(cluster.hosts[0])
+    return problems
+
+
+@contextmanager
+def start(launch: Launch, context: LaunchContext, cluster: SshCluster | None = None) -> Iterator[SshSparkSession]:
+    """Start the launch's standalone cluster over SSH and its application; nothing is left when the block ends."""
+    from sweeper.engines import spark_backend
+
+    cluster = cluster_of(context, cluster)
+    hosts = list(cluster.hosts)
+    if len(hosts) != len(launch.workers_per_node):
+        raise LaunchError(f"the plan has {len(launch.workers_per_node)} nodes, cluster.hosts lists {len(hosts)}")
+    planned = Granted(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
+    pyspark_dirs = on_hosts(hosts, lambda host: check_host(host, cluster.options, cluster.python, cluster.java))
+    token = secrets.token_hex(8)
+    secret = secrets.token_urlsafe(32)
+    daemons = Daemons(cluster, token, f"{cluster.remote_dir.rstrip('/')}/sweeper-spark-{launch.index}-{token}")
+    local_scratch = context.run_dir / f"spark-{launch.index}"
+    local_scratch.mkdir(parents=True, exist_ok=True)
+    (local_scratch / "log4j2.properties").write_text(QUIET_LOG4J)
+    try:
+        on_hosts(hosts, lambda host: _make_scratch(daemons, host))
+        master_host = hosts[0]
+        master_group = _start_daemon(
+            daemons,
+            master_host,
+            pyspark_dirs[0],
+            secret,
+            "master",
+            f"{MASTER_CLASS} --host {shlex.quote(master_host)} --port 0 --webui-port 0",
+        )
+        master = _master_url(daemons, master_host, master_group, context.start_timeout_s)
+        _wait_reachable(master, context.start_timeout_s)
+        overhead = launch.memory_overhead_mib
+
+        def start_worker(index: int) -> None:
+            host, count = hosts[index], launch.workers_per_node[index]
+            if count == 0:
+                return
+            main = (
+                f"{WORKER_CLASS} {master} --host {shlex.quote(host)} --port 0 --webui-port 0 "
+                f"--cores {count * launch.cores_per_executor} "
+                f"--memory {count * (launch.executor_memory_mib + overhead)}m "
+                f"--work-dir {shlex.quote(daemons.scratch + '/work')}"
+            )
+            _start_daemon(daemons, host, pyspark_dirs[index], secret, "worker", main)
+
+        on_hosts([str(i) for i in range(len(hosts))], lambda i: start_worker(int(i)))
+        driver = address_towards(master_host)
+        environment = {
+            "SPARK_LOCAL_IP": driver,
+            "PYSPARK_PYTHON": cluster.python,
+            "PYSPARK_DRIVER_PYTHON": sys.executable,
+            "SPARK_CONF_DIR": str(local_scratch),
+            "SPARK_SUBMIT_OPTS": f"-Dlog4j2.configurationFile=file:{local_scratch / 'log4j2.properties'}",
+            "SPARK_LOCAL_DIRS": str(local_scratch / "local"),
+        }
+        conf = session_conf(launch, context, cluster, master, driver)
+        conf["spark.executor.extraJavaOptions"] = f"-D{MARKER}={token}"
+        with variables_set(environment):
+            try:
+                spark = connect_driver(conf, secret, str(local_scratch))
+                try:
+                    granted = granted_remote(spark, launch, cluster, context.start_timeout_s)
+                except LaunchError as error:
+                    tails = "; ".join(f"{h}: {_log_tail(daemons, h, 'worker', 3)}" for h in hosts)
+                    raise LaunchError(f"{error} (worker logs: {tails})") from None
+                check_granted(planned, granted, "spark")
+                spark_backend.register()
+                yield SshSparkSession(spark, granted, launch.total_cores // context.threads_per_fit, cluster)
+            finally:
+                stop_spark()
+    finally:
+        in_flight = sys.exc_info()[1] is not None
+        try:
+            problems = teardown(daemons)
+        except LaunchError:
+            if not in_flight:  # the launch's own error matters more than a teardown one
+                raise
+            problems = []
+        if problems and not in_flight:
+            raise LaunchError("spark teardown: " + "; ".join(problems))
+
+
+def _make_scratch(daemons: Daemons, host: str) -> None:
+    status, _, err = run_remote(host, f"mkdir -p -m 700 {shlex.quote(daemons.scratch)}/work", daemons.cluster.options)
+    if status != 0:
+        raise LaunchError(f"host {host}: cannot create {daemons.scratch} ({err.strip()})")

@@ -1,0 +1,180 @@
+"""Engine ``spark``, manager ``yarn``: matched executors as YARN containers, client mode.
+
+The cluster is the one ``HADOOP_CONF_DIR`` (or ``YARN_CONF_DIR``) describes. The driver runs here;
+the ApplicationMaster and the executors run in YARN containers of ``executor memory + overhead``
+MiB and ``cores`` vcores. Executors start this machine's pyspark jars in place (``spark.yarn.jars``
+with ``local:``, so nothing is uploaded) and run Python workers with this interpreter, so every
+NodeManager must have the same virtualenv at the same path (true of the test MiniYARNCluster).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
+from sweeper.engines.processes import kill_tree
+from sweeper.engines.spark_engine import (
+    QUIET_LOG4J,
+    SparkLaunch,
+    _executor_summaries,
+    _heap_mib,
+    session_conf,
+    stop_spark,
+)
+from sweeper.fit_environment import variables_set
+from sweeper.plan import Launch
+
+AM_MEMORY_MIB = 512
+YARN_EXECUTOR_CLASS = "org.apache.spark.executor.YarnCoarseGrainedExecutorBackend"
+
+
+def yarn_conf_dir() -> Path:
+    """The client configuration of the YARN cluster (yarn-site.xml, core-site.xml)."""
+    for name in ("YARN_CONF_DIR", "HADOOP_CONF_DIR"):
+        value = os.environ.get(name)
+        if value and (Path(value) / "yarn-site.xml").is_file():
+            return Path(value)
+    raise LaunchError("manager yarn needs HADOOP_CONF_DIR or YARN_CONF_DIR pointing at a directory with yarn-site.xml")
+
+
+def yarn_session_conf(launch: Launch, context: LaunchContext, log4j: Path) -> dict[str, str]:
+    """The local launch's Spark configuration, moved onto YARN."""
+    import pyspark
+
+    conf = session_conf(launch, context, log4j)
+    conf.update(
+        {
+            "spark.master": "yarn",
+            "spark.submit.deployMode": "client",
+            "spark.executor.instances": str(launch.executors),
+            "spark.dynamicAllocation.enabled": "false",
+            "spark.yarn.am.memory": f"{AM_MEMORY_MIB}m",
+            "spark.yarn.am.cores": "1",
+            "spark.yarn.maxAppAttempts": "1",
+            "spark.yarn.jars": f"local:{Path(pyspark.__file__).parent / 'jars'}/*",
+            "spark.yarn.stagingDir": (context.run_dir / f"spark-{launch.index}" / "staging").as_uri(),
+            "spark.yarn.am.extraJavaOptions": conf["spark.executor.extraJavaOptions"],
+            "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
+            "spark.yarn.appMasterEnv.PYSPARK_PYTHON": sys.executable,
+        }
+    )
+    queue = os.environ.get("SWEEPER_YARN_QUEUE")
+    if queue:
+        conf["spark.yarn.queue"] = queue
+    return conf
+
+
+def yarn_executor_processes(app_id: str) -> list[psutil.Process]:
+    """This application's executor JVMs running on this machine (all of them on a MiniYARNCluster)."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        try:
+            cmdline = process.info["cmdline"] or []
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if YARN_EXECUTOR_CLASS in cmdline and app_id in cmdline:
+            found.append(process)
+    return found
+
+
+def granted_yarn_executors(spark: Any, expected: int, timeout_s: float) -> Granted:
+    """Wait for the executors, then read cores (status store) and heap (-Xmx of their JVMs)."""
+    app_id = spark.sparkContext.applicationId
+    deadline = time.monotonic() + timeout_s
+    while True:
+        summaries = _executor_summaries(spark)
+        if len(summaries) >= expected and all(memory > 0 for _, memory in summaries):
+            break
+        if time.monotonic() > deadline:
+            raise LaunchError(
+                f"spark on yarn: {len(summaries)} of {expected} executors registered within {timeout_s:.0f} s "
+                f"(application {app_id}: is the cluster big enough for the executors and the AM?)"
+            )
+        time.sleep(0.2)
+    cores = {c for c, _ in summaries}
+    heaps = {_heap_mib(p.cmdline()) for p in yarn_executor_processes(app_id)}
+    if not heaps:
+        raise LaunchError(f"spark on yarn: no executor JVM of {app_id} on this machine to read its heap from")
+    if len(cores) > 1 or len(heaps) > 1:
+        raise LaunchError(f"spark executors differ in shape: cores {sorted(cores)}, heap MiB {sorted(heaps)}")
+    return Granted(executors=len(summaries), cores_per_executor=cores.pop(), executor_memory_mib=heaps.pop())
+
+
+class SparkYarnLaunch(SparkLaunch):
+    """A started Spark application on YARN."""
+
+    def __init__(self, spark: Any, granted: Granted, n_jobs: int) -> None:
+        super().__init__(spark, granted, n_jobs)
+        self.app_id: str = spark.sparkContext.applicationId
+
+    def abort(self) -> None:
+        self.spark.sparkContext.cancelAllJobs()
+        for process in yarn_executor_processes(self.app_id):
+            kill_tree(process.pid)
+
+
+def wait_executors_gone(app_id: str, timeout_s: float = 30.0) -> None:
+    """After the application stopped, YARN kills its containers: wait until they are gone here."""
+    deadline = time.monotonic() + timeout_s
+    while yarn_executor_processes(app_id) and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+@contextmanager
+def start(launch: Launch, context: LaunchContext) -> Iterator[SparkYarnLaunch]:
+    """Start a matched Spark application on YARN; its containers are released when the block ends."""
+    from pyspark.sql import SparkSession
+
+    from sweeper.engines import spark_backend
+
+    conf_dir = yarn_conf_dir()
+    planned = Granted(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
+    scratch = context.run_dir / f"spark-{launch.index}"
+    scratch.mkdir(parents=True, exist_ok=True)
+    log4j = scratch / "log4j2.properties"
+    log4j.write_text(QUIET_LOG4J)
+    environment = {
+        "HADOOP_CONF_DIR": str(conf_dir),
+        "YARN_CONF_DIR": str(conf_dir),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "SPARK_LOCAL_DIRS": str(scratch / "local"),
+        "SPARK_CONF_DIR": str(scratch),
+    }
+    app_id = None
+    with variables_set(environment):
+        try:
+            builder = SparkSession.builder
+            for key, value in yarn_session_conf(launch, context, log4j).items():
+                builder = builder.config(key, value)
+            try:
+                spark = builder.getOrCreate()
+            except Exception as error:  # py4j wraps YARN's refusal (too big, unknown queue): say it plainly
+                raise LaunchError(f"spark on yarn did not start: {_first_cause(error)}") from error
+            app_id = spark.sparkContext.applicationId
+            spark.sparkContext.setLogLevel("ERROR")
+            granted = granted_yarn_executors(spark, launch.executors, context.start_timeout_s)
+            check_granted(planned, granted, "spark")
+            spark_backend.register()
+            yield SparkYarnLaunch(spark, granted, n_jobs=launch.total_cores // context.threads_per_fit)
+        finally:
+            stop_spark()
+            if app_id is not None:
+                wait_executors_gone(app_id)
+
+
+def _first_cause(error: Exception) -> str:
+    """The Java exception line of a Py4JJavaError (e.g. IllegalArgumentException: Required executor memory ...)."""
+    text = str(error)
+    match = re.search(r"^: ([\w.$]+(?:Exception|Error): .*)$", text, re.MULTILINE)
+    return match.group(1) if match else text.strip().splitlines()[0]

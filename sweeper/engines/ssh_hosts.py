@@ -1,0 +1,344 @@
+"""SSH plumbing for ``manager: ssh``: options from the grid, run a command on a host, check a host.
+
+Commands run through the system ``ssh`` client (so ``~/.ssh/config``, agents and ProxyJump work
+as they do for the user) with ``BatchMode=yes`` (never a password prompt), a connect timeout and
+strict host-key checking against the configured ``known_hosts``. Every failure is a
+:class:`LaunchError` whose message names the host and says what to fix.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sweeper.engines.base import LaunchError
+
+SSH_FAILED = 255  # ssh's own exit status for connection and authentication failures
+DEFAULT_CONNECT_TIMEOUT_S = 10
+MIN_JAVA = 17
+REMOTE_IMPORTS = ("sweeper", "pyspark", "distributed")
+
+_UNREACHABLE = (
+    "connection refused",
+    "timed out",
+    "no route to host",
+    "network is unreachable",
+    "could not resolve hostname",
+    "name or service not known",
+    "temporary failure in name resolution",
+    "connection closed",
+    "connection reset",
+    "kex_exchange_identification",
+)
+_AUTHENTICATION = ("permission denied", "too many authentication failures", "no more authentication methods")
+_HOST_KEY = (
+    "host key verification failed",
+    "remote host identification has changed",
+    "host key is known for",
+    "no matching host key",
+)
+
+
+@dataclass(frozen=True)
+class SshOptions:
+    """How to reach the hosts: the grid's ``cluster.ssh`` mapping (every key optional).
+
+    >>> SshOptions.from_grid({"user": "sweeper", "port": 2222}).ssh_arguments()[-4:]
+    ['-p', '2222', '-l', 'sweeper']
+    """
+
+    user: str | None = None
+    port: int | None = None
+    identity_file: str | None = None
+    known_hosts: str | None = None
+    strict_host_key_checking: bool = True
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+
+    @classmethod
+    def from_grid(cls, ssh: Mapping[str, Any] | Iterable[tuple[str, Any]] | None) -> SshOptions:
+        """From the grid's ``cluster.ssh`` (a mapping, or the validated grid's sorted key/value pairs)."""
+        values = dict(ssh.items() if isinstance(ssh, Mapping) else ssh or ())
+        return cls(
+            user=str(values["user"]) if values.get("user") is not None else None,
+            port=int(values["port"]) if values.get("port") is not None else None,
+            identity_file=_expand(values.get("identity_file")),
+            known_hosts=_expand(values.get("known_hosts")),
+            strict_host_key_checking=bool(values.get("strict_host_key_checking", True)),
+            connect_timeout_s=float(values.get("connect_timeout_s", DEFAULT_CONNECT_TIMEOUT_S)),
+        )
+
+    def ssh_arguments(self) -> list[str]:
+        """``ssh`` options (before the host name)."""
+        arguments = [
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            f"ConnectTimeout={max(1, round(self.connect_timeout_s))}",
+            "-o",
+            "ServerAliveInterval=15",
+            "-o",
+            "LogLevel=ERROR",
+        ]
+        if self.strict_host_key_checking:
+            arguments += ["-o", "StrictHostKeyChecking=yes"]
+            if self.known_hosts:
+                arguments += ["-o", f"UserKnownHostsFile={self.known_hosts}"]
+        else:
+            arguments += ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null"]
+        if self.identity_file:
+            arguments += ["-o", "IdentitiesOnly=yes", "-i", self.identity_file]
+        if self.port is not None:
+            arguments += ["-p", str(self.port)]
+        if self.user:
+            arguments += ["-l", self.user]
+        return arguments
+
+    def asyncssh_options(self) -> dict[str, Any]:
+        """The same options as ``asyncssh.connect`` keywords (Dask's SSHCluster ``connect_options``)."""
+        options: dict[str, Any] = {"connect_timeout": self.connect_timeout_s}
+        if self.user:
+            options["username"] = self.user
+        if self.port is not None:
+            options["port"] = self.port
+        if self.identity_file:
+            options["client_keys"] = [self.identity_file]
+        if not self.strict_host_key_checking:
+            options["known_hosts"] = None
+        elif self.known_hosts:
+            options["known_hosts"] = self.known_hosts
+        return options
+
+    def describe(self, host: str) -> str:
+        """``user@host:port`` as the messages show it."""
+        user = f"{self.user}@" if self.user else ""
+        port = f":{self.port}" if self.port is not None else ""
+        return f"{user}{host}{port}"
+
+
+@dataclass(frozen=True)
+class SshCluster:
+    """The hosts of ``manager: ssh`` and what runs on them.
+
+    ``python`` is the interpreter of the sweeper's environment on every host (the same path on
+    each, see deploy/README.md); ``java_home`` the JDK there (empty: ``java`` on the remote PATH);
+    ``remote_dir`` the parent of each launch's scratch directory on the hosts.
+    """
+
+    hosts: tuple[str, ...]
+    options: SshOptions = field(default_factory=SshOptions)
+    python: str = sys.executable
+    java_home: str | None = None
+    remote_dir: str = "/tmp"
+    spark_master: str | None = None  # manager standalone: an existing spark://HOST:PORT
+    dask_scheduler: str | None = None  # manager standalone: an existing tcp://HOST:PORT
+
+    @classmethod
+    def from_grid(cls, grid: Any) -> SshCluster:
+        """From a validated grid: ``cluster.hosts``, ``cluster.ssh`` and, when the grid has them,
+        ``cluster.python``, ``cluster.java_home``, ``cluster.remote_dir``, ``cluster.spark_master``,
+        ``cluster.dask_scheduler``."""
+        return cls(
+            hosts=tuple(grid.hosts),
+            options=SshOptions.from_grid(grid.ssh),
+            python=getattr(grid, "python", None) or sys.executable,
+            java_home=getattr(grid, "java_home", None) or None,
+            remote_dir=getattr(grid, "remote_dir", None) or "/tmp",
+            spark_master=getattr(grid, "spark_master", None),
+            dask_scheduler=getattr(grid, "dask_scheduler", None),
+        )
+
+    @property
+    def java(self) -> str:
+        return f"{self.java_home.rstrip('/')}/bin/java" if self.java_home else "java"
+
+
+def _expand(path: Any) -> str | None:
+    return os.path.expanduser(str(path)) if path else None
+
+
+def ssh_command(host: str, command: str | Sequence[str], options: SshOptions) -> list[str]:
+    """The local ``ssh`` command line that runs ``command`` (a shell string or argv) on ``host``."""
+    remote = command if isinstance(command, str) else shlex.join(command)
+    return ["ssh", *options.ssh_arguments(), host, "--", remote]
+
+
+def run_remote(
+    host: str,
+    command: str | Sequence[str],
+    options: SshOptions,
+    timeout_s: float = 60.0,
+    *,
+    input_text: str | None = None,
+) -> tuple[int, str, str]:
+    """Run ``command`` on ``host``; returns (exit status, stdout, stderr) of the remote command.
+
+    ``input_text`` goes to the command's stdin: the way secrets reach a remote process without
+    appearing on any command line. Unreachable host, refused authentication, an unknown host key
+    or a timeout raise :class:`LaunchError` naming the host.
+    """
+    try:
+        done = subprocess.run(
+            ssh_command(host, command, options),
+            input=input_text if input_text is not None else "",
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
+    except subprocess.TimeoutExpired as error:
+        raise LaunchError(
+            f"ssh {options.describe(host)}: no answer within {timeout_s:.0f} s (host down or command hung)"
+        ) from error
+    except FileNotFoundError as error:
+        raise LaunchError("the ssh client is not installed here (Debian: apt-get install openssh-client)") from error
+    if done.returncode == SSH_FAILED:
+        failure = ssh_failure(host, done.stderr, options)
+        if failure is not None:
+            raise failure
+    return done.returncode, done.stdout, done.stderr
+
+
+def ssh_failure(host: str, stderr: str, options: SshOptions) -> LaunchError | None:
+    """The :class:`LaunchError` for ssh's own failure text, or None when it is not one."""
+    text = stderr.lower()
+    detail = _last_line(stderr)
+    where = options.describe(host)
+    if any(marker in text for marker in _AUTHENTICATION):
+        key = f" with key {options.identity_file}" if options.identity_file else ""
+        return LaunchError(
+            f"host {host}: SSH authentication refused for {where}{key} ({detail}); put the public key in "
+            f"the user's ~/.ssh/authorized_keys on {host} (deploy/README.md)"
+        )
+    if any(marker in text for marker in _HOST_KEY):
+        known = options.known_hosts or "~/.ssh/known_hosts"
+        return LaunchError(
+            f"host {host}: host key not trusted ({detail}); add it to {known} after checking its fingerprint "
+            f"(ssh-keyscan {host} >> {known})"
+        )
+    if any(marker in text for marker in _UNREACHABLE):
+        return LaunchError(f"host {host} unreachable over SSH at {where} ({detail})")
+    if "ssh:" in text or "ssh_exchange" in text:
+        return LaunchError(f"host {host}: ssh to {where} failed ({detail})")
+    return None
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no message"
+
+
+def check_host(host: str, options: SshOptions, python: str, java: str | None = "java") -> str:
+    """Check that ``host`` has the sweeper's Python environment (and Java 17+ unless ``java`` is None).
+
+    Returns the remote pyspark directory (where ``bin/spark-class`` is). The remote Python must
+    be the driver's minor version: PySpark refuses to run a driver and workers that differ.
+    """
+    probe = (
+        "import sys, os; "
+        + "; ".join(f"import {name}" for name in REMOTE_IMPORTS)
+        + "; print('%d.%d' % sys.version_info[:2]); print(os.path.dirname(pyspark.__file__))"
+    )
+    status, out, err = run_remote(host, [python, "-c", probe], options)
+    if status in (126, 127):
+        raise LaunchError(
+            f"host {host}: Python {python} not found; create the sweeper environment at that path on every "
+            "host (deploy/prepare-host.sh) or set cluster.python"
+        )
+    if status != 0:
+        raise LaunchError(
+            f"host {host}: {python} cannot import {', '.join(REMOTE_IMPORTS)} ({_last_line(err)}); install "
+            "sweeper into that environment (deploy/prepare-host.sh)"
+        )
+    lines = out.strip().splitlines()
+    remote_version, pyspark_dir = lines[-2].strip(), lines[-1].strip()
+    local_version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    if remote_version != local_version:
+        raise LaunchError(
+            f"host {host}: {python} is Python {remote_version}, the driver here runs {local_version}; "
+            "PySpark needs the same minor version on every host"
+        )
+    if java is not None:
+        check_java(host, options, java)
+    return pyspark_dir
+
+
+def check_java(host: str, options: SshOptions, java: str) -> int:
+    """The remote Java's major version; Spark 4 needs 17 or newer."""
+    status, out, err = run_remote(host, f"{shlex.quote(java)} -version 2>&1", options)
+    if status != 0:
+        raise LaunchError(
+            f"host {host}: Java not found ({java}: {_last_line(out + err)}); Spark needs Java {MIN_JAVA}+ "
+            "there (Debian: apt-get install openjdk-17-jre-headless) or set cluster.java_home"
+        )
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    if not match:
+        raise LaunchError(f"host {host}: cannot read the Java version from {java} -version: {_last_line(out)}")
+    major = int(match.group(1))
+    if major == 1 and match.group(2):
+        major = int(match.group(2))
+    if major < MIN_JAVA:
+        raise LaunchError(f"host {host}: Java {major} at {java}; Spark needs Java {MIN_JAVA} or newer")
+    return major
+
+
+def address_towards(host: str, port: int = 22) -> str:
+    """This machine's address on the route to ``host`` (the driver's address as the hosts see it)."""
+    try:
+        target = str(socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_DGRAM)[0][4][0])
+    except socket.gaierror as error:
+        raise LaunchError(f"host {host}: cannot resolve its name ({error})") from error
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect((target, port))  # UDP: no packet is sent, only the route is chosen
+        address: str = probe.getsockname()[0]
+    return address
+
+
+def resolve(host: str) -> str:
+    """The IPv4 address of ``host`` (daemons bind to it, never to 0.0.0.0)."""
+    try:
+        address = str(socket.getaddrinfo(host, None, socket.AF_INET)[0][4][0])
+    except socket.gaierror as error:
+        raise LaunchError(f"host {host}: cannot resolve its name ({error})") from error
+    return address
+
+
+def kill_groups(host: str, options: SshOptions, groups: Sequence[int], grace_s: float = 10.0) -> list[str]:
+    """End the process groups on ``host``: SIGTERM, wait up to ``grace_s``, then SIGKILL.
+
+    Returns what was still alive after SIGTERM (empty when everything exited by itself)."""
+    if not groups:
+        return []
+    ids = " ".join(str(int(g)) for g in groups)
+    script = f"""
+groups="{ids}"
+alive() {{ for g in $groups; do pgrep -g "$g" >/dev/null 2>&1 && echo "$g"; done; }}
+for g in $groups; do kill -TERM -- "-$g" 2>/dev/null; done
+waited=0
+while [ -n "$(alive)" ] && [ "$waited" -lt {int(grace_s * 10)} ]; do sleep 0.1; waited=$((waited + 1)); done
+left=$(alive)
+for g in $left; do ps -o pid=,args= -g "$g" 2>/dev/null | cut -c1-160; kill -KILL -- "-$g" 2>/dev/null; done
+sleep 0.2
+for g in $groups; do pgrep -g "$g" >/dev/null 2>&1 && echo "STILL $g"; done
+exit 0
+"""
+    _, out, _ = run_remote(host, script, options, timeout_s=grace_s + 30)
+    if "STILL" in out:
+        raise LaunchError(f"host {host}: processes survived SIGKILL: {out.strip()}")
+    return [line for line in out.splitlines() if line.strip()]
+
+
+def groups_alive(host: str, options: SshOptions, groups: Sequence[int]) -> list[int]:
+    """Which of the process groups still have a process on ``host``."""
+    if not groups:
+        return []
+    ids = " ".join(str(int(g)) for g in groups)
+    _, out, _ = run_remote(
+        host, f'for g in {ids}; do pgrep -g "$g" >/dev/null 2>&1 && echo "$g"; done; exit 0', options
+    )
+    return [int(g) for g in out.split()]

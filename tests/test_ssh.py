@@ -1,0 +1,192 @@
+"""manager ssh against a real OpenSSH server on loopback: full launches of both engines, and the failures.
+
+The server (tests/sshd.py) allows only the test's own key and is pinned in a known_hosts file,
+so the engines run with strict host-key checking exactly as on a real cluster. Hosts are this
+machine, so "remote" processes are checked in the local process table.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import psutil
+import pytest
+
+from sweeper.datasets import Data, load
+from sweeper.engines import dask_ssh, spark_ssh
+from sweeper.engines.base import Granted, LaunchContext, LaunchError
+from sweeper.engines.ssh_hosts import SshCluster, SshOptions, check_host, run_remote
+from sweeper.fitting import make_batch
+from sweeper.grid import Dataset
+from sweeper.plan import Launch
+from tests.sshd import Sshd, free_port, keygen, sshd_running, sshd_unavailable
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(sshd_unavailable() is not None, reason=str(sshd_unavailable())),
+]
+
+# what a launch over SSH may leave behind: its daemons, executors, Dask processes, all carrying the marker
+SSH_LAUNCH_MARKERS = (
+    "sweeper.launch=",
+    "org.apache.spark.deploy.master.Master",
+    "org.apache.spark.deploy.worker.Worker",
+    "distributed.cli.dask_spec",
+)
+
+
+def ssh_launch_processes() -> list[str]:
+    found = []
+    for process in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if process.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            cmdline = " ".join(process.info["cmdline"] or [])
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if any(marker in cmdline for marker in SSH_LAUNCH_MARKERS):
+            found.append(f"{process.pid}: {cmdline[:200]}")
+    return found
+
+
+def assert_nothing_left(server: Sshd, wait_s: float = 10.0) -> None:
+    deadline = time.monotonic() + wait_s
+    while (left := ssh_launch_processes() + [str(p) for p in server.sessions()]) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert not left, "left running:\n" + "\n".join(left)
+    assert not list(Path("/tmp").glob("sweeper-spark-*")) + list(Path("/tmp").glob("sweeper-dask-*"))
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    with sshd_running(tmp_path_factory.mktemp("sshd")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def digits() -> Data:
+    return load(Dataset("digits"))
+
+
+def cluster_for(server: Sshd, **changes: object) -> SshCluster:
+    cluster = SshCluster(hosts=(server.host,), options=SshOptions.from_grid(server.ssh_options()))
+    return replace(cluster, **changes)  # type: ignore[arg-type]
+
+
+def small_launch(engine: str) -> Launch:
+    return Launch(
+        index=0,
+        engine=engine,
+        manager="ssh",
+        nodes=1,
+        rule="report",
+        cores_per_executor=1,
+        executors=2,
+        executor_memory_mib=512,
+        memory_overhead_mib=384,
+        workers_per_node=(2,),
+    )
+
+
+def context(tmp_path: Path) -> LaunchContext:
+    return LaunchContext(
+        run_dir=tmp_path / "run", environment={"OMP_NUM_THREADS": "1"}, threads_per_fit=1, start_timeout_s=90
+    )
+
+
+@pytest.mark.parametrize("engine", ["spark", "dask"])
+def test_a_launch_over_ssh_is_granted_its_plan_runs_fits_and_leaves_nothing(
+    engine: str, server: Sshd, digits: Data, tmp_path: Path
+) -> None:
+    launch = small_launch(engine)
+    tasks = make_batch(
+        "replicas",
+        {"hidden_layer_sizes": (16,)},
+        5,
+        0,
+        2,
+        n_train=digits.n_train,
+        labels=digits.y_train,
+        folds=2,
+        param_grid=(),
+        seed=0,
+        exact_epochs=False,
+        threads_per_fit=1,
+    )
+    start = spark_ssh.start if engine == "spark" else dask_ssh.start
+    with start(launch, context(tmp_path), cluster_for(server)) as session:
+        assert session.granted == Granted(2, 1, 512)
+        results = session.run_batch(tasks, digits)
+        # the fits ran in two different worker processes, started over SSH, not by this process
+        pids = {r.pid for r in results}
+        assert len(pids) == 2
+        over_ssh = {server.process.pid} | {p.pid for p in server.sessions()}
+        assert not pids & ({p.pid for p in psutil.Process().children(recursive=True)} - over_ssh)
+        assert all(0 < r.accuracy <= 1 for r in results)
+    assert_nothing_left(server)
+
+
+def test_the_spark_secret_is_on_no_command_line(server: Sshd, tmp_path: Path) -> None:
+    with spark_ssh.start(small_launch("spark"), context(tmp_path), cluster_for(server)) as session:
+        secret = session.spark.sparkContext.getConf().get("spark.authenticate.secret")
+        assert secret and len(secret) >= 32
+        assert session.spark.sparkContext.getConf().get("spark.authenticate") == "true"
+        cmdlines = [" ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"])]
+        assert not [c for c in cmdlines if secret in c]
+    assert_nothing_left(server)
+
+
+def test_a_refused_key_names_the_host_and_authentication(server: Sshd, tmp_path: Path) -> None:
+    stranger = keygen(tmp_path / "stranger", "not authorized")
+    cluster = cluster_for(server, options=replace(cluster_for(server).options, identity_file=str(stranger)))
+    with (
+        pytest.raises(LaunchError, match=r"host 127\.0\.0\.1: SSH authentication refused"),
+        spark_ssh.start(small_launch("spark"), context(tmp_path), cluster),
+    ):
+        pass
+    assert_nothing_left(server)
+
+
+def test_an_unreachable_port_names_the_host(server: Sshd, tmp_path: Path) -> None:
+    cluster = cluster_for(server, options=replace(cluster_for(server).options, port=free_port()))
+    with (
+        pytest.raises(LaunchError, match=r"host 127\.0\.0\.1 unreachable over SSH .*Connection refused"),
+        dask_ssh.start(small_launch("dask"), context(tmp_path), cluster),
+    ):
+        pass
+    assert_nothing_left(server)
+
+
+def test_an_unknown_host_key_is_refused(server: Sshd, tmp_path: Path) -> None:
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    options = replace(cluster_for(server).options, known_hosts=str(empty))
+    with pytest.raises(LaunchError, match=r"host 127\.0\.0\.1: host key not trusted"):
+        run_remote(server.host, "true", options)
+
+
+@pytest.mark.parametrize("engine", ["spark", "dask"])
+def test_a_missing_remote_python_names_the_host(engine: str, server: Sshd, tmp_path: Path) -> None:
+    start = spark_ssh.start if engine == "spark" else dask_ssh.start
+    with (
+        pytest.raises(LaunchError, match=r"host 127\.0\.0\.1: Python /nonexistent/python not found"),
+        start(small_launch(engine), context(tmp_path), cluster_for(server, python="/nonexistent/python")),
+    ):
+        pass
+    assert_nothing_left(server)
+
+
+def test_a_host_without_java_is_named(server: Sshd) -> None:
+    cluster = cluster_for(server, java_home="/nonexistent/jdk")
+    with pytest.raises(LaunchError, match=r"host 127\.0\.0\.1: Java not found"):
+        check_host(server.host, cluster.options, cluster.python, cluster.java)
+
+
+def test_a_remote_command_reports_its_own_exit_status(server: Sshd) -> None:
+    options = cluster_for(server).options
+    assert run_remote(server.host, "echo out; echo err >&2; exit 3", options) == (3, "out\n", "err\n")
+    assert run_remote(server.host, ["printf", "%s", "a b"], options)[1] == "a b"
+    assert run_remote(server.host, "cat", options, input_text="secret\n")[1] == "secret\n"

@@ -1,0 +1,167 @@
+"""A real YARN for tests: Hadoop's MiniYARNCluster (deploy/yarn), one ResourceManager and N NodeManagers.
+
+``make setup`` builds it (``mvn -q -f deploy/yarn/pom.xml package``); :func:`mini_yarn` starts it in a
+Java process of its own, waits for its ``READY`` line, yields where its ``yarn-site.xml`` and
+``core-site.xml`` are (point ``HADOOP_CONF_DIR`` and ``YARN_CONF_DIR`` there) and what each
+NodeManager offers, and stops it at the end: closing its stdin stops the cluster, whose NodeManagers
+kill their containers; a process still there after the grace period is killed with its children.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parent.parent
+TARGET = REPO / "deploy" / "yarn" / "target"
+JAR = TARGET / "sweeper-miniyarn.jar"
+MAIN_CLASS = "sweeper.yarn.MiniYarn"
+DISTRIBUTED_SHELL_CLIENT = "org.apache.hadoop.yarn.applications.distributedshell.Client"
+BUILD_HINT = "build the MiniYARNCluster first: mvn -q -f deploy/yarn/pom.xml package (part of make setup)"
+
+
+@dataclass(frozen=True)
+class YarnCluster:
+    """A started MiniYARNCluster."""
+
+    conf_dir: Path
+    resource_manager: str
+    node_managers: int
+    nm_memory_mib: int
+    nm_vcores: int
+    min_allocation_mib: int
+    start_s: float
+    pid: int
+
+    @property
+    def environment(self) -> dict[str, str]:
+        """What a YARN client (Spark, distributedshell) needs to find this cluster."""
+        return {"HADOOP_CONF_DIR": str(self.conf_dir), "YARN_CONF_DIR": str(self.conf_dir)}
+
+
+def built() -> bool:
+    """Whether ``deploy/yarn`` was built (the jar and its classpath)."""
+    return JAR.is_file() and (TARGET / "lib").is_dir()
+
+
+def classpath() -> str:
+    """The Java classpath of the MiniYARNCluster, its Hadoop 3.5 jars and distributedshell."""
+    return f"{JAR}{os.pathsep}{TARGET / 'lib' / '*'}"
+
+
+def distributed_shell_jar() -> Path:
+    """distributedshell's jar: its ApplicationMaster is shipped to YARN as ``-jar``."""
+    found = sorted((TARGET / "lib").glob("hadoop-yarn-applications-distributedshell-*.jar"))
+    if not found:
+        raise FileNotFoundError(f"no distributedshell jar in {TARGET / 'lib'}; {BUILD_HINT}")
+    return found[-1]
+
+
+def java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    return str(Path(home) / "bin" / "java") if home else (shutil.which("java") or "java")
+
+
+@contextmanager
+def mini_yarn(
+    work_dir: Path,
+    node_managers: int = 2,
+    nm_memory_mib: int = 4096,
+    nm_vcores: int = 2,
+    min_allocation_mib: int = 128,
+    enforce_memory: bool = True,
+    timeout_s: float = 120.0,
+    log_retain_s: int = 0,
+) -> Iterator[YarnCluster]:
+    """Start a MiniYARNCluster in ``work_dir``; it and every container it started are gone afterwards."""
+    if not built():
+        raise FileNotFoundError(f"{JAR} is missing; {BUILD_HINT}")
+    work_dir.mkdir(parents=True, exist_ok=True)
+    conf_dir = work_dir / "conf"
+    log_path = work_dir / "miniyarn.log"
+    command = [
+        java(),
+        "-Xmx768m",
+        "-Djava.net.preferIPv4Stack=true",
+        f"-Djava.io.tmpdir={work_dir}",
+        "-cp",
+        classpath(),
+        MAIN_CLASS,
+        str(conf_dir),
+        "--node-managers", str(node_managers),
+        "--nm-memory-mb", str(nm_memory_mib),
+        "--nm-vcores", str(nm_vcores),
+        "--min-allocation-mb", str(min_allocation_mib),
+        "--enforce-memory", str(enforce_memory).lower(),
+        "--timeout-s", str(int(timeout_s)),
+        "--log-retain-s", str(log_retain_s),
+    ]  # fmt: skip
+    started = time.monotonic()
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            command, cwd=work_dir, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True
+        )
+    try:
+        facts = _wait_ready(process, timeout_s, log_path)
+        cluster = YarnCluster(
+            conf_dir=conf_dir,
+            resource_manager=facts["rm"],
+            node_managers=int(facts["node_managers"]),
+            nm_memory_mib=int(facts["nm_memory_mb"]),
+            nm_vcores=int(facts["nm_vcores"]),
+            min_allocation_mib=int(facts["min_allocation_mb"]),
+            start_s=time.monotonic() - started,
+            pid=process.pid,
+        )
+        yield cluster
+    finally:
+        _stop(process)
+
+
+def _wait_ready(process: subprocess.Popen[str], timeout_s: float, log_path: Path) -> dict[str, str]:
+    assert process.stdout is not None
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.append(process.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    reader.join(timeout_s)
+    line = lines[0] if lines else ""
+    if not line.startswith("READY "):
+        _stop(process)
+        tail = log_path.read_text(errors="replace")[-3000:] if log_path.exists() else ""
+        state = "did not get ready" if reader.is_alive() else f"exited ({process.poll()})"
+        raise RuntimeError(f"MiniYARNCluster {state} within {timeout_s:.0f} s; its log ends:\n{tail}")
+    return dict(field.split("=", 1) for field in line.split()[1:])
+
+
+def _stop(process: subprocess.Popen[str], grace_s: float = 30.0) -> None:
+    """Close stdin (MiniYarn stops the cluster and exits), then kill the process tree if it lingers."""
+    try:
+        descendants = psutil.Process(process.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        descendants = []
+    with contextlib.suppress(OSError):
+        if process.stdin is not None:
+            process.stdin.close()
+    try:
+        process.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
+    if process.stdout is not None:
+        process.stdout.close()
+    # containers the NodeManagers could not kill (their own children, reparented when the JVM exited)
+    alive = [p for p in descendants if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    for child in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            child.kill()
+    psutil.wait_procs(alive, timeout=10)
