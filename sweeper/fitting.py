@@ -31,6 +31,9 @@ class FitTask:
     exact_epochs: bool
     threads_per_fit: int
     train_rows: np.ndarray | None = None
+    mode: str = "replicas"
+    local_epochs: int = 1
+    shards: int = 1
 
 
 class SharedData(Protocol):
@@ -51,6 +54,11 @@ class FitResult:
     converged: bool
     pid: int
     environment: dict[str, str]
+    # data-parallel only: rounds of parameter averaging, mean seconds per round, weights moved per round
+    rounds: int | None = None
+    round_s_mean: float | None = None
+    comm_bytes_per_round: int | None = None
+    shards: int | None = None
 
 
 def make_batch(
@@ -67,6 +75,8 @@ def make_batch(
     seed: int,
     exact_epochs: bool,
     threads_per_fit: int,
+    local_epochs: int = 1,
+    shards: int = 1,
 ) -> list[FitTask]:
     """The fits of one measurement. Seeds differ per trial so trials are independent samples.
 
@@ -78,6 +88,17 @@ def make_batch(
     """
     base_seed = seed + 1000 * trial
     common = {"epochs": epochs, "exact_epochs": exact_epochs, "threads_per_fit": threads_per_fit}
+    if mode == "data-parallel":  # one model, trained across the launch's shards
+        return [
+            FitTask(
+                params=tuple(params.items()),
+                seed=base_seed,
+                mode=mode,
+                local_epochs=local_epochs,
+                shards=shards,
+                **common,  # type: ignore[arg-type]
+            )
+        ]
     if mode == "replicas":
         return [
             FitTask(params=tuple(params.items()), seed=base_seed + i, **common)  # type: ignore[arg-type]
@@ -107,6 +128,10 @@ def run_fit(task: FitTask, data: Data | SharedData) -> FitResult:
     """Train and score one MLPClassifier; runs inside whatever worker the engine chose."""
     if not isinstance(data, Data):
         data = data.resolve()
+    if task.mode == "data-parallel":
+        from sweeper.data_parallel import train_in_process_result
+
+        return train_in_process_result(task, data)
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.neural_network import MLPClassifier
     from threadpoolctl import threadpool_limits

@@ -20,8 +20,10 @@ from sweeper.sizing import RULES, Cluster, InfeasibleShape, size_executors
 from sweeper.units import SIZE_FORMS, parse_size_mib
 
 MANAGERS = ("local", "yarn", "ssh", "standalone")
-ENGINES = ("spark", "dask")
-MODES = ("replicas", "cv", "search")
+ENGINES = ("spark", "dask", "spark-mllib")
+MODES = ("replicas", "cv", "search", "data-parallel")
+# engines that train one model per measurement across the launch: they take only data-parallel points
+ONE_MODEL_ENGINES = ("spark-mllib",)
 DATASETS = ("digits", "mnist", "fashion-mnist")
 MAX_RECOMMENDED_CORES_PER_EXECUTOR = 5
 
@@ -65,6 +67,8 @@ WORKLOAD_KEYS = (
     "folds",
     "param_grid",
     "n_fits",
+    "local_epochs",
+    "shards",
     "exact_epochs",
     "threads_per_fit",
     "timeout_s",
@@ -79,7 +83,7 @@ DEFAULT_MODEL: dict[str, Any] = {
     "activation": "relu",
     "solver": "adam",
 }
-RULE_AXES = ("engine", "cores_per_executor", "epochs", "fraction")
+RULE_AXES = ("engine", "cores_per_executor", "epochs", "fraction", "mode")
 
 
 @dataclass(frozen=True)
@@ -99,10 +103,12 @@ class Workload:
     model_axes: tuple[tuple[str, tuple[Any, ...]], ...]
     epochs: tuple[int, ...]
     trials: int
-    mode: str
+    modes: tuple[str, ...]
     folds: int
     param_grid: tuple[tuple[str, tuple[Any, ...]], ...]
     n_fits: int | None
+    local_epochs: int
+    shards: int | None
     exact_epochs: bool
     threads_per_fit: int
     timeout_s: float
@@ -267,6 +273,14 @@ def parse(raw: Any, path: Path) -> Grid:
     if not isinstance(store, str) or not store:
         check.fail("store", f"must be a directory path, got {store!r}")
     environment = _environment(check, raw.get("environment"))
+    if engines and workload:
+        for engine in set(engines) & set(ONE_MODEL_ENGINES):
+            if "data-parallel" not in workload.modes:
+                check.fail(
+                    "engines",
+                    f"{engine!r} trains one model per measurement: add data-parallel to workload.mode "
+                    f"(got {list(workload.modes)})",
+                )
 
     if cluster is not None and rule is not None and cores:
         for index, cpe in enumerate(cores):
@@ -497,14 +511,24 @@ def _workload(check: _Checker, value: Any) -> Workload | None:
         for e in check.axis(section.get("epochs", [10, 100]), "workload.epochs") or []
     ]
     trials = check.integer(section.get("trials", 3), "workload.trials")
-    mode = check.choice(section.get("mode", "replicas"), "workload.mode", MODES)
+    listed_modes = check.axis(section.get("mode", "replicas"), "workload.mode") or []
+    modes = [
+        check.choice(m, _item_key("workload.mode", i, len(listed_modes)), MODES) for i, m in enumerate(listed_modes)
+    ]
+    if len(set(listed_modes)) != len(listed_modes):
+        check.fail("workload.mode", f"lists a mode twice: {listed_modes!r}")
+    mode = "search" if "search" in modes else (modes[0] if modes else None)
     folds = check.integer(section.get("folds", 3), "workload.folds", minimum=2)
     param_grid = _param_grid(check, section.get("param_grid"), mode)
     n_fits = section.get("n_fits")
     if n_fits is not None:
         n_fits = check.integer(n_fits, "workload.n_fits")
-        if mode != "replicas" and n_fits is not None:
-            check.fail("workload.n_fits", f"only applies to mode replicas (mode {mode!r} has its own batch)")
+        if "replicas" not in modes and n_fits is not None:
+            check.fail("workload.n_fits", f"only applies to mode replicas (modes {modes!r} have their own batch)")
+    local_epochs = check.integer(section.get("local_epochs", 1), "workload.local_epochs")
+    shards = section.get("shards")
+    if shards is not None:
+        shards = check.integer(shards, "workload.shards")
     exact = check.boolean(section.get("exact_epochs", False), "workload.exact_epochs")
     threads = check.integer(section.get("threads_per_fit", 1), "workload.threads_per_fit")
     timeout_s = check.number(section.get("timeout_s", 3600), "workload.timeout_s", 0.0, 7 * 86400.0)
@@ -512,14 +536,15 @@ def _workload(check: _Checker, value: Any) -> Workload | None:
     test_size = check.number(section.get("test_size", 0.25), "workload.test_size", 0.0, 0.9)
     model = _model(check, section.get("model"))
     if (
-        None in (dataset, mode, trials, folds, exact, threads, timeout_s, seed, test_size)
+        None in (dataset, trials, folds, exact, threads, timeout_s, seed, test_size, local_epochs)
+        or None in modes
         or None in fractions
         or None in epochs
     ):
         return None
     if len(set(epochs)) != len(epochs):
         check.fail("workload.epochs", f"lists a value twice: {epochs!r}")
-    assert dataset is not None and mode is not None and trials is not None and folds is not None
+    assert dataset is not None and trials is not None and folds is not None and local_epochs is not None
     assert exact is not None and threads is not None and timeout_s is not None and seed is not None
     assert test_size is not None
     return Workload(
@@ -528,10 +553,12 @@ def _workload(check: _Checker, value: Any) -> Workload | None:
         model_axes=model,
         epochs=tuple(e for e in epochs if e is not None),
         trials=trials,
-        mode=mode,
+        modes=tuple(m for m in modes if m is not None),
         folds=folds,
         param_grid=param_grid,
         n_fits=n_fits,
+        local_epochs=local_epochs,
+        shards=shards,
         exact_epochs=exact,
         threads_per_fit=threads,
         timeout_s=timeout_s,

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sweeper.grid import Grid
+from sweeper.grid import ONE_MODEL_ENGINES, Grid
 from sweeper.sizing import ExecutorShape, size_executors
 from sweeper.units import MIB_PER_GIB, format_mib, spark_size
 
@@ -64,6 +65,7 @@ class Point:
     params: tuple[tuple[str, Any], ...]
     fraction: float
     epochs: int
+    mode: str = "replicas"
 
     @property
     def model_params(self) -> dict[str, Any]:
@@ -84,6 +86,18 @@ class Plan:
     @property
     def n_measurements(self) -> int:
         return sum(len(p) for p in self.points.values()) * self.grid.workload.trials
+
+    def fits(self, mode: str) -> int:
+        """Fits in one measurement's batch: ``cv`` one per fold, ``search`` one per combination and fold,
+        ``replicas`` :attr:`n_fits`, ``data-parallel`` one model trained across the launch."""
+        workload = self.grid.workload
+        if mode == "cv":
+            return workload.folds
+        if mode == "search":
+            return math.prod(len(values) for _, values in workload.param_grid) * workload.folds
+        if mode == "data-parallel":
+            return 1
+        return self.n_fits
 
 
 def launch_for(index: int, engine: str, grid: Grid, shape: ExecutorShape) -> Launch:
@@ -145,19 +159,11 @@ def make_plan(grid: Grid) -> Plan:
 
 
 def batch_size(grid: Grid, launches: list[Launch]) -> int:
-    """Fits per batch: the same for every launch, so their times compare.
+    """Fits per ``replicas`` batch: the same for every launch, so their times compare.
 
-    ``replicas`` defaults to the slots of the largest launch; ``cv`` is one fit per fold,
-    ``search`` one per parameter combination and fold.
+    ``workload.n_fits`` when set, else the slots of the largest launch.
     """
     workload = grid.workload
-    if workload.mode == "cv":
-        return workload.folds
-    if workload.mode == "search":
-        combinations = 1
-        for _, values in workload.param_grid:
-            combinations *= len(values)
-        return combinations * workload.folds
     if workload.n_fits is not None:
         return workload.n_fits
     slots = [launch.total_cores // workload.threads_per_fit for launch in launches if launch.engine != BASELINE_ENGINE]
@@ -169,7 +175,8 @@ def _points(grid: Grid) -> list[Point]:
     names = [name for name, _ in workload.model_axes]
     value_lists = [values for _, values in workload.model_axes]
     return [
-        Point(params=tuple(zip(names, combo, strict=True)), fraction=fraction, epochs=epochs)
+        Point(params=tuple(zip(names, combo, strict=True)), fraction=fraction, epochs=epochs, mode=mode)
+        for mode in workload.modes
         for combo in itertools.product(*value_lists)
         for fraction in workload.fractions
         for epochs in workload.epochs
@@ -177,7 +184,10 @@ def _points(grid: Grid) -> list[Point]:
 
 
 def _selected(grid: Grid, launch: Launch, point: Point) -> bool:
+    if launch.engine in ONE_MODEL_ENGINES and point.mode != "data-parallel":
+        return False
     axes: dict[str, Any] = {
+        "mode": point.mode,
         "engine": launch.engine,
         "cores_per_executor": launch.cores_per_executor,
         "epochs": point.epochs,
@@ -250,7 +260,7 @@ def launch_json(launch: Launch, plan: Plan) -> dict[str, Any]:
         "n_fits": plan.n_fits,
         "dry_run": launch.dry_run,
     }
-    if launch.engine == "spark":
+    if launch.engine.startswith("spark"):
         shape["memory_overhead_gib"] = _gib(launch.memory_overhead_mib)
         shape["command"] = spark_command(launch)
     elif launch.engine == "dask":

@@ -43,7 +43,7 @@ def show_plan(plan: Plan, console: Console) -> None:
             str(launch.cores_per_executor),
             str(launch.executors),
             "-" if baseline else format_mib(launch.executor_memory_mib),
-            format_mib(launch.memory_overhead_mib) if launch.engine == "spark" else "-",
+            format_mib(launch.memory_overhead_mib) if launch.engine.startswith("spark") else "-",
             "-" if baseline else " + ".join(str(n) for n in launch.workers_per_node),
             str(len(plan.points[launch.index]) * trials),
         )
@@ -51,8 +51,9 @@ def show_plan(plan: Plan, console: Console) -> None:
     workload = grid.workload
     dataset = workload.dataset.path or workload.dataset.name
     console.print(
-        f"Workload: MLPClassifier on {dataset}, mode {workload.mode}, {plan.n_fits} fits per "
-        f"batch, {workload.threads_per_fit} thread(s) per fit; epochs "
+        f"Workload: MLPClassifier on {dataset}, "
+        + ", ".join(f"mode {mode} ({plan.fits(mode)} fits per batch)" for mode in workload.modes)
+        + f", {workload.threads_per_fit} thread(s) per fit; epochs "
         f"{', '.join(map(str, workload.epochs))}; fraction {', '.join(map(str, workload.fractions))}; "
         f"{trials} trial(s)"
     )
@@ -60,11 +61,11 @@ def show_plan(plan: Plan, console: Console) -> None:
         console.print(f"  model.{name}: {', '.join(map(str, values))}")
     console.print(
         f"[bold]{plan.n_measurements}[/] measurements in {len(plan.launches)} launches, "
-        f"{plan.n_measurements * plan.n_fits} fits."
+        f"{sum(plan.fits(p.mode) for points in plan.points.values() for p in points) * trials} fits."
     )
     console.print("\nEquivalent hand commands:")
     for launch in plan.launches:
-        if launch.engine == "spark":
+        if launch.engine.startswith("spark"):
             console.print(f"  [{launch.index + 1}] {spark_command(launch)}", soft_wrap=True)
         elif launch.engine == "dask":
             for line in dask_commands(launch):

@@ -33,7 +33,7 @@ from sweeper.errors import UserError
 from sweeper.fit_environment import applied, fit_environment, variables_set
 from sweeper.fitting import FitResult, FitTask, make_batch
 from sweeper.grid import Grid
-from sweeper.plan import Launch, Plan, Point
+from sweeper.plan import BASELINE_ENGINE, Launch, Plan, Point
 from sweeper.store import compact, completed_keys, remove_sweep, write_rows
 from sweeper.versions import versions
 
@@ -76,7 +76,7 @@ def measurement_key(grid: Grid, plan: Plan, launch: Launch, point: Point, trial:
         "model": point.params,
         "epochs": point.epochs,
         "trial": trial,
-        "batch": [workload.mode, plan.n_fits, workload.folds, workload.param_grid, workload.seed],
+        "batch": [point.mode, plan.fits(point.mode), workload.folds, workload.param_grid, workload.seed],
         "fits": [workload.exact_epochs, workload.threads_per_fit, grid.environment],
         "dry_run": launch.dry_run,
     }
@@ -274,11 +274,11 @@ def _warm_up(plan: Plan, item: Todo, session: Session, data: dict[float, Data]) 
 def _batch(plan: Plan, item: Todo, data: Data, epochs: int) -> list[FitTask]:
     workload = plan.grid.workload
     return make_batch(
-        workload.mode,
+        item.point.mode,
         item.point.model_params,
         epochs,
         item.trial,
-        plan.n_fits,
+        plan.fits(item.point.mode),
         n_train=data.n_train,
         labels=data.y_train,
         folds=workload.folds,
@@ -286,7 +286,17 @@ def _batch(plan: Plan, item: Todo, data: Data, epochs: int) -> list[FitTask]:
         seed=workload.seed,
         exact_epochs=workload.exact_epochs,
         threads_per_fit=workload.threads_per_fit,
+        local_epochs=workload.local_epochs,
+        shards=shards(plan, item.launch),
     )
+
+
+def shards(plan: Plan, launch: Launch) -> int:
+    """Data-parallel shards of a launch: ``workload.shards``, else one per slot (the baseline: one)."""
+    if launch.engine == BASELINE_ENGINE:
+        return 1
+    workload = plan.grid.workload
+    return workload.shards or max(1, launch.total_cores // workload.threads_per_fit)
 
 
 def _measure(
@@ -363,6 +373,10 @@ def _result_columns(results: list[FitResult]) -> dict[str, Any]:
         "epochs_run_mean": statistics.fmean(epochs_run),
         "converged": all(r.converged for r in results),
         "worker_pids": len({r.pid for r in results}),
+        "shards": results[0].shards,
+        "rounds": results[0].rounds,
+        "round_s_mean": results[0].round_s_mean,
+        "comm_bytes_per_round": results[0].comm_bytes_per_round,
         "fit_environment": json.dumps(results[0].environment, sort_keys=True),
     }
 
@@ -396,7 +410,8 @@ def _row(plan: Plan, item: Todo, data: Data | None, shared: dict[str, Any], **va
         "memory_overhead_gib": launch.memory_overhead_gib,
         "dataset": data.name if data else plan.grid.workload.dataset.name,
         "fraction": item.point.fraction,
-        "n_fits": plan.n_fits,
+        "mode": item.point.mode,
+        "n_fits": plan.fits(item.point.mode),
         "model_params": json.dumps(params, sort_keys=True, default=list),
         "hidden_layer_sizes": "x".join(str(n) for n in params.get("hidden_layer_sizes", ())),
         "epochs": _epochs(plan, item.point),
@@ -415,7 +430,6 @@ def _shared_columns(grid: Grid, run_id: str, environment: dict[str, str]) -> dic
         "sweep": grid.name,
         "run_id": run_id,
         "grid_hash": grid.grid_hash,
-        "mode": grid.workload.mode,
         "exact_epochs": grid.workload.exact_epochs,
         "threads_per_fit": grid.workload.threads_per_fit,
         "fit_environment": json.dumps(environment, sort_keys=True),

@@ -20,7 +20,9 @@ import pyarrow.parquet as pq
 
 from sweeper.errors import UserError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Columns added after version 1 (data-parallel): older files read with them empty.
+ADDED_IN_VERSION_2 = ("shards", "rounds", "round_s_mean", "comm_bytes_per_round")
 STATUSES = ("ok", "failed", "timeout")
 
 SCHEMA = pa.schema(
@@ -74,6 +76,10 @@ SCHEMA = pa.schema(
         ("threads_per_fit", pa.int32()),
         ("fit_environment", pa.string()),
         ("worker_pids", pa.int32()),
+        ("shards", pa.int32()),
+        ("rounds", pa.int32()),
+        ("round_s_mean", pa.float64()),
+        ("comm_bytes_per_round", pa.int64()),
         ("python_version", pa.string()),
         ("sklearn_version", pa.string()),
         ("joblib_version", pa.string()),
@@ -135,6 +141,9 @@ def read_table(store: str | Path, sweep: str | None = None) -> pa.Table:
             table = pq.read_table(path)
         except (pa.ArrowInvalid, OSError) as error:
             raise UserError(f"{path}: not a readable Parquet file of a sweeper store ({error})") from None
+        for name in ADDED_IN_VERSION_2:
+            if name not in table.column_names and "measurement_key" in table.column_names:
+                table = table.append_column(name, pa.nulls(table.num_rows, SCHEMA.field(name).type))
         missing = set(COLUMNS) - set(table.column_names)
         if missing:
             raise UserError(

@@ -20,12 +20,25 @@ LAUNCH_PROCESS_MARKERS = (
 )
 
 
+def _ours(process: psutil.Process, me: int) -> bool:
+    """Started by this test process (directly or not), or orphaned: what a sweep it ran may have left."""
+    try:
+        parents = process.parents()
+    except psutil.NoSuchProcess:
+        return False
+    return process.ppid() == 1 or any(parent.pid == me for parent in parents)
+
+
 def launch_processes() -> list[str]:
-    """Command lines of live Spark JVMs, Dask workers and loky workers on this machine."""
+    """Command lines of live Spark JVMs, Dask workers and loky workers this test run started or orphaned.
+
+    Processes of other programs on the machine (another test run, say) are not counted.
+    """
+    me = psutil.Process().pid
     found = []
     for process in psutil.process_iter(["cmdline", "status"]):
         try:
-            if process.info["status"] == psutil.STATUS_ZOMBIE:
+            if process.info["status"] == psutil.STATUS_ZOMBIE or not _ours(process, me):
                 continue
             cmdline = " ".join(process.info["cmdline"] or [])
         except (psutil.NoSuchProcess, psutil.AccessDenied):

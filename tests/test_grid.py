@@ -128,7 +128,7 @@ MALFORMED = [
     ),
     pytest.param(
         {**minimal_grid(), "engines": ["ray"]},
-        r"engines\[0\]: must be one of spark, dask, got 'ray'",
+        r"engines\[0\]: must be one of spark, dask, spark-mllib, got 'ray'",
         id="unknown-engine",
     ),
     pytest.param({**minimal_grid(), "engines": []}, r"engines: must be a non-empty list", id="no-engines"),
@@ -158,7 +158,7 @@ MALFORMED = [
     ),
     pytest.param(
         _with("workload", mode="bagging"),
-        r"workload.mode: must be one of replicas, cv, search, got 'bagging'",
+        r"workload.mode: must be one of replicas, cv, search, data-parallel, got 'bagging'",
         id="unknown-mode",
     ),
     pytest.param(

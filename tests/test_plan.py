@@ -73,12 +73,14 @@ def test_batch_fills_the_largest_launch_and_is_the_same_for_all() -> None:
         pytest.param({"mode": "search", "folds": 3, "param_grid": {"alpha": [0.1, 0.01]}}, 6, id="search"),
         pytest.param({"mode": "replicas", "n_fits": 5}, 5, id="replicas-set"),
         pytest.param({"mode": "replicas", "threads_per_fit": 2}, 1, id="replicas-two-threads"),
+        pytest.param({"mode": "data-parallel"}, 1, id="data-parallel-one-model"),
     ],
 )
 def test_batch_size_per_mode(workload: dict[str, object], n_fits: int, write_grid: Callable[..., Path]) -> None:
     grid = minimal_grid()
     grid["workload"] = {**grid["workload"], **workload}
-    assert make_plan(grid_file.load(write_grid(grid))).n_fits == n_fits
+    plan = make_plan(grid_file.load(write_grid(grid)))
+    assert plan.fits(grid["workload"].get("mode", "replicas")) == n_fits
 
 
 def test_axes_are_a_cross_product_with_exclude_and_only(write_grid: Callable[..., Path]) -> None:

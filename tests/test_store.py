@@ -37,7 +37,7 @@ def test_rows_round_trip_through_pandas_and_pyarrow_dataset(tmp_path: Path) -> N
     assert frame["measurement_key"].tolist() == ["a", "b"]
     assert frame["epochs"].dtype == pd.Int32Dtype()
     assert frame["fit_wall_s"].dtype == pd.Float64Dtype()
-    assert frame["schema_version"].tolist() == [1, 1]
+    assert frame["schema_version"].tolist() == [2, 2]
     assert frame["accuracy"].isna().all()  # missing values stay missing, typed
     assert pd.read_parquet(tmp_path / "s").shape[0] == 2
     assert ds.dataset(tmp_path, format="parquet").to_table().num_rows == 2
@@ -95,3 +95,15 @@ def test_a_foreign_parquet_file_is_named_in_the_error(tmp_path: Path) -> None:
     pd.DataFrame({"x": [1]}).to_parquet(tmp_path / "s" / "foreign.parquet")
     with pytest.raises(UserError, match=r"foreign\.parquet: not a sweeper store file"):
         load_results(tmp_path)
+
+
+def test_a_version_1_file_reads_with_the_later_columns_empty(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from sweeper.store import ADDED_IN_VERSION_2
+
+    path = write_rows(tmp_path, "s", [row("a")], "p1")
+    old = pq.read_table(path).drop_columns(list(ADDED_IN_VERSION_2))
+    pq.write_table(old, path)
+    frame = load_results(tmp_path)
+    assert frame["rounds"].isna().all() and frame["measurement_key"].tolist() == ["a"]

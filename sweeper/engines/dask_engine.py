@@ -14,6 +14,7 @@ from contextlib import contextmanager
 import dask
 from distributed import Client, Future, LocalCluster
 
+from sweeper.data_parallel import DaskShards, fit_result
 from sweeper.datasets import Data
 from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
 from sweeper.engines.joblib_session import run_on_backend
@@ -32,12 +33,22 @@ class DaskSession:
         self.n_jobs = n_jobs
         self.versions: dict[str, str] = {}
         self._shipped: tuple[Data, Future] | None = None
+        self._shards: DaskShards | None = None
 
     def run_batch(self, tasks: list[FitTask], data: Data) -> list[FitResult]:
         """Fits through joblib's ``dask`` backend; the data goes to every worker once per launch."""
+        if tasks and tasks[0].mode == "data-parallel":
+            return [self._data_parallel(task, data) for task in tasks]
         if self._shipped is None or self._shipped[0] is not data:
             self._shipped = (data, self.client.scatter(data, broadcast=True, hash=False))
         return run_on_backend("dask", self.n_jobs, tasks, self._shipped[1])
+
+    def _data_parallel(self, task: FitTask, data: Data) -> FitResult:
+        """One model across the workers; each shard is shipped to its worker once per launch."""
+        if self._shards is None or self._shards.data is not data or len(self._shards.parts) != task.shards:
+            self._shards = DaskShards.ship(self.client, data, task.shards, task.seed)
+        shards = self._shards
+        return fit_result(task, data, lambda params: shards.train(params, task.epochs, task.local_epochs, task.seed))
 
     def abort(self) -> None:
         for worker in list(self.cluster.workers.values()):

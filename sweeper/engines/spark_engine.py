@@ -21,6 +21,7 @@ from typing import Any
 
 import psutil
 
+from sweeper.data_parallel import SparkShards, fit_result
 from sweeper.datasets import Data
 from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
 from sweeper.engines.joblib_session import run_on_backend
@@ -63,14 +64,26 @@ class SparkLaunch:
         self.n_jobs = n_jobs
         self.versions: dict[str, str] = {}
         self._shipped: tuple[Data, BroadcastData] | None = None
+        self._shards: SparkShards | None = None
 
     def run_batch(self, tasks: list[FitTask], data: Data) -> list[FitResult]:
         """Fits through joblibspark's backend; the data is a broadcast, shipped once per executor."""
+        if tasks and tasks[0].mode == "data-parallel":
+            return [self._data_parallel(task, data) for task in tasks]
         if self._shipped is None or self._shipped[0] is not data:
             if self._shipped is not None:
                 self._shipped[1].broadcast.unpersist()
             self._shipped = (data, BroadcastData(self.spark.sparkContext.broadcast(data)))
         return run_on_backend("spark", self.n_jobs, tasks, self._shipped[1])
+
+    def _data_parallel(self, task: FitTask, data: Data) -> FitResult:
+        """One model across the executors; the shards are a cached RDD, shipped once per launch."""
+        if self._shards is None or self._shards.data is not data or self._shards.rdd.getNumPartitions() != task.shards:
+            if self._shards is not None:
+                self._shards.close()
+            self._shards = SparkShards.ship(self.spark, data, task.shards, task.seed)
+        shards = self._shards
+        return fit_result(task, data, lambda params: shards.train(params, task.epochs, task.local_epochs, task.seed))
 
     def abort(self) -> None:
         for process in executor_processes(self.spark):
