@@ -52,8 +52,10 @@ CLUSTER_KEYS = (
     "remote_dir",
     "queue",
     "hadoop_conf_dir",
+    "spark_master",
+    "dask_scheduler",
 )
-CLUSTER_PATHS = ("python", "java_home", "remote_dir", "queue", "hadoop_conf_dir")
+CLUSTER_PATHS = ("python", "java_home", "remote_dir", "queue", "hadoop_conf_dir", "spark_master", "dask_scheduler")
 SSH_KEYS = ("user", "port", "identity_file", "known_hosts", "strict_host_key_checking", "connect_timeout_s")
 SIZING_KEYS = ("rule", "cores_per_executor", "reserve", "application_master")
 RESERVE_KEYS = ("cores", "memory")
@@ -140,6 +142,8 @@ class Grid:
     remote_dir: str | None = None
     queue: str | None = None
     hadoop_conf_dir: str | None = None
+    spark_master: str | None = None
+    dask_scheduler: str | None = None
     grid_hash: str = field(default="", compare=False)
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
@@ -348,6 +352,10 @@ def _cluster(check: _Checker, value: Any) -> tuple[str | None, Cluster | None, l
             check.fail("cluster.hosts", f"must be a non-empty list of host names, got {listed!r}")
         else:
             hosts = listed
+    if manager == "standalone":
+        for key, scheme in (("spark_master", "spark://"), ("dask_scheduler", "tcp://")):
+            if not str(section.get(key, "")).startswith(scheme):
+                check.fail(f"cluster.{key}", f"is required with manager: standalone, e.g. {scheme}HOST:PORT")
     if manager == "ssh" and not hosts:
         check.fail("cluster.hosts", "is required with manager: ssh (the first host runs the master)")
     ssh = check.mapping(section.get("ssh"), "cluster.ssh") or {}

@@ -137,6 +137,7 @@ def run(
     report: Reporter | None = None,
     warn: Callable[[str], None] = print,
     progress: Callable[[int, int], None] | None = None,
+    start_timeout_s: float = 120.0,
 ) -> RunResult:
     """Take every pending measurement of the plan and write its row to the store.
 
@@ -163,7 +164,10 @@ def run(
         run_dir=run_dir,
         environment=environment,
         threads_per_fit=grid.workload.threads_per_fit,
-        cluster=_ssh_cluster(grid) if any(launch.manager == "ssh" for launch in plan.launches) else None,
+        start_timeout_s=start_timeout_s,
+        cluster=_ssh_cluster(grid)
+        if any(launch.manager in ("ssh", "standalone") for launch in plan.launches)
+        else None,
     )
     shared = _shared_columns(grid, run_id, environment)
     by_launch: dict[int, list[Todo]] = {}

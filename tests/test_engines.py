@@ -37,12 +37,16 @@ def test_a_grant_other_than_the_plan_fails_the_launch() -> None:
         check_granted(planned, Granted(6, 5, 13 * 1024), "spark")
 
 
-@pytest.mark.parametrize("manager", ["standalone"])
-def test_run_on_a_manager_not_available_yet_stops_before_anything_starts(
-    manager: str, write_grid: Callable[..., Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+def test_run_on_a_manager_an_engine_cannot_use_stops_before_anything_starts(
+    write_grid: Callable[..., Path],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # Stand-in for an engine without YARN support: its registry entry is removed for this test.
+    monkeypatch.delitem(engines.ENGINES, ("dask", "yarn"))
     grid = minimal_grid(store=str(tmp_path / "store"))
-    grid["cluster"] = {**grid["cluster"], "manager": manager}
+    grid["cluster"] = {**grid["cluster"], "manager": "yarn"}
     assert main(["run", str(write_grid(grid))]) == 2
-    assert f"cannot launch on manager '{manager}' yet" in " ".join(capsys.readouterr().err.split())
+    assert "engine 'dask' cannot launch on manager 'yarn' yet" in " ".join(capsys.readouterr().err.split())
     assert not (tmp_path / "store").exists()

@@ -25,6 +25,8 @@ ENGINES: dict[tuple[str, str], tuple[str, str]] = {
     ("spark", "ssh"): ("sweeper.engines.spark_ssh", "pyspark joblibspark"),
     ("dask", "yarn"): ("sweeper.engines.dask_yarn", "dask[distributed]"),
     ("spark", "yarn"): ("sweeper.engines.spark_yarn", "pyspark joblibspark"),
+    ("dask", "standalone"): ("sweeper.engines.dask_standalone", "dask[distributed]"),
+    ("spark", "standalone"): ("sweeper.engines.spark_standalone", "pyspark joblibspark"),
 }
 
 

@@ -26,7 +26,7 @@ from sweeper.plan import Launch
 class DaskSession:
     """A started Dask cluster with its client."""
 
-    def __init__(self, cluster: LocalCluster, client: Client, granted: Granted, n_jobs: int) -> None:
+    def __init__(self, cluster: LocalCluster | None, client: Client, granted: Granted, n_jobs: int) -> None:
         self.cluster = cluster
         self.client = client
         self.granted = granted
@@ -51,6 +51,8 @@ class DaskSession:
         return fit_result(task, data, lambda params: shards.train(params, task.epochs, task.local_epochs, task.seed))
 
     def abort(self) -> None:
+        if self.cluster is None:
+            return
         for worker in list(self.cluster.workers.values()):
             process = getattr(getattr(worker, "process", None), "process", None)
             if process is not None and process.pid:
