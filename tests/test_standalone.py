@@ -93,7 +93,7 @@ def test_a_sweep_runs_on_existing_clusters_and_leaves_them_running(
     path = tmp_path / "grid.yaml"
     path.write_text(yaml.safe_dump(spec))
     plan = make_plan(grid_file.load(path))
-    assert [(l.executors, l.cores_per_executor, l.executor_memory_mib) for l in plan.launches] == [(2, 1, 1024)] * 2
+    assert [(x.executors, x.cores_per_executor, x.executor_memory_mib) for x in plan.launches] == [(2, 1, 1024)] * 2
     result = runner.run(plan, store=tmp_path / "store")
     assert [(r["engine"], r["status"]) for r in result.rows] == [("spark", "ok"), ("dask", "ok")], result.rows
     assert all(r["granted_executors"] == 2 and r["manager"] == "standalone" for r in result.rows)
