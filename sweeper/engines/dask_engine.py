@@ -19,7 +19,7 @@ from sweeper.datasets import Data
 from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
 from sweeper.engines.joblib_session import run_on_backend
 from sweeper.engines.processes import kill_tree, new_children
-from sweeper.fitting import FitResult, FitTask
+from sweeper.fitting import FitResult, FitTask, run_fit
 from sweeper.plan import Launch
 
 
@@ -40,7 +40,15 @@ class DaskSession:
         if tasks and tasks[0].mode == "data-parallel":
             return [self._data_parallel(task, data) for task in tasks]
         if self._shipped is None or self._shipped[0] is not data:
+            # Dask's Active Memory Manager drops "superfluous" replicas every 2 s, broadcast ones included: a
+            # worker would then fetch the data again from a peer in every batch. Keep one copy per worker.
+            self.client.amm.stop()
             self._shipped = (data, self.client.scatter(data, broadcast=True, hash=False))
+        if self.n_jobs == 1:
+            # joblib runs a batch whose backend has one slot in the calling process: submit to the worker directly.
+            futures = self.client.map(run_fit, tasks, data=self._shipped[1], pure=False)
+            results: list[FitResult] = self.client.gather(futures)
+            return results
         return run_on_backend("dask", self.n_jobs, tasks, self._shipped[1])
 
     def _data_parallel(self, task: FitTask, data: Data) -> FitResult:
@@ -57,6 +65,19 @@ class DaskSession:
             process = getattr(getattr(worker, "process", None), "process", None)
             if process is not None and process.pid:
                 kill_tree(process.pid)
+
+
+def _forget_handlers() -> None:
+    """Let the launch's in-process Scheduler be freed.
+
+    distributed 2025.2 caches ``_expects_comm(handler)`` with ``functools.cache`` on bound methods, so every
+    Scheduler that served a request stays alive (about 0.15 MiB per launch, more with bigger task logs).
+    """
+    import distributed.core
+
+    cached = getattr(distributed.core, "_expects_comm", None)
+    if cached is not None and hasattr(cached, "cache_clear"):
+        cached.cache_clear()
 
 
 def granted_workers(client: Client) -> Granted:
@@ -110,4 +131,5 @@ def start(launch: Launch, context: LaunchContext) -> Iterator[DaskSession]:
                 client.close()
             if cluster is not None:
                 cluster.close()
+            _forget_handlers()
             children.reap()

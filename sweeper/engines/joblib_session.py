@@ -19,5 +19,7 @@ def run_on_backend(backend: str, n_jobs: int, tasks: list[FitTask], data: Data |
     with joblib.parallel_config(backend=backend, n_jobs=n_jobs), warnings.catch_warnings():
         # pyspark warns on every joblibspark job that it was not given a session to inherit tags from
         warnings.filterwarnings("ignore", message="Spark session is not provided")
+        # a one-slot Spark launch asks for n_jobs=2 so that joblib does not run the batch in the driver
+        warnings.filterwarnings("ignore", message=r"User-specified n_jobs \(2\) is greater than")
         results: list[FitResult] = joblib.Parallel()(joblib.delayed(run_fit)(task, data) for task in tasks)
     return results

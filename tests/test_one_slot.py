@@ -1,0 +1,35 @@
+"""A launch with a single slot still runs its fits on the cluster, not in the driver."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from sweeper.datasets import load
+from sweeper.engines import starter
+from sweeper.engines.base import LaunchContext
+from sweeper.fitting import make_batch
+from sweeper.grid import Dataset
+from sweeper.plan import Launch
+from tests.processes import assert_no_launch_processes
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize("engine", ["dask", "spark"])
+def test_one_executor_of_one_core_runs_the_fits_in_a_worker_process(engine: str, tmp_path: Path) -> None:
+    # joblib runs a Parallel call with one effective job in the calling process, whatever the backend
+    data = load(Dataset("digits"), max_train_rows=300)
+    launch = Launch(0, engine, "local", 1, "report", 1, 1, 1024, 384, (1,))
+    context = LaunchContext(run_dir=tmp_path, environment={}, threads_per_fit=1)
+    tasks = make_batch(
+        "replicas", {"hidden_layer_sizes": (8,)}, 3, 0, 2, n_train=data.n_train, labels=data.y_train,
+        folds=2, param_grid=(), seed=0, exact_epochs=False, threads_per_fit=1,
+    )  # fmt: skip
+    with starter(engine, "local")(launch, context) as session:
+        results = session.run_batch(tasks, data)
+    assert len(results) == 2
+    assert all(result.pid != os.getpid() for result in results)
+    assert_no_launch_processes()
