@@ -25,7 +25,7 @@ def measurement_line(row: dict[str, Any]) -> str:
     )
     status = row["status"]
     head = (
-        f"[{STATUS_STYLE[status]}]{status:>7}[/] {row['engine']:<6} {shape:<18} "
+        f"[{STATUS_STYLE[status]}]{status:>7}[/] {row['engine']:<11} {row['mode']:<13} {shape:<18} "
         f"epochs {row['epochs']:>5} trial {row['trial']}"
     )
     if status == "ok":
@@ -58,15 +58,16 @@ def summary_table(rows: list[dict[str, Any]]) -> Table:
     """Median fit time and accuracy per engine, shape and epochs, with failures counted."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
-        key = (row["engine"], row["executors"], row["cores_per_executor"], row["epochs"])
+        key = (row["engine"], row["mode"], row["executors"], row["cores_per_executor"], row["epochs"])
         groups[key].append(row)
     table = Table(title="Summary (medians over trials)")
-    for column in ("engine", "executors x cores", "epochs", "ok", "failed", "fit s", "accuracy"):
-        table.add_column(column, justify="left" if column == "engine" else "right")
-    for (engine, executors, cores, epochs), members in sorted(groups.items(), key=lambda item: str(item[0])):
+    for column in ("engine", "mode", "executors x cores", "epochs", "ok", "failed", "fit s", "accuracy"):
+        table.add_column(column, justify="left" if column in ("engine", "mode") else "right")
+    for (engine, mode, executors, cores, epochs), members in sorted(groups.items(), key=lambda item: str(item[0])):
         ok = [r for r in members if r["status"] == "ok"]
         table.add_row(
             engine,
+            mode,
             "-" if engine == "local" else f"{executors} x {cores}",
             str(epochs),
             str(len(ok)),

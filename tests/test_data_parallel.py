@@ -88,3 +88,38 @@ def test_data_parallel_on_a_real_launch_ships_shards_once_and_only_weights_trave
     assert 0 < result.comm_bytes_per_round < data_bytes / 4
     assert second[0].rounds == 5
     assert_no_launch_processes()
+
+
+@pytest.mark.integration
+def test_a_sweep_of_every_engine_and_mode_is_reported_side_by_side(tmp_path: Path) -> None:
+    import yaml
+
+    from sweeper import grid as grid_file
+    from sweeper import load_results, runner
+    from sweeper.plan import make_plan
+    from sweeper.report import write_report
+
+    spec = {
+        "name": "everything",
+        "cluster": {"manager": "local", "nodes": 1, "cores_per_node": 2, "memory_per_node": "8GiB"},
+        "sizing": {"cores_per_executor": [1], "reserve": {"cores": 0, "memory": "1GiB"}, "application_master": 0},
+        "engines": ["spark", "dask", "spark-mllib"],
+        "workload": {"dataset": "digits", "mode": ["replicas", "data-parallel"], "epochs": [5, 20], "trials": 1},
+    }
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    result = runner.run(make_plan(grid_file.load(path)), store=tmp_path / "store")
+    assert {row["status"] for row in result.rows} == {"ok"}, [row["error"] for row in result.rows]
+    frame = load_results(tmp_path / "store")
+    seen = set(zip(frame["engine"], frame["mode"], strict=True))
+    assert seen == {
+        (engine, mode) for engine in ("local", "spark", "dask") for mode in ("replicas", "data-parallel")
+    } | {("spark-mllib", "data-parallel")}
+    parallel = frame[(frame["mode"] == "data-parallel") & frame["engine"].isin(["spark", "dask"])]
+    assert (parallel["shards"] == 2).all() and (parallel["rounds"] == parallel["epochs"]).all()
+    written = write_report(tmp_path / "store", tmp_path / "report", sweep="everything")
+    markdown = written[1].read_text()
+    for engine in ("spark", "dask", "spark-mllib"):
+        assert engine in markdown
+    assert "COST" in markdown and "baseline" in markdown.lower()
+    assert_no_launch_processes()

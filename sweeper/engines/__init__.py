@@ -27,6 +27,8 @@ ENGINES: dict[tuple[str, str], tuple[str, str]] = {
     ("spark", "yarn"): ("sweeper.engines.spark_yarn", "pyspark joblibspark"),
     ("dask", "standalone"): ("sweeper.engines.dask_standalone", "dask[distributed]"),
     ("spark", "standalone"): ("sweeper.engines.spark_standalone", "pyspark joblibspark"),
+    # Spark ML's own MLP on the same Spark launches: one model per measurement across the executors
+    **{("spark-mllib", manager): ("sweeper.mllib", "pyspark") for manager in ("local", "ssh", "yarn", "standalone")},
 }
 
 
