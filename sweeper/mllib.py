@@ -8,7 +8,9 @@ MLlib's network is not scikit-learn's. The layer sizes are the same (features, `
 classes), but every hidden layer is a sigmoid (``activation`` is not honoured), the output a softmax, and
 there is no L2 penalty (``alpha`` is not honoured). Its ``gd`` solver is full-batch gradient descent with a
 constant step (``stepSize``, from ``learning_rate_init``), not scikit-learn's mini-batch ``sgd``/``adam``, so
-the solver is chosen with the extra parameter ``mllib_solver`` (``l-bfgs`` by default, or ``gd``).
+the solver is chosen with the extra parameter ``mllib_solver`` (``l-bfgs`` by default, or ``gd``). One ``gd``
+iteration is one weight update, so at MLlib's default step of 0.03 a sigmoid network stays near chance for
+tens of iterations; raise ``learning_rate_init`` (about 1.0) or prefer ``l-bfgs``.
 """
 
 from __future__ import annotations
