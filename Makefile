@@ -7,7 +7,7 @@ STORE ?= results/
 OUT ?= report/
 YARN_JAR := deploy/yarn/target/sweeper-miniyarn.jar
 
-.PHONY: setup check-java test-packages datasets test test-fast test-yarn lint plan sweep dry-run report clean
+.PHONY: setup check-java test-packages datasets test test-fast test-yarn lint plan sweep dry-run report bench clean
 
 setup: $(BIN)/sweeper check-java test-packages $(YARN_JAR)  ## .venv with sweeper and its test tools, test packages, MiniYARNCluster
 
@@ -52,6 +52,9 @@ sweep: setup  ## run a sweep: make sweep GRID=grids/local.yaml
 
 dry-run: setup  ## any grid, shrunk to this machine: make dry-run GRID=grids/2node.yaml
 	$(BIN)/sweeper run $(GRID) --dry-run
+
+bench: setup  ## loky vs the sweeper's Dask and Spark launches, plan/store/memory costs -> BENCHMARKS.md, bench.json
+	$(BIN)/python -m sweeper.bench
 
 report: setup  ## report a store: make report STORE=results/ OUT=report/ [SWEEP=name]
 	$(BIN)/sweeper report $(STORE) --out $(OUT) $(if $(SWEEP),--sweep $(SWEEP))

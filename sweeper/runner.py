@@ -8,6 +8,7 @@ finished row and stops.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import shutil
@@ -188,7 +189,7 @@ def run(
         result.interrupted = True
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
-        if run_dir.parent.exists() and not any(run_dir.parent.iterdir()):
+        with contextlib.suppress(OSError):  # another sweep into the same store may be using it
             run_dir.parent.rmdir()
     return result
 
@@ -217,7 +218,7 @@ def _run_launch(
     shared: dict[str, Any],
     store: Path,
 ) -> Iterator[dict[str, Any]]:
-    """Start one launch, take its measurements, tear it down; restart it after a timeout.
+    """Start one launch, take its measurements, tear it down; restart it after a measurement that failed.
 
     A launch that cannot start (or is not granted its plan) records every measurement it
     still had as ``failed``, with the error; its processes are gone all the same.
@@ -242,11 +243,11 @@ def _run_launch(
                     start_s = time.perf_counter() - begun
                     warmup_s = _warm_up(plan, left[0], session, data)
                     while left:
-                        row = keep(_measure(plan, left.pop(0), session, data, start_s, shared))
+                        row = _measure(plan, left.pop(0), session, data, start_s, shared)
                         row["warmup_s"] = warmup_s
-                        yield row
-                        if row["status"] == "timeout":
-                            break  # the workers were killed: start the launch again
+                        yield keep(row)
+                        if row["status"] != "ok":
+                            break  # workers were killed or lost: start the launch again at its planned shape
                     closing = time.perf_counter()
                 teardown_s = time.perf_counter() - closing
             except Exception as error:

@@ -135,10 +135,21 @@ def _files(store: Path, sweep: str | None) -> list[Path]:
 
 def read_table(store: str | Path, sweep: str | None = None) -> pa.Table:
     """All rows of a store (or one sweep) as an Arrow table with the store schema."""
+    for _ in range(10):
+        try:
+            return _read_files(_files(Path(store), sweep))
+        except FileNotFoundError:
+            continue  # a running sweep compacted files between listing and reading them: list again
+    return _read_files(_files(Path(store), sweep))
+
+
+def _read_files(paths: list[Path]) -> pa.Table:
     tables = []
-    for path in _files(Path(store), sweep):
+    for path in paths:
         try:
             table = pq.read_table(path)
+        except FileNotFoundError:
+            raise
         except (pa.ArrowInvalid, OSError) as error:
             raise UserError(f"{path}: not a readable Parquet file of a sweeper store ({error})") from None
         for name in ADDED_IN_VERSION_2:

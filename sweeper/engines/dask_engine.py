@@ -7,12 +7,15 @@ threads) is replaced by the sweeper's controlled fit environment.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import dask
 from distributed import Client, Future, LocalCluster
+from joblib._dask import DaskDistributedBackend
+from joblib.parallel import register_parallel_backend
 
 from sweeper.data_parallel import DaskShards, fit_result
 from sweeper.datasets import Data
@@ -21,6 +24,30 @@ from sweeper.engines.joblib_session import run_on_backend
 from sweeper.engines.processes import kill_tree, new_children
 from sweeper.fitting import FitResult, FitTask, run_fit
 from sweeper.plan import Launch
+
+BACKEND = "sweeper-dask"
+
+
+class FailureReportingDaskBackend(DaskDistributedBackend):
+    """joblib's ``dask`` backend, also telling joblib when Dask itself fails a batch.
+
+    joblib 1.6 calls a batch's completion callback only when the batch succeeded: a batch Dask
+    failed (``KilledWorker``, its worker died) left ``Parallel`` waiting forever.
+    """
+
+    async def _collect(self) -> None:
+        while self._continue:
+            async for future, result in self.waiting_futures:
+                done = self._results.pop(future)
+                callback = self._callbacks.pop(future)
+                if future.status == "error":
+                    _, error, _ = result
+                    done.set_exception(error)
+                    callback(error)  # joblib raises it from Parallel
+                else:
+                    done.set_result(result)
+                    callback(result)
+            await asyncio.sleep(0.01)
 
 
 class DaskSession:
@@ -49,7 +76,7 @@ class DaskSession:
             futures = self.client.map(run_fit, tasks, data=self._shipped[1], pure=False)
             results: list[FitResult] = self.client.gather(futures)
             return results
-        return run_on_backend("dask", self.n_jobs, tasks, self._shipped[1])
+        return run_on_backend(BACKEND, self.n_jobs, tasks, self._shipped[1])
 
     def _data_parallel(self, task: FitTask, data: Data) -> FitResult:
         """One model across the workers; each shard is shipped to its worker once per launch."""
@@ -104,7 +131,11 @@ def start(launch: Launch, context: LaunchContext) -> Iterator[DaskSession]:
         "distributed.nanny.pre-spawn-environ": dict(context.environment),
         "distributed.nanny.environ": {},
         "distributed.worker.daemon": False,
+        # A fit whose worker dies is not run again on another worker: the measurement fails
+        # (KilledWorker) instead of timing a batch that partly ran twice on a shrunken cluster.
+        "distributed.scheduler.allowed-failures": 0,
     }
+    register_parallel_backend(BACKEND, FailureReportingDaskBackend)
     with new_children() as children, dask.config.set(settings):
         cluster = None
         client = None

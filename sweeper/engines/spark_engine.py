@@ -9,7 +9,9 @@ would ignore every executor setting, so it is not a matched launch.) Everything 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -152,6 +154,16 @@ def _executor_summaries(spark: Any) -> list[tuple[int, int]]:
     return summaries
 
 
+def check_java() -> None:
+    """Fail the launch naming the problem when there is no Java for Spark (``JAVA_HOME`` first, then ``PATH``)."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        if not os.access(Path(home) / "bin" / "java", os.X_OK):
+            raise LaunchError(f"spark needs Java 17+: JAVA_HOME={home} has no bin/java (fix JAVA_HOME or unset it)")
+    elif shutil.which("java") is None:
+        raise LaunchError("spark needs Java 17+: no java on PATH and JAVA_HOME is not set")
+
+
 def session_conf(launch: Launch, context: LaunchContext, log4j: Path) -> dict[str, str]:
     """The Spark configuration of a local launch."""
     java_options = f"-Dlog4j2.configurationFile=file:{log4j}"
@@ -209,6 +221,7 @@ def start(launch: Launch, context: LaunchContext) -> Iterator[SparkLaunch]:
 
     from sweeper.engines import spark_backend
 
+    check_java()
     planned = Granted(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
     scratch = context.run_dir / f"spark-{launch.index}"
     scratch.mkdir(parents=True, exist_ok=True)

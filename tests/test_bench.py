@@ -1,0 +1,186 @@
+"""The bench's pure pieces: ratios and slopes, target evaluation, findings, the markdown and JSON writers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sweeper import bench
+from sweeper.grid import parse
+from sweeper.plan import make_plan
+from sweeper.store import COLUMNS, load_results, write_rows
+
+
+def engine(batch_s: float, fit_s: float, **extra: Any) -> dict[str, Any]:
+    return {
+        "launch": "x",
+        "start_s": 1.0,
+        "warmup_s": 1.0,
+        "batches_s": [batch_s] * 3,
+        "batch_median_s": batch_s,
+        "fit_mean_s": fit_s,
+        "outside_median_s": 0.3,
+        "worker_processes": 2,
+        "cpu_s": [{"fit workers": 19.0, "driver": 0.1, "JVMs": 0.5, "other processes": 0.1}] * 3,
+        "cpu_median_s": {"fit workers": 19.0, "driver": 0.1, "JVMs": 0.5, "other processes": 0.1},
+        "fit_environment": {"OMP_NUM_THREADS": "1"},
+        **extra,
+    }
+
+
+def full_report(**changes: Any) -> dict[str, Any]:
+    """A report of a full-size run: dask 1.05x, spark 1.30x loky."""
+    report: dict[str, Any] = {
+        "date": "2025-01-01 00:00 UTC",
+        "command": "python -m sweeper.bench",
+        "quick": False,
+        "machine": {"cpu": "test", "cores": "2"},
+        "batch": {"fits": 8, "epochs": 32, "repeats": 5, "dataset": "fashion-mnist", "machine_cores": 2},
+        "engines": {
+            "loky": engine(10.0, 2.4, shipping={"how": "memmap", "bytes_per_fit": 1e6}),
+            "dask": engine(10.5, 2.45, shipping={"copies_per_process": 1, "peer_fetches": 0, "how": "scatter"}),
+            "spark": engine(13.0, 2.6, shipping={"copies_per_process": 1, "how": "broadcast"}),
+        },
+        "plan": {"measurements": 10_000, "make_plan_median_s": 0.01},
+        "store": {"rows": 100_000, "load_median_s": 0.3, "load_s": [0.3]},
+        "memory": {"dask": {"rss_mib": [300.0] * 20, "slope_mib": 0.0, "live_schedulers_after": 0}},
+    }
+    report.update(changes)
+    return report
+
+
+def quick_memory() -> dict[str, Any]:
+    return {"dask": {"rss_mib": [300.0] * 4, "slope_mib": 30.0, "live_schedulers_after": 4}}
+
+
+def checks(report: dict[str, Any]) -> dict[str, bench.Check]:
+    return {check.key: check for check in bench.evaluate(report)}
+
+
+def test_ratio_and_slopes() -> None:
+    assert bench.ratio(11.0, 10.0) == pytest.approx(1.1)
+    assert bench.ratio(None, 10.0) is None
+    assert bench.ratio(1.0, 0.0) is None
+    assert bench.slope([5.0]) is None
+    assert bench.slope([0.0, 2.0, 4.0]) == pytest.approx(2.0)
+    # a late allocator jump does not make a leak, a steady climb does
+    assert bench.robust_slope([100.0] * 15 + [130.0] * 2) == 0.0
+    assert bench.robust_slope([100.0 + 0.5 * i for i in range(20)]) == pytest.approx(0.5)
+
+
+def test_rotation_gives_every_engine_each_position() -> None:
+    orders = [bench.rotation(bench.ENGINES, repetition) for repetition in range(3)]
+    assert orders[0] == ("loky", "dask", "spark")
+    assert {order[0] for order in orders} == set(bench.ENGINES)
+    assert bench.rotation(bench.ENGINES, 3) == orders[0]
+
+
+def test_bytes_per_fit_counts_receptions_not_fits() -> None:
+    assert bench.bytes_per_fit(1000, receivers=2, fits=40) == 50
+    assert bench.bytes_per_fit(1000, receivers=2, fits=0) is None
+
+
+def test_cpu_is_split_between_fit_workers_driver_jvms_and_the_rest() -> None:
+    before = {1: (1.0, False), 2: (0.0, True), 3: (0.0, False)}
+    after = {1: (1.5, False), 2: (2.0, True), 3: (4.0, False), 4: (1.0, False)}
+    parts = bench.cpu_by_part(before, after, fit_pids={3}, driver=1)
+    assert parts == {"fit workers": 4.0, "driver": 0.5, "JVMs": 2.0, "other processes": 1.0}
+
+
+def test_the_plan_grid_has_ten_thousand_measurements() -> None:
+    plan = make_plan(parse(bench.plan_grid(10_000), Path("<test>")))
+    assert plan.n_measurements == 10_000
+
+
+def test_the_launch_grid_plans_matched_two_by_one_launches() -> None:
+    plan = make_plan(parse(bench.launch_grid("digits", epochs=32, fits=8, trials=5), Path("<test>")))
+    shapes = {(launch.engine, launch.executors, launch.cores_per_executor) for launch in plan.launches}
+    assert shapes == {("spark", 2, 1), ("dask", 2, 1)}
+    assert plan.n_fits == 8
+
+
+def test_synthetic_rows_fill_a_store(tmp_path: Path) -> None:
+    rows = bench.synthetic_rows(50)
+    assert set(rows[0]) <= set(COLUMNS)
+    write_rows(tmp_path, "bench", rows, "part-0")
+    assert len(load_results(tmp_path)) == 50
+
+
+def test_targets_pass_and_miss() -> None:
+    found = checks(full_report())
+    assert found["dask_vs_loky"].ok is True
+    assert found["dask_vs_loky"].measured == pytest.approx(1.05)
+    assert found["spark_vs_loky"].ok is False  # 1.30 > 1.25
+    assert found["dask_copies_per_process"].ok is True
+    assert found["plan_s"].ok is True
+    assert found["store_load_s"].ok is True
+    assert found["dask_rss_slope_mib"].ok is True
+    assert found["dask_schedulers_alive"].ok is True
+
+
+def test_ratio_targets_do_not_apply_to_a_small_batch() -> None:
+    report = full_report()
+    report["batch"]["fits"] = 4
+    found = checks(report)
+    assert found["dask_vs_loky"].ok is None
+    assert "8 fits" in found["dask_vs_loky"].note
+    report = full_report(store={"rows": 10_000, "load_median_s": 0.05})
+    assert checks(report)["store_load_s"].ok is None
+    found = checks(full_report(memory=quick_memory()))
+    assert found["dask_rss_slope_mib"].ok is None
+    assert found["dask_schedulers_alive"].ok is None
+
+
+def test_a_missing_measurement_is_not_a_pass() -> None:
+    report = full_report(memory={})
+    found = checks(report)
+    assert found["dask_rss_slope_mib"].ok is None
+    assert found["dask_rss_slope_mib"].note == "not measured"
+
+
+def test_findings_name_the_causes() -> None:
+    report = full_report()
+    report["engines"]["dask"]["shipping"]["peer_fetches"] = 3
+    report["memory"]["dask"]["live_schedulers_after"] = 20
+    findings = " ".join(bench.diagnose(report))
+    assert "Active Memory Manager" in findings
+    assert "_expects_comm" in findings
+    assert "MISSED: Spark warm batch time / loky's: 1.300 x" in findings
+    assert "spark: warm batch 1.300x loky's" in findings
+
+
+def test_markdown_has_the_table_targets_and_command() -> None:
+    text = bench.render_markdown(full_report())
+    assert "Generated by `python -m sweeper.bench` on 2025-01-01 00:00 UTC." in text
+    assert "| spark | x | 1.00 | 1.00 | 13.00 | 13.00, 13.00, 13.00 | 1.30 |" in text
+    assert "| Spark warm batch time / loky's | 1.300 x | 1.250 x | **MISSED** |" in text
+    assert "| Dask warm batch time / loky's | 1.050 x | 1.100 x | **pass** |" in text
+    assert "the same on every engine" in text
+
+
+def test_outputs_are_written_where_asked(tmp_path: Path) -> None:
+    markdown, machine = tmp_path / "B.md", tmp_path / "b.json"
+    bench.write_outputs(full_report(), markdown, machine)
+    data = json.loads(machine.read_text())
+    assert {target["key"] for target in data["targets"]} == {key for key, *_ in bench.TARGETS}
+    assert data["findings"]
+    assert "`" + str(machine) + "`" in markdown.read_text()
+
+
+def test_quick_settings_are_smaller_than_the_targets_need() -> None:
+    assert bench.QUICK.fits < bench.MIN_FITS
+    assert bench.Settings().fits >= bench.MIN_FITS
+    assert bench.Settings().dask_launches == 20
+
+
+def test_timing_ratios_are_not_judged_on_a_busy_machine() -> None:
+    report = full_report()
+    report["engines"]["spark"]["busy_share"] = 0.3
+    found = checks(report)
+    assert found["spark_vs_loky"].ok is None
+    assert "machine busy: 30 %" in found["spark_vs_loky"].note
+    assert found["plan_s"].ok is True  # not a timing ratio
+    assert "**The machine was busy**" in bench.render_markdown(report)

@@ -1,0 +1,356 @@
+"""Reliability with real faults: worker processes killed mid-fit, a cluster that cannot start, SIGTERM,
+two sweeps into one store, loopback-only launches, a damaged store.
+
+Every sweep runs as a real ``python -m sweeper run GRID`` subprocess; its processes carry a tag in
+their environment so that the process-table checks only see this test's processes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from sweeper import grid as grid_file
+from sweeper import load_results, runner
+from sweeper.engines import starter
+from sweeper.engines.base import LaunchContext
+from sweeper.fit_environment import fit_environment
+from sweeper.plan import make_plan
+from sweeper.store import write_rows
+from tests.conftest import REPO, minimal_grid
+from tests.faults import (
+    LOOPBACK,
+    TAG_VARIABLE,
+    assert_no_tagged_processes,
+    dask_workers,
+    kill,
+    listening_addresses,
+    new_tag,
+    part_files,
+    spark_executors,
+    start_sweep,
+    stop,
+    tagged_environment,
+    tagged_launch_processes,
+    wait_for,
+    wait_until_fitting,
+    write_grid_file,
+)
+
+pytestmark = pytest.mark.integration
+
+LONG = 900  # epochs of digits with exact_epochs: a fit of a few CPU-seconds, so a fault lands inside it
+SWEEP_TIMEOUT_S = 600
+
+
+def fault_grid(tmp: Path, name: str, *, epochs: list[int], **overrides: Any) -> Path:
+    grid = minimal_grid(name=name, store=str(tmp / "store"), **overrides)
+    grid["workload"] = {"dataset": "digits", "epochs": epochs, "trials": 1, "exact_epochs": True}
+    return write_grid_file(tmp / f"{name}.yaml", grid)
+
+
+def run_sweep(grid: Path, tag: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m sweeper run GRID`` to the end, tagged."""
+    return subprocess.run(
+        [sys.executable, "-m", "sweeper", "run", str(grid)],
+        cwd=REPO,
+        env=env if env is not None else tagged_environment(tag),
+        capture_output=True,
+        text=True,
+        timeout=SWEEP_TIMEOUT_S,
+    )
+
+
+def assert_resumed_without_duplicates(store: Path, sweep: str, expected_ok: int) -> pd.DataFrame:
+    """The store reads, every measurement is ``ok`` exactly once."""
+    frame = load_results(store, sweep)
+    ok = frame[frame["status"] == "ok"]
+    assert ok["measurement_key"].is_unique, ok[["engine", "epochs", "measurement_key"]]
+    assert len(ok) == expected_ok, frame[["engine", "epochs", "status", "error"]]
+    assert not list((store / sweep).glob(".*")), "temporary files left in the store"
+    assert not (store / ".scratch").exists()
+    return frame
+
+
+def measurement(frame: pd.DataFrame, engine: str, epochs: int) -> pd.Series:
+    rows = frame[(frame["engine"] == engine) & (frame["epochs"] == epochs)]
+    assert len(rows) == 1, rows[["engine", "epochs", "status"]]
+    return rows.iloc[0]
+
+
+# --- a Spark executor JVM and a Dask worker killed in the middle of a fit ------------------------------------
+
+
+@dataclass
+class Killed:
+    grid: Path
+    store: Path
+    tag: str
+    returncode: int
+    output: str
+    frame: pd.DataFrame
+    victims: dict[str, str]
+    sockets: dict[str, list[tuple[int, str, int, str]]]
+
+
+@pytest.fixture(scope="module")
+def killed(tmp_path_factory: pytest.TempPathFactory) -> Killed:
+    """One sweep: the baseline (epochs 2), Spark 2 x 1 (2, LONG), Dask 2 x 1 (2, LONG, 3).
+
+    During each engine's LONG batch one worker process gets SIGKILL: an executor JVM (its Python
+    workers run the fit), then a Dask worker. Before the kill, the launch's listening sockets are listed.
+    The Dask launch has a measurement after the killed one; the Spark launch is followed by the Dask launch.
+    """
+    tmp = tmp_path_factory.mktemp("killed")
+    grid = fault_grid(
+        tmp,
+        "killed",
+        epochs=[2, LONG, 3],
+        only=[{"epochs": 2}, {"engine": "spark", "epochs": LONG}, {"engine": "dask"}],
+    )
+    sweep_dir = tmp / "store" / "killed"
+    tag = new_tag()
+    victims: dict[str, str] = {}
+    sockets: dict[str, list[tuple[int, str, int, str]]] = {}
+    process = start_sweep(grid, tag)
+    try:
+        # launch 0 is the baseline, 1 Spark, 2 Dask; a launch's first row file means its LONG batch has begun
+        for index, engine, find, include_self in (
+            (1, "spark", spark_executors, False),
+            (2, "dask", dask_workers, True),
+        ):
+            wait_for(partial(part_files, sweep_dir, index), 300, f"the {engine} launch's first row", process)
+            victim = wait_until_fitting(
+                partial(find, process.pid), cpu_s=1.0, include_self=include_self, timeout_s=300, alive=process
+            )
+            sockets[engine] = listening_addresses(process.pid)
+            victims[engine] = " ".join(victim.cmdline())
+            kill(victim)
+        output, _ = process.communicate(timeout=SWEEP_TIMEOUT_S)
+    finally:
+        stop(process)
+    return Killed(grid, tmp / "store", tag, process.returncode, output, load_results(tmp / "store"), victims, sockets)
+
+
+def test_a_killed_spark_executor_fails_its_measurement_with_the_error_and_the_sweep_goes_on(killed: Killed) -> None:
+    assert killed.returncode == 0, killed.output
+    assert "CoarseGrainedExecutorBackend" in killed.victims["spark"]
+    row = measurement(killed.frame, "spark", LONG)
+    assert row["status"] in ("failed", "timeout"), (row["status"], row["fit_wall_s"])
+    assert "ExecutorLostFailure" in row["error"] and "exited" in row["error"], row["error"]
+    assert measurement(killed.frame, "spark", 2)["status"] == "ok"
+    assert measurement(killed.frame, "local", 2)["status"] == "ok"
+    assert set(killed.frame["engine"]) == {"local", "spark", "dask"}  # the next launch ran
+
+
+def test_a_killed_dask_worker_fails_its_measurement_with_the_error_and_the_sweep_goes_on(killed: Killed) -> None:
+    assert killed.returncode == 0, killed.output
+    assert "spawn_main" in killed.victims["dask"]
+    row = measurement(killed.frame, "dask", LONG)
+    # Dask's scheduler would run the killed worker's fit again elsewhere (allowed-failures: 3) and
+    # the row would time a batch that partly ran twice, sequentially, on a shrunken cluster.
+    assert row["status"] in ("failed", "timeout"), (
+        f"killed worker recorded as {row['status']!r} (fit {row['fit_wall_s']:.1f} s, worker_pids "
+        f"{row['worker_pids']}): Dask retried the fit instead of failing the measurement"
+    )
+    assert row["error_type"] and row["error"], row
+    assert measurement(killed.frame, "dask", 2)["status"] == "ok"
+    after = measurement(killed.frame, "dask", 3)  # the launch's next measurement
+    assert after["status"] == "ok", (after["error_type"], after["error"])
+
+
+def test_no_process_of_the_killed_launches_survives(killed: Killed) -> None:
+    assert_no_tagged_processes(killed.tag)
+
+
+def test_spark_and_dask_launches_listen_on_loopback_only(killed: Killed) -> None:
+    for engine, found in killed.sockets.items():
+        assert found, f"no listening socket found during the {engine} launch"
+        exposed = [entry for entry in found if entry[1] not in LOOPBACK]
+        assert not exposed, f"{engine} listens beyond loopback: {exposed}"
+
+
+def test_running_again_after_the_kills_completes_only_the_failed_measurements(killed: Killed) -> None:
+    before = load_results(killed.store, "killed")
+    failed_keys = set(before.loc[before["status"] != "ok", "measurement_key"])
+    again = run_sweep(killed.grid, killed.tag)
+    assert again.returncode == 0, again.stdout + again.stderr
+    ok_before = int((before["status"] == "ok").sum())
+    assert f"{ok_before} measurements already in the store were skipped" in again.stdout, again.stdout
+    frame = assert_resumed_without_duplicates(killed.store, "killed", expected_ok=6)
+    new = frame[~frame["run_id"].isin(set(before["run_id"]))]
+    assert set(new["measurement_key"]) == failed_keys and set(new["status"]) == {"ok"}, new
+    assert len(frame) == len(before) + len(failed_keys)
+    assert_no_tagged_processes(killed.tag)
+
+
+# --- a cluster that cannot start: no Java ----------------------------------------------------------------------
+
+
+def test_without_java_the_spark_launch_fails_naming_the_problem_and_the_others_run(tmp_path: Path) -> None:
+    grid = fault_grid(tmp_path, "nojava", epochs=[2])
+    tag = new_tag()
+    bin_dir = tmp_path / "bin"  # every command of /usr/bin and /usr/local/bin except java
+    bin_dir.mkdir()
+    for directory in (Path("/usr/local/bin"), Path("/usr/bin")):
+        for command in directory.iterdir():
+            if command.name != "java" and not (bin_dir / command.name).exists():
+                (bin_dir / command.name).symlink_to(command)
+    path = f"{Path(sys.executable).parent}{os.pathsep}{bin_dir}"
+    result = run_sweep(grid, tag, env=tagged_environment(tag, JAVA_HOME="/nonexistent", PATH=path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    frame = load_results(tmp_path / "store", "nojava")
+    assert measurement(frame, "local", 2)["status"] == "ok"
+    assert measurement(frame, "dask", 2)["status"] == "ok"
+    spark = measurement(frame, "spark", 2)
+    assert spark["status"] == "failed"
+    assert "java" in spark["error"].lower() and "/nonexistent" in spark["error"], (
+        f"the row says {spark['error']!r} but not that JAVA_HOME=/nonexistent has no java"
+    )
+    assert_no_tagged_processes(tag)
+    # with Java back, the same command takes only the Spark measurement
+    again = run_sweep(grid, tag)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "2 measurements already in the store were skipped" in again.stdout
+    assert_resumed_without_duplicates(tmp_path / "store", "nojava", expected_ok=3)
+    assert_no_tagged_processes(tag)
+
+
+# --- SIGTERM to the sweeper in the middle of a launch ------------------------------------------------------------
+
+
+def test_sigterm_mid_launch_tears_down_exits_non_zero_and_a_rerun_completes(tmp_path: Path) -> None:
+    grid = fault_grid(tmp_path, "terminated", epochs=[2, LONG], engines=["spark"], baseline=False)
+    store = tmp_path / "store"
+    tag = new_tag()
+    process = start_sweep(grid, tag)
+    try:
+        wait_for(lambda: part_files(store / "terminated", 0), 300, "the Spark launch's first row", process)
+        wait_until_fitting(
+            lambda: spark_executors(process.pid), cpu_s=1.0, include_self=False, timeout_s=300, alive=process
+        )
+        os.kill(process.pid, signal.SIGTERM)
+        output, _ = process.communicate(timeout=120)
+    finally:
+        stop(process)
+    assert process.returncode == 130, output
+    assert "interrupted" in output and "Traceback" not in output, output
+    assert_no_tagged_processes(tag, wait_s=10)  # torn down before exiting, not later
+    kept = load_results(store, "terminated")
+    assert kept[["epochs", "status"]].values.tolist() == [[2, "ok"]]
+    again = run_sweep(grid, tag)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "1 measurements already in the store were skipped" in again.stdout
+    frame = assert_resumed_without_duplicates(store, "terminated", expected_ok=2)
+    assert len(frame) == 2
+    assert_no_tagged_processes(tag)
+
+
+# --- two sweeps writing into one store at the same time ---------------------------------------------------------
+
+
+def test_two_sweeps_into_the_same_store_at_once_lose_and_corrupt_nothing(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    grids = []
+    for variant, epochs in (("a", [2, 4]), ("b", [3, 5])):  # the same sweep name, different grids
+        spec = minimal_grid(name="shared", store=str(store), engines=["dask"])
+        spec["workload"] = {"dataset": "digits", "epochs": epochs, "trials": 2}
+        grids.append(write_grid_file(tmp_path / f"{variant}.yaml", spec))
+    tag = new_tag()
+    processes = [start_sweep(grid, tag) for grid in grids]
+    try:
+        outputs = [process.communicate(timeout=SWEEP_TIMEOUT_S)[0] for process in processes]
+    finally:
+        for process in processes:
+            stop(process)
+    for process, output in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, output
+    frame = assert_resumed_without_duplicates(store, "shared", expected_ok=2 * 2 * 2 * 2)
+    assert frame["measurement_key"].is_unique
+    assert frame.groupby("run_id").size().tolist() == [8, 8]
+    assert sorted(frame["epochs"].unique().tolist()) == [2, 3, 4, 5]
+    assert pq.ParquetDataset(store / "shared").read().num_rows == 16  # plain Parquet readers agree
+    for grid in grids:
+        again = runner.run(make_plan(grid_file.load(grid)), store=store)
+        assert (again.skipped, len(again.rows)) == (8, 0)
+    assert_no_tagged_processes(tag)
+
+
+# --- the baseline listens on nothing beyond loopback either ------------------------------------------------------
+
+
+def test_the_baseline_launch_listens_on_loopback_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tag = new_tag()
+    monkeypatch.setenv(TAG_VARIABLE, tag)
+    plan = make_plan(grid_file.load(fault_grid(tmp_path, "listen", epochs=[2], engines=["dask"])))
+    launch = plan.launches[0]
+    assert launch.engine == "local"
+    data = runner.load_data(plan, print)[1.0]
+    item = runner.pending(plan, set())[0][0]
+    context = LaunchContext(run_dir=tmp_path / "run", environment=fit_environment(1, {}), threads_per_fit=1)
+    with starter(launch.engine, launch.manager)(launch, context) as session:
+        session.run_batch(runner._batch(plan, item, data, epochs=2), data)
+        found = listening_addresses(os.getpid())
+    exposed = [entry for entry in found if entry[1] not in LOOPBACK]
+    assert not exposed, f"the baseline launch listens beyond loopback: {exposed}"
+    assert_no_tagged_processes(tag)
+
+
+# --- a damaged store: a clear error naming the file, nothing launched -------------------------------------------
+
+
+def _truncated(directory: Path) -> Path:
+    path = write_rows(directory.parent, directory.name, [{"sweep": directory.name, "status": "ok"}], "part-x-000-0000")
+    content = path.read_bytes()
+    path.write_bytes(content[: len(content) // 2])
+    return path
+
+
+def _foreign(directory: Path) -> Path:
+    path = directory / "part-foreign.parquet"
+    pq.write_table(pa.table({"price": [1.5, 2.5]}), path)
+    return path
+
+
+@pytest.mark.parametrize("damage", [_truncated, _foreign], ids=["truncated", "foreign"])
+def test_a_damaged_store_file_stops_the_run_with_a_clear_error_naming_it(tmp_path: Path, damage: Any) -> None:
+    grid = fault_grid(tmp_path, "damaged", epochs=[2])
+    directory = tmp_path / "store" / "damaged"
+    directory.mkdir(parents=True)
+    bad = damage(directory)
+    before = sorted(p.name for p in (tmp_path / "store").rglob("*"))
+    tag = new_tag()
+    result = run_sweep(grid, tag)
+    assert result.returncode == 2, result.stdout + result.stderr
+    message = " ".join(result.stderr.split())  # rich wraps long lines
+    assert str(bad) in message and "error:" in message, result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert sorted(p.name for p in (tmp_path / "store").rglob("*")) == before, "the run wrote to the store"
+    assert "rows written" not in result.stdout
+    assert not tagged_launch_processes(tag)
+
+
+def test_the_fault_helpers_see_only_tagged_processes() -> None:
+    """The process checks above would pass vacuously if the tag did not reach a sweep's processes."""
+    tag = new_tag()
+    sleeper = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)  # sweeper.launch=fault-check"],
+        env=tagged_environment(tag),
+    )
+    try:
+        wait_for(lambda: tagged_launch_processes(tag), 30, "the tagged process to be seen")
+        assert not tagged_launch_processes(new_tag())
+    finally:
+        sleeper.kill()
+        sleeper.wait(30)
