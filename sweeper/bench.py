@@ -465,6 +465,14 @@ def diagnose(report: Mapping[str, Any]) -> list[str]:
                 "scheduling, task serialisation, executor and Python worker hand-off); the driver JVM's JIT is still "
                 "warming up over the first few dozen jobs, and on 2 cores that CPU comes out of the fits' share."
             )
+    slots = report.get("batch", {}).get("slots") or 2
+    if (spark.get("worker_processes") or 0) > slots:
+        findings.append(
+            f"spark: {spark['worker_processes']} Python worker processes ran fits on {slots} slots. Spark stops a "
+            "Python worker that has been idle for a minute, which happens while the other engines take their "
+            "turns on a slow or busy machine; each new worker imports scikit-learn again and reads the broadcast "
+            "once more (from its executor, not over the network). Back-to-back batches of a sweep keep them alive."
+        )
     dask_shipping = engines.get("dask", {}).get("shipping", {})
     if dask_shipping.get("peer_fetches"):
         findings.append(

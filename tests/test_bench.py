@@ -145,11 +145,14 @@ def test_findings_name_the_causes() -> None:
     report = full_report()
     report["engines"]["dask"]["shipping"]["peer_fetches"] = 3
     report["memory"]["dask"]["live_schedulers_after"] = 20
+    report["batch"]["slots"] = 2
+    report["engines"]["spark"]["worker_processes"] = 4
     findings = " ".join(bench.diagnose(report))
     assert "Active Memory Manager" in findings
     assert "_expects_comm" in findings
     assert "MISSED: Spark warm batch time / loky's: 1.300 x" in findings
     assert "spark: warm batch 1.300x loky's" in findings
+    assert "4 Python worker processes ran fits on 2 slots" in findings
 
 
 def test_markdown_has_the_table_targets_and_command() -> None:

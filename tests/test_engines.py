@@ -15,7 +15,9 @@ from tests.conftest import minimal_grid
 
 
 def test_unknown_engine_lists_the_valid_ones() -> None:
-    with pytest.raises(UserError, match=r"Invalid engine: 'ray', expected one of \['dask', 'local', 'spark'\]"):
+    with pytest.raises(
+        UserError, match=r"Invalid engine: 'ray', expected one of \['dask', 'local', 'spark', 'spark-mllib'\]"
+    ):
         engines.starter("ray")
 
 
