@@ -188,6 +188,18 @@ def session_conf(launch: Launch, context: LaunchContext, log4j: Path) -> dict[st
     return conf
 
 
+def new_session(conf: dict[str, str]) -> Any:
+    """A SparkSession with exactly this configuration, its logs quiet."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
 def stop_spark() -> None:
     """Stop the active SparkContext and its driver JVM, and forget both, so the next launch starts clean."""
     from pyspark import SparkContext
@@ -217,7 +229,6 @@ def stop_spark() -> None:
 @contextmanager
 def start(launch: Launch, context: LaunchContext) -> Iterator[SparkLaunch]:
     """Start a matched local-cluster Spark application; nothing of it is left when the block ends."""
-    from pyspark.sql import SparkSession
 
     from sweeper.engines import spark_backend
 
@@ -237,11 +248,7 @@ def start(launch: Launch, context: LaunchContext) -> Iterator[SparkLaunch]:
     }
     with variables_set(environment), new_children() as children:
         try:
-            builder = SparkSession.builder
-            for key, value in session_conf(launch, context, log4j).items():
-                builder = builder.config(key, value)
-            spark = builder.getOrCreate()
-            spark.sparkContext.setLogLevel("ERROR")
+            spark = new_session(session_conf(launch, context, log4j))
             granted = granted_executors(spark, launch.executors, context.start_timeout_s)
             check_granted(planned, granted, "spark")
             spark_backend.register()

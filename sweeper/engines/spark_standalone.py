@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 
 from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
 from sweeper.engines.dask_standalone import existing_address
-from sweeper.engines.spark_engine import QUIET_LOG4J, SparkLaunch, _executor_summaries, stop_spark
+from sweeper.engines.spark_engine import QUIET_LOG4J, SparkLaunch, _executor_summaries, new_session, stop_spark
 from sweeper.engines.ssh_hosts import address_towards
 from sweeper.fit_environment import variables_set
 from sweeper.plan import Launch
@@ -43,7 +43,6 @@ def wait_for_executors(spark: Any, launch: Launch, timeout_s: float) -> Granted:
 @contextmanager
 def start(launch: Launch, context: LaunchContext) -> Iterator[SparkLaunch]:
     """Run an application on the existing master; it is stopped when the block ends, the cluster stays."""
-    from pyspark.sql import SparkSession
 
     from sweeper.engines import spark_backend
 
@@ -70,11 +69,7 @@ def start(launch: Launch, context: LaunchContext) -> Iterator[SparkLaunch]:
     environment["SPARK_CONF_DIR"] = str(scratch)
     with variables_set(environment):
         try:
-            builder = SparkSession.builder
-            for key, value in conf.items():
-                builder = builder.config(key, value)
-            spark = builder.getOrCreate()
-            spark.sparkContext.setLogLevel("ERROR")
+            spark = new_session(conf)
             granted = wait_for_executors(spark, launch, context.start_timeout_s)
             planned = Granted(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
             check_granted(planned, granted, "spark")

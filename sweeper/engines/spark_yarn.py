@@ -27,6 +27,7 @@ from sweeper.engines.spark_engine import (
     SparkLaunch,
     _executor_summaries,
     _heap_mib,
+    new_session,
     session_conf,
     stop_spark,
 )
@@ -132,7 +133,6 @@ def wait_executors_gone(app_id: str, timeout_s: float = 30.0) -> None:
 @contextmanager
 def start(launch: Launch, context: LaunchContext) -> Iterator[SparkYarnLaunch]:
     """Start a matched Spark application on YARN; its containers are released when the block ends."""
-    from pyspark.sql import SparkSession
 
     from sweeper.engines import spark_backend
 
@@ -154,15 +154,11 @@ def start(launch: Launch, context: LaunchContext) -> Iterator[SparkYarnLaunch]:
     app_id = None
     with variables_set(environment):
         try:
-            builder = SparkSession.builder
-            for key, value in yarn_session_conf(launch, context, log4j).items():
-                builder = builder.config(key, value)
             try:
-                spark = builder.getOrCreate()
+                spark = new_session(yarn_session_conf(launch, context, log4j))
             except Exception as error:  # py4j wraps YARN's refusal (too big, unknown queue): say it plainly
                 raise LaunchError(f"spark on yarn did not start: {_first_cause(error)}") from error
             app_id = spark.sparkContext.applicationId
-            spark.sparkContext.setLogLevel("ERROR")
             granted = granted_yarn_executors(spark, launch.executors, context.start_timeout_s)
             check_granted(planned, granted, "spark")
             spark_backend.register()
