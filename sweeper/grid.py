@@ -39,6 +39,7 @@ TOP_KEYS = (
     "only",
     "store",
     "environment",
+    "spark_conf",
 )
 CLUSTER_KEYS = (
     "manager",
@@ -74,6 +75,7 @@ WORKLOAD_KEYS = (
     "exact_epochs",
     "threads_per_fit",
     "timeout_s",
+    "start_timeout_s",
     "seed",
     "test_size",
 )
@@ -86,6 +88,21 @@ DEFAULT_MODEL: dict[str, Any] = {
     "solver": "adam",
 }
 RULE_AXES = ("engine", "cores_per_executor", "epochs", "fraction", "mode")
+# Spark properties the plan sets for every launch: spark_conf may not override them.
+SPARK_CONF_OWNED = (
+    "spark.master",
+    "spark.submit.deployMode",
+    "spark.executor.instances",
+    "spark.executor.cores",
+    "spark.executor.memory",
+    "spark.executor.memoryOverhead",
+    "spark.cores.max",
+    "spark.task.cpus",
+    "spark.dynamicAllocation.enabled",
+    "spark.pyspark.python",
+    "spark.authenticate",
+    "spark.authenticate.secret",
+)
 
 
 @dataclass(frozen=True)
@@ -116,6 +133,7 @@ class Workload:
     timeout_s: float
     seed: int
     test_size: float
+    start_timeout_s: float = 180.0
 
 
 @dataclass(frozen=True)
@@ -135,6 +153,7 @@ class Grid:
     only: tuple[dict[str, Any], ...]
     store: Path
     environment: tuple[tuple[str, str], ...]
+    spark_conf: tuple[tuple[str, str], ...] = ()
     hosts: tuple[str, ...] = ()
     ssh: tuple[tuple[str, Any], ...] = ()
     python: str | None = None
@@ -277,6 +296,7 @@ def parse(raw: Any, path: Path) -> Grid:
     if not isinstance(store, str) or not store:
         check.fail("store", f"must be a directory path, got {store!r}")
     environment = _environment(check, raw.get("environment"))
+    spark_conf = _spark_conf(check, raw.get("spark_conf"))
     if engines and workload:
         for engine in set(engines) & set(ONE_MODEL_ENGINES):
             if "data-parallel" not in workload.modes:
@@ -316,6 +336,7 @@ def parse(raw: Any, path: Path) -> Grid:
         only=tuple(only),
         store=Path(str(store)),
         environment=tuple(sorted(environment.items())),
+        spark_conf=tuple(sorted(spark_conf.items())),
         hosts=tuple(hosts),
         ssh=tuple(sorted(ssh.items())),
         **paths,
@@ -540,11 +561,12 @@ def _workload(check: _Checker, value: Any) -> Workload | None:
     exact = check.boolean(section.get("exact_epochs", False), "workload.exact_epochs")
     threads = check.integer(section.get("threads_per_fit", 1), "workload.threads_per_fit")
     timeout_s = check.number(section.get("timeout_s", 3600), "workload.timeout_s", 0.0, 7 * 86400.0)
+    start_timeout_s = check.number(section.get("start_timeout_s", 180), "workload.start_timeout_s", 0.0, 86400.0)
     seed = check.integer(section.get("seed", 0), "workload.seed", minimum=0)
     test_size = check.number(section.get("test_size", 0.25), "workload.test_size", 0.0, 0.9)
     model = _model(check, section.get("model"))
     if (
-        None in (dataset, trials, folds, exact, threads, timeout_s, seed, test_size, local_epochs)
+        None in (dataset, trials, folds, exact, threads, timeout_s, start_timeout_s, seed, test_size, local_epochs)
         or None in modes
         or None in fractions
         or None in epochs
@@ -554,7 +576,7 @@ def _workload(check: _Checker, value: Any) -> Workload | None:
         check.fail("workload.epochs", f"lists a value twice: {epochs!r}")
     assert dataset is not None and trials is not None and folds is not None and local_epochs is not None
     assert exact is not None and threads is not None and timeout_s is not None and seed is not None
-    assert test_size is not None
+    assert test_size is not None and start_timeout_s is not None
     return Workload(
         dataset=dataset,
         fractions=tuple(f for f in fractions if f is not None),
@@ -570,6 +592,7 @@ def _workload(check: _Checker, value: Any) -> Workload | None:
         exact_epochs=exact,
         threads_per_fit=threads,
         timeout_s=timeout_s,
+        start_timeout_s=start_timeout_s,
         seed=seed,
         test_size=test_size,
     )
@@ -643,3 +666,24 @@ def _environment(check: _Checker, value: Any) -> dict[str, str]:
         else:
             environment[name] = str(setting)
     return environment
+
+
+def _spark_conf(check: _Checker, value: Any) -> dict[str, str]:
+    """Extra Spark properties for every Spark launch; those the plan sets are refused."""
+    section = check.mapping(value, "spark_conf")
+    if section is None:
+        return {}
+    conf = {}
+    for name, setting in section.items():
+        key = f"spark_conf.{name}"
+        if not isinstance(name, str) or not name.startswith("spark."):
+            check.fail(key, "must be a Spark property (a name starting with 'spark.')")
+        elif name in SPARK_CONF_OWNED:
+            check.fail(
+                key, f"is set from the plan for every launch; spark_conf may not set {', '.join(SPARK_CONF_OWNED)}"
+            )
+        elif isinstance(setting, (dict, list)) or setting is None:
+            check.fail(key, f"must be a string, number or boolean, got {setting!r}")
+        else:
+            conf[name] = str(setting).lower() if isinstance(setting, bool) else str(setting)
+    return conf

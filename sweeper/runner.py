@@ -138,7 +138,7 @@ def run(
     report: Reporter | None = None,
     warn: Callable[[str], None] = print,
     progress: Callable[[int, int], None] | None = None,
-    start_timeout_s: float = 120.0,
+    start_timeout_s: float | None = None,
 ) -> RunResult:
     """Take every pending measurement of the plan and write its row to the store.
 
@@ -165,7 +165,8 @@ def run(
         run_dir=run_dir,
         environment=environment,
         threads_per_fit=grid.workload.threads_per_fit,
-        start_timeout_s=start_timeout_s,
+        start_timeout_s=grid.workload.start_timeout_s if start_timeout_s is None else start_timeout_s,
+        spark_conf=dict(grid.spark_conf),
         cluster=_ssh_cluster(grid)
         if any(launch.manager in ("ssh", "standalone") for launch in plan.launches)
         else None,
@@ -192,6 +193,14 @@ def run(
         with contextlib.suppress(OSError):  # another sweep into the same store may be using it
             run_dir.parent.rmdir()
     return result
+
+
+def _text(error: BaseException) -> str:
+    """An error's message; some (py4j's) fail to print once their JVM is gone: then its type."""
+    try:
+        return str(error)
+    except Exception:
+        return f"{type(error).__name__} (its message could not be read)"
 
 
 def _ssh_cluster(grid: Grid) -> Any:
@@ -255,7 +264,9 @@ def _run_launch(
                     raise  # teardown itself failed: rows are kept, the error is the engine's
                 for item in left:
                     row = _row(plan, item, None, shared, cluster_start_s=time.perf_counter() - begun)
-                    row.update(status="failed", error_type=type(error).__name__, error=f"launch did not start: {error}")
+                    row.update(
+                        status="failed", error_type=type(error).__name__, error=f"launch did not start: {_text(error)}"
+                    )
                     yield keep(row)
                 left = []
     finally:
@@ -322,7 +333,7 @@ def _measure(
     except KeyboardInterrupt:
         raise
     except Exception as error:
-        row.update(status="failed", error_type=type(error).__name__, error=str(error)[:2000])
+        row.update(status="failed", error_type=type(error).__name__, error=_text(error)[:2000])
         row["fit_wall_s"] = time.perf_counter() - started
         return row
     row["fit_wall_s"] = time.perf_counter() - started

@@ -222,6 +222,26 @@ MALFORMED = [
         r"environment.OMP_NUM_THREADS: must be a string or number",
         id="bad-environment",
     ),
+    pytest.param(
+        {**minimal_grid(), "spark_conf": {"spark.executor.cores": 4}},
+        r"spark_conf.spark.executor.cores: is set from the plan for every launch",
+        id="spark-conf-owned-key",
+    ),
+    pytest.param(
+        {**minimal_grid(), "spark_conf": {"executor.cores": 4}},
+        r"spark_conf.executor.cores: must be a Spark property \(a name starting with 'spark.'\)",
+        id="spark-conf-not-spark",
+    ),
+    pytest.param(
+        {**minimal_grid(), "spark_conf": {"spark.driver.port": [1, 2]}},
+        r"spark_conf.spark.driver.port: must be a string, number or boolean, got \[1, 2\]",
+        id="spark-conf-list",
+    ),
+    pytest.param(
+        _with("workload", start_timeout_s=-5),
+        r"workload.start_timeout_s: must be a number in \(0.0, 86400.0\], got -5",
+        id="start-timeout-negative",
+    ),
     pytest.param("name: t\ncluster: {nodes: 1\n", r"YAML syntax error at line 3", id="yaml-syntax"),
 ]
 
@@ -294,3 +314,18 @@ def test_grid_hash_ignores_name_and_store_but_not_the_workload(write_grid: Calla
 @pytest.mark.parametrize("shipped", sorted(str(p) for p in (Path(__file__).parent.parent / "grids").glob("*.yaml")))
 def test_shipped_grids_are_valid(shipped: str) -> None:
     assert grid_file.load(shipped).name
+
+
+def test_spark_conf_and_start_timeout_are_read(write_grid: Callable[..., Path]) -> None:
+    raw = minimal_grid(
+        spark_conf={"spark.network.timeout": "300s", "spark.rdd.compress": True, "spark.port.maxRetries": 4}
+    )
+    raw["workload"] = {**raw["workload"], "start_timeout_s": 30}
+    grid = grid_file.load(write_grid(raw))
+    assert dict(grid.spark_conf) == {
+        "spark.network.timeout": "300s",
+        "spark.rdd.compress": "true",
+        "spark.port.maxRetries": "4",
+    }
+    assert grid.workload.start_timeout_s == 30
+    assert grid_file.load(write_grid(minimal_grid())).workload.start_timeout_s == 180

@@ -32,6 +32,7 @@ from sweeper.engines.spark_engine import (
     QUIET_LOG4J,
     SparkLaunch,
     _heap_mib,
+    get_or_create,
     granted_executors,
     stop_spark,
 )
@@ -247,7 +248,7 @@ def connect_driver(conf: dict[str, str], secret: str | None, log4j_dir: str) -> 
         builder = builder.config(key, value)
     if secret is not None:
         builder = builder.config("spark.authenticate.secret", secret)
-    spark = builder.getOrCreate()
+    spark = get_or_create(builder)
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -338,7 +339,7 @@ def start(launch: Launch, context: LaunchContext, cluster: SshCluster | None = N
         conf["spark.executor.extraJavaOptions"] = f"-D{MARKER}={token}"
         with variables_set(environment):
             try:
-                spark = connect_driver(conf, secret, str(local_scratch))
+                spark = connect_driver({**conf, **context.spark_conf}, secret, str(local_scratch))
                 try:
                     granted = granted_remote(spark, launch, cluster, context.start_timeout_s)
                 except LaunchError as error:
