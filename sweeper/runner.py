@@ -450,6 +450,7 @@ def _shared_columns(grid: Grid, run_id: str, environment: dict[str, str]) -> dic
         "threads_per_fit": grid.workload.threads_per_fit,
         "fit_environment": json.dumps(environment, sort_keys=True),
         "host": socket.gethostname(),
+        "cluster_hosts": ",".join(grid.hosts) or None,
         **versions(),
     }
 
