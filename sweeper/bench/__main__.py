@@ -2,7 +2,7 @@
 
 import sys
 
-from sweeper.bench import main
+from sweeper.bench.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())
