@@ -39,8 +39,8 @@ def compare_engines(
     from sweeper.engines import starter
     from sweeper.engines.base import LaunchContext
     from sweeper.fit_environment import fit_environment
-    from sweeper.fitting import make_batch
     from sweeper.plan import make_plan
+    from sweeper.runner import batch_for
 
     raw = launch_grid(dataset, settings.epochs, settings.fits, settings.repeats)
     plan = make_plan(grids.parse(raw, Path("<bench>")))
@@ -54,21 +54,8 @@ def compare_engines(
     slots = launches["dask"].total_cores // workload.threads_per_fit
 
     def batch(trial: int, epochs: int) -> list[FitTask]:
-        point = plan.points[0][0]
-        return make_batch(
-            point.mode,
-            point.model_params,
-            epochs,
-            trial,
-            plan.fits(point.mode),
-            n_train=data.n_train,
-            labels=data.y_train,
-            folds=workload.folds,
-            param_grid=workload.param_grid,
-            seed=workload.seed,
-            exact_epochs=workload.exact_epochs,
-            threads_per_fit=workload.threads_per_fit,
-        )
+        # One batch for every engine: the first launch's point (replicas, so the launch's shards play no part).
+        return batch_for(plan, plan.launches[0], plan.points[0][0], trial, data, epochs=epochs)
 
     runs = {
         "loky": EngineRun("loky", f"joblib.Parallel(n_jobs={slots}), loky"),
