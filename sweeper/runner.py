@@ -276,7 +276,7 @@ def _run_launch(
 def _warm_up(plan: Plan, item: Todo, session: Session, data: dict[float, Data]) -> float | None:
     """One untimed batch of 1-epoch fits, so worker start-up and imports are not in trial 0's time."""
     fit_data = data[item.point.fraction]
-    tasks = _batch(plan, item, fit_data, epochs=1)
+    tasks = batch_for(plan, item.launch, item.point, item.trial, fit_data, epochs=1)
     started = time.perf_counter()
     try:
         _with_timeout(session, tasks, fit_data, plan.grid.workload.timeout_s)
@@ -287,14 +287,15 @@ def _warm_up(plan: Plan, item: Todo, session: Session, data: dict[float, Data]) 
     return time.perf_counter() - started
 
 
-def _batch(plan: Plan, item: Todo, data: Data, epochs: int) -> list[FitTask]:
+def batch_for(plan: Plan, launch: Launch, point: Point, trial: int, data: Data, *, epochs: int) -> list[FitTask]:
+    """The fits of one measurement: ``point`` trained for ``epochs`` on ``launch``, as the plan's workload says."""
     workload = plan.grid.workload
     return make_batch(
-        item.point.mode,
-        item.point.model_params,
+        point.mode,
+        point.model_params,
         epochs,
-        item.trial,
-        plan.fits(item.point.mode),
+        trial,
+        plan.fits(point.mode),
         n_train=data.n_train,
         labels=data.y_train,
         folds=workload.folds,
@@ -303,7 +304,7 @@ def _batch(plan: Plan, item: Todo, data: Data, epochs: int) -> list[FitTask]:
         exact_epochs=workload.exact_epochs,
         threads_per_fit=workload.threads_per_fit,
         local_epochs=workload.local_epochs,
-        shards=shards(plan, item.launch),
+        shards=shards(plan, launch),
     )
 
 
@@ -320,7 +321,7 @@ def _measure(
 ) -> dict[str, Any]:
     workload = plan.grid.workload
     fit_data = data[item.point.fraction]
-    tasks = _batch(plan, item, fit_data, epochs=_epochs(plan, item.point))
+    tasks = batch_for(plan, item.launch, item.point, item.trial, fit_data, epochs=_epochs(plan, item.point))
     row = _row(plan, item, fit_data, shared, cluster_start_s=start_s)
     row.update(_granted_columns(session))
     started = time.perf_counter()
