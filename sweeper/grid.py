@@ -57,7 +57,16 @@ CLUSTER_KEYS = (
     "dask_scheduler",
 )
 CLUSTER_PATHS = ("python", "java_home", "remote_dir", "queue", "hadoop_conf_dir", "spark_master", "dask_scheduler")
-SSH_KEYS = ("user", "port", "identity_file", "known_hosts", "strict_host_key_checking", "connect_timeout_s")
+SSH_KEYS = (
+    "user",
+    "port",
+    "identity_file",
+    "known_hosts",
+    "strict_host_key_checking",
+    "connect_timeout_s",
+    "driver_host",
+    "dask_tls",
+)
 SIZING_KEYS = ("rule", "cores_per_executor", "reserve", "application_master")
 RESERVE_KEYS = ("cores", "memory")
 WORKLOAD_KEYS = (
@@ -381,6 +390,7 @@ def _cluster(check: _Checker, value: Any) -> tuple[str | None, Cluster | None, l
         check.fail("cluster.hosts", "is required with manager: ssh (the first host runs the master)")
     ssh = check.mapping(section.get("ssh"), "cluster.ssh") or {}
     check.known_keys(ssh, "cluster.ssh", SSH_KEYS)
+    _ssh_values(check, ssh)
     nodes = check.integer(section.get("nodes", len(hosts) or None), "cluster.nodes")
     if hosts and nodes is not None and nodes != len(hosts):
         check.fail("cluster.nodes", f"is {nodes} but cluster.hosts lists {len(hosts)} hosts")
@@ -389,6 +399,19 @@ def _cluster(check: _Checker, value: Any) -> tuple[str | None, Cluster | None, l
     if nodes is None or cores is None or memory is None:
         return manager, None, hosts, ssh
     return manager, Cluster(nodes=nodes, cores_per_node=cores, memory_per_node_mib=memory), hosts, ssh
+
+
+def _ssh_values(check: _Checker, ssh: dict[str, Any]) -> None:
+    """``cluster.ssh.dask_tls`` is true or false; ``cluster.ssh.driver_host`` a host name or address."""
+    if "dask_tls" in ssh:
+        check.boolean(ssh["dask_tls"], "cluster.ssh.dask_tls")
+    if "driver_host" in ssh:
+        value = ssh["driver_host"]
+        if not isinstance(value, str) or not value.strip() or any(c.isspace() for c in value) or value == "0.0.0.0":
+            check.fail(
+                "cluster.ssh.driver_host",
+                f"must be this machine's host name or address as the hosts reach it (not 0.0.0.0), got {value!r}",
+            )
 
 
 def _cluster_paths(check: _Checker, value: Any) -> dict[str, str]:
