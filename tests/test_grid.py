@@ -329,3 +329,41 @@ def test_spark_conf_and_start_timeout_are_read(write_grid: Callable[..., Path]) 
     }
     assert grid.workload.start_timeout_s == 30
     assert grid_file.load(write_grid(minimal_grid())).workload.start_timeout_s == 180
+
+
+def _ssh_grid(**ssh: Any) -> dict[str, Any]:
+    return _with("cluster", manager="ssh", hosts=["node1"], ssh=ssh)
+
+
+@pytest.mark.parametrize(
+    ("ssh", "match"),
+    [
+        pytest.param({"dask_tls": "yes"}, r"cluster.ssh.dask_tls: must be true or false, got 'yes'", id="tls-string"),
+        pytest.param({"dask_tls": 1}, r"cluster.ssh.dask_tls: must be true or false, got 1", id="tls-number"),
+        pytest.param({"dask_tsl": True}, r"cluster.ssh.dask_tsl: unknown key .*did you mean 'dask_tls'", id="tls-typo"),
+        pytest.param({"driver_host": ""}, r"cluster.ssh.driver_host: must be this .*got ''", id="driver-empty"),
+        pytest.param({"driver_host": "0.0.0.0"}, r"cluster.ssh.driver_host: .*not 0.0.0.0", id="driver-wildcard"),
+        pytest.param({"driver_host": ["a"]}, r"cluster.ssh.driver_host: .*got \['a'\]", id="driver-list"),
+        pytest.param({"driver_host": "a b"}, r"cluster.ssh.driver_host: .*got 'a b'", id="driver-space"),
+    ],
+)
+def test_bad_ssh_tls_and_driver_host_exit_2_naming_the_key(
+    ssh: dict[str, Any], match: str, write_grid: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_grid(_ssh_grid(**ssh))
+    assert main(["plan", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and re.search(match, " ".join(err.split())), err
+    assert "Traceback" not in err
+
+
+def test_ssh_tls_and_driver_host_reach_the_ssh_cluster(write_grid: Callable[..., Path]) -> None:
+    from sweeper.engines.ssh_hosts import SshCluster
+
+    loaded = grid_file.load(write_grid(_ssh_grid(dask_tls=True, driver_host="10.0.0.1", port=2222)))
+    cluster = SshCluster.from_grid(loaded)
+    assert (cluster.dask_tls, cluster.driver_address(), cluster.options.port) == (True, "10.0.0.1", 2222)
+    default = SshCluster.from_grid(grid_file.load(write_grid(_ssh_grid(), "plain.yaml")))
+    assert default.dask_tls is False and default.driver_host is None
+    # without driver_host: this machine's address on the route to the first host (loopback to itself)
+    assert SshCluster(hosts=("127.0.0.1",)).driver_address() == "127.0.0.1"
