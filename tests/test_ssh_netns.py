@@ -159,7 +159,7 @@ def swept(hosts: NetnsHosts, tmp_path_factory: pytest.TempPathFactory) -> Swept:
     return Swept(result, load_results(tmp / "store"), seen, tmp / "remote", left)
 
 
-def test_the_sweep_over_two_namespaced_hosts_writes_ok_rows_like_a_local_sweep(swept: Swept) -> None:
+def test_the_sweep_over_two_namespaced_hosts_writes_ok_rows_like_a_local_sweep(swept: Swept, hosts: NetnsHosts) -> None:
     frame = swept.frame
     assert set(frame["status"]) == {"ok"}, frame[["engine", "error"]].to_string()
     assert list(frame.columns) == list(COLUMNS)
@@ -167,6 +167,7 @@ def test_the_sweep_over_two_namespaced_hosts_writes_ok_rows_like_a_local_sweep(s
     assert frame.groupby(["engine", "epochs"]).size().to_dict() == {(e, 5): 1 for e in ("dask", "local", "spark")}
     clusters = frame[frame["engine"] != "local"]
     assert set(clusters["manager"]) == {"ssh"}
+    assert set(clusters["cluster_hosts"]) == {",".join(hosts.addresses)}
     assert (clusters["nodes"] == 2).all()
     assert (clusters["granted_executors"] == 2).all() and (clusters["granted_cores_per_executor"] == 1).all()
     assert (clusters["granted_executor_memory_gib"] == clusters["executor_memory_gib"]).all()
