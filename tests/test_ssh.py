@@ -192,6 +192,31 @@ def test_a_remote_command_reports_its_own_exit_status(server: Sshd) -> None:
     assert run_remote(server.host, "cat", options, input_text="secret\n")[1] == "secret\n"
 
 
+def launch_listening_ports(marker: str) -> set[int]:
+    """TCP ports listened on by the processes carrying a launch's marker, and their children (Dask workers)."""
+    ports = set()
+    for process in psutil.process_iter(["cmdline"]):
+        if marker not in " ".join(process.info["cmdline"] or []):
+            continue
+        for member in [process, *process.children(recursive=True)]:
+            for connection in member.net_connections(kind="tcp"):
+                if connection.status == psutil.CONN_LISTEN:
+                    ports.add(connection.laddr.port)
+    return ports
+
+
+def clear_text_reply(host: str, port: int) -> bytes:
+    """What a port answers to a clear-text HTTP request (empty when it closes the connection)."""
+    import socket
+
+    with socket.create_connection((host, port), timeout=5) as probe:
+        probe.sendall(b"GET /info/main/workers.html HTTP/1.0\r\n\r\n")
+        try:
+            return probe.recv(64)
+        except OSError:
+            return b""
+
+
 def test_dask_over_tls_runs_fits_refuses_clear_text_and_leaves_no_key(
     server: Sshd, digits: Data, tmp_path: Path
 ) -> None:
@@ -246,5 +271,11 @@ def test_dask_over_tls_runs_fits_refuses_clear_text_and_leaves_no_key(
         ):
             tls.sendall(b"x")
             tls.recv(1)
+        # nothing of the launch answers in clear text: comm ports speak TLS, HTTP servers HTTPS
+        ports = launch_listening_ports(session.remote.marker)
+        assert len(ports) >= 5  # scheduler, 2 nannies, 2 workers
+        assert not {
+            port: reply for port in ports if (reply := clear_text_reply(server.host, port)).startswith(b"HTTP/")
+        }
     assert_nothing_left(server)
     assert not list(remote_dir.iterdir())  # the key went with the launch's directory
