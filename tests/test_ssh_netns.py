@@ -25,6 +25,13 @@ import pytest
 import yaml
 
 from sweeper import load_results
+from sweeper.datasets import load
+from sweeper.engines import dask_ssh
+from sweeper.engines.base import LaunchContext
+from sweeper.engines.ssh_hosts import SshCluster, SshOptions
+from sweeper.fitting import make_batch
+from sweeper.grid import Dataset
+from sweeper.plan import Launch
 from sweeper.store import COLUMNS
 from tests.conftest import REPO, minimal_grid
 from tests.netns_hosts import NetnsHosts, netns_hosts, netns_unavailable, wait_until_empty
@@ -214,3 +221,49 @@ def test_nothing_is_left_in_the_namespaces_here_or_in_the_remote_dir(swept: Swep
     assert not [str(p) for server in hosts.servers for p in server.sessions()]
     assert_no_launch_processes()
     assert not list(swept.remote_dir.iterdir())
+
+
+def test_dask_over_tls_across_the_namespaced_hosts(hosts: NetnsHosts, tmp_path: Path) -> None:
+    remote_dir = tmp_path / "remote"
+    remote_dir.mkdir()
+    cluster = SshCluster(
+        hosts=tuple(hosts.addresses),
+        options=SshOptions.from_grid(hosts.ssh_options()),
+        remote_dir=str(remote_dir),
+        dask_tls=True,
+    )
+    launch = Launch(
+        index=0,
+        engine="dask",
+        manager="ssh",
+        nodes=2,
+        rule="report",
+        cores_per_executor=1,
+        executors=2,
+        executor_memory_mib=512,
+        memory_overhead_mib=384,
+        workers_per_node=(1, 1),
+    )
+    digits = load(Dataset("digits"))
+    tasks = make_batch(
+        "replicas",
+        {"hidden_layer_sizes": (16,)},
+        5,
+        0,
+        2,
+        n_train=digits.n_train,
+        labels=digits.y_train,
+        folds=2,
+        param_grid=(),
+        seed=0,
+        exact_epochs=False,
+        threads_per_fit=1,
+    )
+    context = LaunchContext(run_dir=tmp_path / "run", environment={"OMP_NUM_THREADS": "1"}, threads_per_fit=1)
+    with dask_ssh.start(launch, context, cluster) as session:
+        assert session.client.scheduler.address.startswith(f"tls://{hosts.addresses[0]}:")
+        workers = session.client.scheduler_info(n_workers=-1)["workers"]
+        assert sorted(w.removeprefix("tls://").rsplit(":", 1)[0] for w in workers) == sorted(hosts.addresses)
+        assert all(0 < r.accuracy <= 1 for r in session.run_batch(tasks, digits))
+    assert not wait_until_empty(hosts)
+    assert not list(remote_dir.iterdir())
