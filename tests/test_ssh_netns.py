@@ -55,6 +55,7 @@ class Seen:
 
     namespaces: dict[str, set[str]] = field(default_factory=dict)  # kind -> namespaces it ran in
     listening: dict[str, set[tuple[str, str]]] = field(default_factory=dict)  # kind -> (namespace, host)
+    ports: dict[str, set[int]] = field(default_factory=dict)  # kind -> ports it listened on
     driver_urls: set[str] = field(default_factory=set)  # --driver-url of the executors
     errors: list[str] = field(default_factory=list)  # what went wrong while watching
 
@@ -95,6 +96,7 @@ def watch_once(hosts: NetnsHosts, seen: Seen) -> None:
                 kind = kind_of(psutil.Process(pid))
                 if kind is not None:
                     seen.listening.setdefault(kind, set()).add((namespace, listen_host(local)))
+                    seen.ports.setdefault(kind, set()).add(int(local.rsplit(":", 1)[1]))
 
 
 @contextlib.contextmanager
@@ -204,6 +206,8 @@ def test_master_and_scheduler_run_on_the_first_host_bound_to_its_address(swept: 
         listening = swept.seen.listening.get(kind)
         assert listening, f"{kind} was never seen listening"
         assert {host for _, host in listening} == {address}, listening
+    # the master's unauthenticated REST submission server (Spark 4.1+: on, port 6066) is off
+    assert 6066 not in swept.seen.ports["spark-master"], swept.seen.ports
     wildcard = {
         kind: sorted(found) for kind, found in swept.seen.listening.items() if any(h in WILDCARDS for _, h in found)
     }

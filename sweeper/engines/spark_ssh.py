@@ -49,6 +49,9 @@ from sweeper.plan import Launch
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 MARKER = "sweeper.launch"  # -Dsweeper.launch=TOKEN on every JVM of a launch, to find leftovers
+# The master's REST submission server (on by default since Spark 4.1, port 6066) ignores
+# spark.authenticate (CVE-2018-11770): anyone reaching it could run a driver. Launches never use it.
+NO_REST = "-Dspark.master.rest.enabled=false"
 
 T = TypeVar("T")
 
@@ -94,7 +97,7 @@ def _daemon_script(daemons: Daemons, host: str, pyspark_dir: str, java_opts_vari
     cluster = daemons.cluster
     exports = {
         "SPARK_LOCAL_IP": host,
-        java_opts_variable: f"-Dspark.authenticate=true -D{MARKER}={daemons.token}",
+        java_opts_variable: f"-Dspark.authenticate=true {NO_REST} -D{MARKER}={daemons.token}",
         "SPARK_LOG_DIR": daemons.scratch,
         "SPARK_WORKER_DIR": f"{daemons.scratch}/work",
         "SPARK_LOCAL_DIRS": f"{daemons.scratch}/local",
