@@ -10,6 +10,7 @@ and the driver's address against what the store says, and that nothing is left a
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import re
 import subprocess
 import sys
@@ -26,8 +27,8 @@ import yaml
 
 from sweeper import load_results
 from sweeper.datasets import load
-from sweeper.engines import dask_ssh
-from sweeper.engines.base import LaunchContext
+from sweeper.engines import dask_ssh, spark_ssh
+from sweeper.engines.base import LaunchContext, LaunchError
 from sweeper.engines.ssh_hosts import SshCluster, SshOptions
 from sweeper.fitting import make_batch
 from sweeper.grid import Dataset
@@ -271,3 +272,29 @@ def test_dask_over_tls_across_the_namespaced_hosts(hosts: NetnsHosts, tmp_path: 
         assert all(0 < r.accuracy <= 1 for r in session.run_batch(tasks, digits))
     assert not wait_until_empty(hosts)
     assert not list(remote_dir.iterdir())
+
+
+@pytest.mark.parametrize("engine", ["spark", "dask"])
+def test_a_host_down_is_named_and_nothing_starts_on_the_others(engine: str, hosts: NetnsHosts, tmp_path: Path) -> None:
+    down = str(ipaddress.IPv4Address(hosts.addresses[-1]) + 100)  # on the bridge's subnet, no host has it
+    options = SshOptions.from_grid({**hosts.ssh_options(), "connect_timeout_s": 3})
+    cluster = SshCluster(hosts=(hosts.addresses[0], down), options=options, remote_dir=str(tmp_path))
+    launch = Launch(
+        index=0,
+        engine=engine,
+        manager="ssh",
+        nodes=2,
+        rule="report",
+        cores_per_executor=1,
+        executors=2,
+        executor_memory_mib=512,
+        memory_overhead_mib=384,
+        workers_per_node=(1, 1),
+    )
+    context = LaunchContext(run_dir=tmp_path / "run", environment={}, threads_per_fit=1)
+    start = spark_ssh.start if engine == "spark" else dask_ssh.start
+    unreachable = rf"host {re.escape(down)} unreachable over SSH"
+    with pytest.raises(LaunchError, match=unreachable), start(launch, context, cluster):
+        pass
+    assert not wait_until_empty(hosts, wait_s=2)
+    assert not list(tmp_path.glob("sweeper-*"))
