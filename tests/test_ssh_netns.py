@@ -209,6 +209,8 @@ def test_master_and_scheduler_run_on_the_first_host_bound_to_its_address(swept: 
         assert {host for _, host in listening} == {address}, listening
     # the master's unauthenticated REST submission server (Spark 4.1+: on, port 6066) is off
     assert 6066 not in swept.seen.ports["spark-master"], swept.seen.ports
+    # the scheduler's HTTP server takes a free port, not Dask's fixed 8787 (taken by a second sweep or a user's Dask)
+    assert 8787 not in swept.seen.ports["dask-scheduler"], swept.seen.ports
     wildcard = {
         kind: sorted(found) for kind, found in swept.seen.listening.items() if any(h in WILDCARDS for _, h in found)
     }

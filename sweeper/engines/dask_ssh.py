@@ -139,7 +139,7 @@ def cluster_specs(
                 "port": 0,
                 "protocol": "tls" if cluster.dask_tls else "tcp",
                 "dashboard": False,
-                "dashboard_address": None,
+                "dashboard_address": f"{resolve(first)}:0",  # its HTTP server: the host's address, any free port
             },
             "remote_python": remote_python,
         },
