@@ -36,9 +36,16 @@ from typing import Any
 
 import dask
 from distributed import Client, LocalCluster
+from joblib.parallel import register_parallel_backend
 
 from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
-from sweeper.engines.dask_engine import DaskSession, granted_workers
+from sweeper.engines.dask_engine import (
+    BACKEND,
+    DaskSession,
+    FailureReportingDaskBackend,
+    _forget_handlers,
+    granted_workers,
+)
 from sweeper.engines.processes import kill_tree
 from sweeper.engines.spark_yarn import ARCHIVE_LINK, default_fs, python_archive, yarn_conf_dir
 from sweeper.plan import Launch
@@ -149,6 +156,19 @@ def worker_command(scheduler: str, launch: Launch, archive: Path | None = None) 
     )
 
 
+class DaskYarnSession(DaskSession):
+    """Dask workers in the containers of one YARN application."""
+
+    def __init__(self, *args: Any, resource_manager: ResourceManager, name: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.resource_manager = resource_manager
+        self.name = name
+
+    def abort(self) -> None:
+        """Kill the application: its NodeManagers kill the workers, so the running batch fails at once."""
+        _kill_application(self.resource_manager, self.name, client=None)
+
+
 @contextmanager
 def start(launch: Launch, context: LaunchContext) -> Iterator[DaskSession]:
     """Start matched Dask workers on YARN; the application and its containers are gone when the block ends."""
@@ -164,7 +184,10 @@ def start(launch: Launch, context: LaunchContext) -> Iterator[DaskSession]:
     client = None
     shell = None
     try:
-        with dask.config.set({"distributed.worker.daemon": False}):
+        register_parallel_backend(BACKEND, FailureReportingDaskBackend)
+        # as on every engine: a fit whose worker died fails its measurement instead of running again elsewhere
+        settings = {"distributed.worker.daemon": False, "distributed.scheduler.allowed-failures": 0}
+        with dask.config.set(settings):
             cluster = LocalCluster(
                 n_workers=0, host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR,
                 local_directory=str(scratch),
@@ -179,7 +202,8 @@ def start(launch: Launch, context: LaunchContext) -> Iterator[DaskSession]:
         _wait_for_workers(client, shell, launch.executors, context.start_timeout_s, scratch)
         granted = granted_workers(client)
         check_granted(planned, granted, "dask")
-        yield DaskSession(cluster, client, granted, n_jobs=launch.total_cores // context.threads_per_fit)
+        n_jobs = launch.total_cores // context.threads_per_fit
+        yield DaskYarnSession(cluster, client, granted, n_jobs, resource_manager=resource_manager, name=name)
     finally:
         _kill_application(resource_manager, name, client)
         if shell is not None:
@@ -191,6 +215,7 @@ def start(launch: Launch, context: LaunchContext) -> Iterator[DaskSession]:
             client.close()
         if cluster is not None:
             cluster.close()
+        _forget_handlers()
         _remove_staged(conf_dir, lib, name, scratch)
 
 
