@@ -4,9 +4,12 @@ The archive holds the venv's tree (``bin/``, ``lib/``, ``pyvenv.cfg``) at its ro
 ``environment`` link gives ``./environment/bin/python``. sweeper itself goes in as a real copy of
 its package: executors unpickle tasks that name ``sweeper.fitting``, and an editable install's
 finder points at a source tree the nodes do not have. Left out, because no process in a container
-needs them: ``__pycache__`` and ``*.pyc`` (Python rebuilds them), pyspark's ``jars/`` (the executor
-JVMs get Spark's jars from ``spark.yarn.jars``; the Python workers never start a JVM), and the
-top-level site-packages entries named by ``exclude`` (glob patterns, e.g. ``mypy*``).
+needs them: ``__pycache__`` and ``*.pyc`` (Python rebuilds them), type stubs (``*.pyi``), the
+packages' own ``tests/`` directories, pyspark's ``jars/`` (the executor JVMs get Spark's jars from
+``spark.yarn.jars``; the Python workers never start a JVM), and the top-level site-packages
+entries named by ``exclude`` (glob patterns, e.g. ``mypy*``). Fewer files matter: a NodeManager
+without Hadoop's native library sets the permissions of every unpacked file with a ``chmod``
+process of its own (the test MiniYARNCluster: ~25 s per node for a 5,000-file archive).
 
 Limits: a venv's ``bin/python`` is a symlink to its base interpreter, so that same base Python
 (same path, same version) must exist on every node; conda-pack avoids this by shipping the
@@ -28,7 +31,7 @@ from pathlib import Path
 from sweeper.errors import UserError
 
 PACK_SUFFIXES = (".tar.gz", ".tgz", ".tar")
-ALWAYS_DROPPED = ("__pycache__/", "*.pyc", "pyspark/jars/", "sweeper editable hooks")
+ALWAYS_DROPPED = ("__pycache__/", "*.pyc", "*.pyi", "tests/ of packages", "pyspark/jars/", "sweeper editable hooks")
 EDITABLE_MARKERS = ("__editable__", ".egg-link")
 
 
@@ -125,7 +128,9 @@ def _members(prefix: Path, site: Path, source: Path, exclude: Sequence[str]) -> 
 
 
 def _dropped(inner: str, name: str, site_name: str, exclude: Sequence[str]) -> bool:
-    if name == "__pycache__" or name.endswith(".pyc"):
+    if name == "__pycache__" or name.endswith((".pyc", ".pyi")):
+        return True
+    if name == "tests" and inner.startswith(site_name + "/"):  # packages' own test suites, never imported
         return True
     if inner == f"{site_name}/pyspark/jars":
         return True
