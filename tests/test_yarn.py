@@ -217,13 +217,14 @@ def test_with_a_python_archive_the_fits_run_in_the_unpacked_environment(
     engine: str, on_yarn: YarnCluster, packed_env: Path, digits: Data, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SWEEPER_YARN_PYTHON_ARCHIVE", str(packed_env))
-    staged_before = set(Path.home().glob("sweeper-dask-*"))
     tasks = make_batch(
         "replicas", {"hidden_layer_sizes": (16,)}, 5, 0, 2, n_train=digits.n_train, labels=digits.y_train,
         folds=2, param_grid=(), seed=0, exact_epochs=False, threads_per_fit=1,
     )  # fmt: skip
     start = spark_yarn.start if engine == "spark" else dask_yarn.start
     with start(small_launch(engine), context(tmp_path)) as session:
+        staged = Path.home() / getattr(session, "name", "no-such-dir")  # distributedshell's files (the archive)
+        assert engine == "spark" or staged.is_dir()
         results = session.run_batch(tasks, digits)
         assert all(0 < r.accuracy <= 1 for r in results)
         pids = {r.pid for r in results}  # reported from inside each fit
@@ -239,7 +240,7 @@ def test_with_a_python_archive_the_fits_run_in_the_unpacked_environment(
             assert not any(path.startswith(str(REPO / ".venv")) for path in libraries)
     assert_no_containers()
     assert not live_applications(on_yarn)
-    assert set(Path.home().glob("sweeper-dask-*")) == staged_before  # distributedshell's staged files removed
+    assert not staged.exists()
 
 
 # --- the command line on the mini cluster ---------------------------------------------------------------------
@@ -349,3 +350,25 @@ def test_ctrl_c_during_a_yarn_launch_kills_the_application_and_keeps_the_rows(
     assert app["state"] in ("KILLED", "FINISHED"), app["state"]
     assert not live_applications(yarn)
     assert_no_containers()
+
+
+@pytest.mark.parametrize("default_fs", ["file:///", "hdfs://namenode:8020"])
+def test_where_spark_takes_its_jars_and_stages_with_a_python_archive(
+    default_fs: str, packed_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    (conf_dir / "yarn-site.xml").write_text("<configuration/>")
+    (conf_dir / "core-site.xml").write_text(
+        f"<configuration><property><name>fs.defaultFS</name><value>{default_fs}</value></property></configuration>"
+    )
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(conf_dir))
+    monkeypatch.delenv("YARN_CONF_DIR", raising=False)
+    monkeypatch.setenv("SWEEPER_YARN_PYTHON_ARCHIVE", str(packed_env))
+    conf = spark_yarn.yarn_session_conf(small_launch("spark"), context(tmp_path), tmp_path / "log4j2.properties")
+    assert conf["spark.yarn.dist.archives"] == f"{packed_env}#environment"
+    assert conf["spark.executorEnv.PYSPARK_PYTHON"] == "./environment/bin/python"
+    one_machine = default_fs.startswith("file:")
+    # a cluster with its own file system: Spark uploads its jars (the archive has none) and stages on that system
+    assert ("spark.yarn.jars" in conf) == one_machine
+    assert ("spark.yarn.stagingDir" in conf) == one_machine

@@ -2,12 +2,17 @@
 
 The cluster is the one ``HADOOP_CONF_DIR`` (or ``YARN_CONF_DIR``) describes. The driver runs here;
 the ApplicationMaster and the executors run in YARN containers of ``executor memory + overhead``
-MiB and ``cores`` vcores. Executors start this machine's pyspark jars in place (``spark.yarn.jars``
-with ``local:``, so nothing is uploaded). Their Python workers run either this interpreter (every
-NodeManager must have the same virtualenv at the same path, true of the test MiniYARNCluster) or,
-with ``cluster.python_archive``, the packed environment YARN localizes and unpacks into each
-container as ``./environment`` (``spark.yarn.dist.archives``, what ``spark-submit --archives``
-sets on YARN). The driver always runs here, in this interpreter (client mode).
+MiB and ``cores`` vcores. Their Python workers run either this interpreter (every NodeManager must
+have the same virtualenv at the same path, true of the test MiniYARNCluster) or, with
+``cluster.python_archive``, the packed environment YARN localizes and unpacks into each container
+as ``./environment`` (``spark.yarn.dist.archives``, what ``spark-submit --archives`` sets on YARN).
+The driver always runs here, in this interpreter (client mode).
+
+Spark's own jars: taken in place from this machine's pyspark (``spark.yarn.jars`` with ``local:``,
+nothing uploaded) when the nodes have them at that path: without an archive (the same venv on every
+node) or on a one-machine cluster (``fs.defaultFS`` is ``file:``). With an archive on a cluster
+with a shared file system, ``spark.yarn.jars`` is left unset and Spark uploads its jars for each
+application, as ``spark-submit`` does (the archive leaves pyspark's jars out).
 """
 
 from __future__ import annotations
@@ -94,14 +99,16 @@ def yarn_session_conf(launch: Launch, context: LaunchContext, log4j: Path) -> di
             "spark.yarn.am.memory": f"{AM_MEMORY_MIB}m",
             "spark.yarn.am.cores": "1",
             "spark.yarn.maxAppAttempts": "1",
-            "spark.yarn.jars": f"local:{Path(pyspark.__file__).parent / 'jars'}/*",
             "spark.yarn.am.extraJavaOptions": conf["spark.executor.extraJavaOptions"],
             "spark.executorEnv.PYSPARK_PYTHON": python,
             "spark.yarn.appMasterEnv.PYSPARK_PYTHON": python,
         }
     )
-    if default_fs(yarn_conf_dir()).startswith("file:"):  # a one-machine cluster: stage into the run's scratch
+    one_machine = default_fs(yarn_conf_dir()).startswith("file:")
+    if one_machine:  # the NodeManagers read this machine's files: stage into the run's scratch
         conf["spark.yarn.stagingDir"] = (context.run_dir / f"spark-{launch.index}" / "staging").as_uri()
+    if archive is None or one_machine:
+        conf["spark.yarn.jars"] = f"local:{Path(pyspark.__file__).parent / 'jars'}/*"
     if archive is not None:
         conf["spark.yarn.dist.archives"] = f"{archive}#{ARCHIVE_LINK}"
     queue = os.environ.get("SWEEPER_YARN_QUEUE")
