@@ -5,11 +5,13 @@
 #   iproute2        `ip netns` for the cross-host tests (they skip where namespaces are not permitted)
 #   chromium        the report test opens report.html in a headless browser
 #   openjdk-17-jdk-headless, maven  build the MiniYARNCluster of the YARN tests (deploy/yarn)
+#   libopenblas0-pthread  libblas.so.3 for Spark ML: without it MLlib falls back to Java BLAS while
+#                   scikit-learn uses OpenBLAS, a bias against spark-mllib in every time comparison
 # Idempotent: a no-op when everything is installed; `apt-get update` only when a package is
 # missing and not installable from the current package lists. Root, or sudo otherwise.
 set -euo pipefail
 
-packages=(openssh-server openssh-client iproute2 chromium openjdk-17-jdk-headless maven)
+packages=(openssh-server openssh-client iproute2 chromium openjdk-17-jdk-headless maven libopenblas0-pthread)
 
 installed() {
   dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"

@@ -14,6 +14,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from sweeper import __version__
 from sweeper import grid as grid_file
 from sweeper.errors import UserError
 from sweeper.plan import make_plan, plan_json
@@ -117,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="sweeper",
         description="Size executors, launch matched Spark and Dask clusters, and time scikit-learn training.",
     )
+    parser.add_argument("--version", action="version", version=f"sweeper {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     plan = commands.add_parser("plan", help="show the matched launches of a grid without starting anything")
     plan.add_argument("grid", help="grid file (YAML)")

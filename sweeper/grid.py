@@ -39,6 +39,7 @@ TOP_KEYS = (
     "only",
     "store",
     "environment",
+    "spark_conf",
 )
 CLUSTER_KEYS = (
     "manager",
@@ -59,7 +60,16 @@ CLUSTER_KEYS = (
 # cluster.python_archive: what YARN can unpack (spark.yarn.dist.archives; Dask unpacks it in the container)
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 CLUSTER_PATHS = ("python", "java_home", "remote_dir", "queue", "hadoop_conf_dir", "spark_master", "dask_scheduler")
-SSH_KEYS = ("user", "port", "identity_file", "known_hosts", "strict_host_key_checking", "connect_timeout_s")
+SSH_KEYS = (
+    "user",
+    "port",
+    "identity_file",
+    "known_hosts",
+    "strict_host_key_checking",
+    "connect_timeout_s",
+    "driver_host",
+    "dask_tls",
+)
 SIZING_KEYS = ("rule", "cores_per_executor", "reserve", "application_master")
 RESERVE_KEYS = ("cores", "memory")
 WORKLOAD_KEYS = (
@@ -77,6 +87,7 @@ WORKLOAD_KEYS = (
     "exact_epochs",
     "threads_per_fit",
     "timeout_s",
+    "start_timeout_s",
     "seed",
     "test_size",
 )
@@ -89,6 +100,21 @@ DEFAULT_MODEL: dict[str, Any] = {
     "solver": "adam",
 }
 RULE_AXES = ("engine", "cores_per_executor", "epochs", "fraction", "mode")
+# Spark properties the plan sets for every launch: spark_conf may not override them.
+SPARK_CONF_OWNED = (
+    "spark.master",
+    "spark.submit.deployMode",
+    "spark.executor.instances",
+    "spark.executor.cores",
+    "spark.executor.memory",
+    "spark.executor.memoryOverhead",
+    "spark.cores.max",
+    "spark.task.cpus",
+    "spark.dynamicAllocation.enabled",
+    "spark.pyspark.python",
+    "spark.authenticate",
+    "spark.authenticate.secret",
+)
 
 
 @dataclass(frozen=True)
@@ -119,6 +145,7 @@ class Workload:
     timeout_s: float
     seed: int
     test_size: float
+    start_timeout_s: float = 180.0
 
 
 @dataclass(frozen=True)
@@ -138,6 +165,7 @@ class Grid:
     only: tuple[dict[str, Any], ...]
     store: Path
     environment: tuple[tuple[str, str], ...]
+    spark_conf: tuple[tuple[str, str], ...] = ()
     hosts: tuple[str, ...] = ()
     ssh: tuple[tuple[str, Any], ...] = ()
     python: str | None = None
@@ -282,6 +310,7 @@ def parse(raw: Any, path: Path) -> Grid:
     if not isinstance(store, str) or not store:
         check.fail("store", f"must be a directory path, got {store!r}")
     environment = _environment(check, raw.get("environment"))
+    spark_conf = _spark_conf(check, raw.get("spark_conf"))
     if engines and workload:
         for engine in set(engines) & set(ONE_MODEL_ENGINES):
             if "data-parallel" not in workload.modes:
@@ -321,6 +350,7 @@ def parse(raw: Any, path: Path) -> Grid:
         only=tuple(only),
         store=Path(str(store)),
         environment=tuple(sorted(environment.items())),
+        spark_conf=tuple(sorted(spark_conf.items())),
         hosts=tuple(hosts),
         ssh=tuple(sorted(ssh.items())),
         **paths,
@@ -366,6 +396,7 @@ def _cluster(check: _Checker, value: Any) -> tuple[str | None, Cluster | None, l
         check.fail("cluster.hosts", "is required with manager: ssh (the first host runs the master)")
     ssh = check.mapping(section.get("ssh"), "cluster.ssh") or {}
     check.known_keys(ssh, "cluster.ssh", SSH_KEYS)
+    _ssh_values(check, ssh)
     nodes = check.integer(section.get("nodes", len(hosts) or None), "cluster.nodes")
     if hosts and nodes is not None and nodes != len(hosts):
         check.fail("cluster.nodes", f"is {nodes} but cluster.hosts lists {len(hosts)} hosts")
@@ -374,6 +405,19 @@ def _cluster(check: _Checker, value: Any) -> tuple[str | None, Cluster | None, l
     if nodes is None or cores is None or memory is None:
         return manager, None, hosts, ssh
     return manager, Cluster(nodes=nodes, cores_per_node=cores, memory_per_node_mib=memory), hosts, ssh
+
+
+def _ssh_values(check: _Checker, ssh: dict[str, Any]) -> None:
+    """``cluster.ssh.dask_tls`` is true or false; ``cluster.ssh.driver_host`` a host name or address."""
+    if "dask_tls" in ssh:
+        check.boolean(ssh["dask_tls"], "cluster.ssh.dask_tls")
+    if "driver_host" in ssh:
+        value = ssh["driver_host"]
+        if not isinstance(value, str) or not value.strip() or any(c.isspace() for c in value) or value == "0.0.0.0":
+            check.fail(
+                "cluster.ssh.driver_host",
+                f"must be this machine's host name or address as the hosts reach it (not 0.0.0.0), got {value!r}",
+            )
 
 
 def _cluster_paths(check: _Checker, value: Any) -> dict[str, str]:
@@ -568,11 +612,12 @@ def _workload(check: _Checker, value: Any) -> Workload | None:
     exact = check.boolean(section.get("exact_epochs", False), "workload.exact_epochs")
     threads = check.integer(section.get("threads_per_fit", 1), "workload.threads_per_fit")
     timeout_s = check.number(section.get("timeout_s", 3600), "workload.timeout_s", 0.0, 7 * 86400.0)
+    start_timeout_s = check.number(section.get("start_timeout_s", 180), "workload.start_timeout_s", 0.0, 86400.0)
     seed = check.integer(section.get("seed", 0), "workload.seed", minimum=0)
     test_size = check.number(section.get("test_size", 0.25), "workload.test_size", 0.0, 0.9)
     model = _model(check, section.get("model"))
     if (
-        None in (dataset, trials, folds, exact, threads, timeout_s, seed, test_size, local_epochs)
+        None in (dataset, trials, folds, exact, threads, timeout_s, start_timeout_s, seed, test_size, local_epochs)
         or None in modes
         or None in fractions
         or None in epochs
@@ -582,7 +627,7 @@ def _workload(check: _Checker, value: Any) -> Workload | None:
         check.fail("workload.epochs", f"lists a value twice: {epochs!r}")
     assert dataset is not None and trials is not None and folds is not None and local_epochs is not None
     assert exact is not None and threads is not None and timeout_s is not None and seed is not None
-    assert test_size is not None
+    assert test_size is not None and start_timeout_s is not None
     return Workload(
         dataset=dataset,
         fractions=tuple(f for f in fractions if f is not None),
@@ -598,6 +643,7 @@ def _workload(check: _Checker, value: Any) -> Workload | None:
         exact_epochs=exact,
         threads_per_fit=threads,
         timeout_s=timeout_s,
+        start_timeout_s=start_timeout_s,
         seed=seed,
         test_size=test_size,
     )
@@ -671,3 +717,24 @@ def _environment(check: _Checker, value: Any) -> dict[str, str]:
         else:
             environment[name] = str(setting)
     return environment
+
+
+def _spark_conf(check: _Checker, value: Any) -> dict[str, str]:
+    """Extra Spark properties for every Spark launch; those the plan sets are refused."""
+    section = check.mapping(value, "spark_conf")
+    if section is None:
+        return {}
+    conf = {}
+    for name, setting in section.items():
+        key = f"spark_conf.{name}"
+        if not isinstance(name, str) or not name.startswith("spark."):
+            check.fail(key, "must be a Spark property (a name starting with 'spark.')")
+        elif name in SPARK_CONF_OWNED:
+            check.fail(
+                key, f"is set from the plan for every launch; spark_conf may not set {', '.join(SPARK_CONF_OWNED)}"
+            )
+        elif isinstance(setting, (dict, list)) or setting is None:
+            check.fail(key, f"must be a string, number or boolean, got {setting!r}")
+        else:
+            conf[name] = str(setting).lower() if isinstance(setting, bool) else str(setting)
+    return conf

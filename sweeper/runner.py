@@ -138,7 +138,7 @@ def run(
     report: Reporter | None = None,
     warn: Callable[[str], None] = print,
     progress: Callable[[int, int], None] | None = None,
-    start_timeout_s: float = 120.0,
+    start_timeout_s: float | None = None,
 ) -> RunResult:
     """Take every pending measurement of the plan and write its row to the store.
 
@@ -165,7 +165,8 @@ def run(
         run_dir=run_dir,
         environment=environment,
         threads_per_fit=grid.workload.threads_per_fit,
-        start_timeout_s=start_timeout_s,
+        start_timeout_s=grid.workload.start_timeout_s if start_timeout_s is None else start_timeout_s,
+        spark_conf=dict(grid.spark_conf),
         cluster=_ssh_cluster(grid)
         if any(launch.manager in ("ssh", "standalone") for launch in plan.launches)
         else None,
@@ -192,6 +193,14 @@ def run(
         with contextlib.suppress(OSError):  # another sweep into the same store may be using it
             run_dir.parent.rmdir()
     return result
+
+
+def _text(error: BaseException) -> str:
+    """An error's message; some (py4j's) fail to print once their JVM is gone: then its type."""
+    try:
+        return str(error)
+    except Exception:
+        return f"{type(error).__name__} (its message could not be read)"
 
 
 def _ssh_cluster(grid: Grid) -> Any:
@@ -257,7 +266,9 @@ def _run_launch(
                     raise  # teardown itself failed: rows are kept, the error is the engine's
                 for item in left:
                     row = _row(plan, item, None, shared, cluster_start_s=time.perf_counter() - begun)
-                    row.update(status="failed", error_type=type(error).__name__, error=f"launch did not start: {error}")
+                    row.update(
+                        status="failed", error_type=type(error).__name__, error=f"launch did not start: {_text(error)}"
+                    )
                     yield keep(row)
                 left = []
     finally:
@@ -267,7 +278,7 @@ def _run_launch(
 def _warm_up(plan: Plan, item: Todo, session: Session, data: dict[float, Data]) -> float | None:
     """One untimed batch of 1-epoch fits, so worker start-up and imports are not in trial 0's time."""
     fit_data = data[item.point.fraction]
-    tasks = _batch(plan, item, fit_data, epochs=1)
+    tasks = batch_for(plan, item.launch, item.point, item.trial, fit_data, epochs=1)
     started = time.perf_counter()
     try:
         _with_timeout(session, tasks, fit_data, plan.grid.workload.timeout_s)
@@ -278,14 +289,15 @@ def _warm_up(plan: Plan, item: Todo, session: Session, data: dict[float, Data]) 
     return time.perf_counter() - started
 
 
-def _batch(plan: Plan, item: Todo, data: Data, epochs: int) -> list[FitTask]:
+def batch_for(plan: Plan, launch: Launch, point: Point, trial: int, data: Data, *, epochs: int) -> list[FitTask]:
+    """The fits of one measurement: ``point`` trained for ``epochs`` on ``launch``, as the plan's workload says."""
     workload = plan.grid.workload
     return make_batch(
-        item.point.mode,
-        item.point.model_params,
+        point.mode,
+        point.model_params,
         epochs,
-        item.trial,
-        plan.fits(item.point.mode),
+        trial,
+        plan.fits(point.mode),
         n_train=data.n_train,
         labels=data.y_train,
         folds=workload.folds,
@@ -294,7 +306,7 @@ def _batch(plan: Plan, item: Todo, data: Data, epochs: int) -> list[FitTask]:
         exact_epochs=workload.exact_epochs,
         threads_per_fit=workload.threads_per_fit,
         local_epochs=workload.local_epochs,
-        shards=shards(plan, item.launch),
+        shards=shards(plan, launch),
     )
 
 
@@ -311,7 +323,7 @@ def _measure(
 ) -> dict[str, Any]:
     workload = plan.grid.workload
     fit_data = data[item.point.fraction]
-    tasks = _batch(plan, item, fit_data, epochs=_epochs(plan, item.point))
+    tasks = batch_for(plan, item.launch, item.point, item.trial, fit_data, epochs=_epochs(plan, item.point))
     row = _row(plan, item, fit_data, shared, cluster_start_s=start_s)
     row.update(_granted_columns(session))
     started = time.perf_counter()
@@ -324,7 +336,7 @@ def _measure(
     except KeyboardInterrupt:
         raise
     except Exception as error:
-        row.update(status="failed", error_type=type(error).__name__, error=str(error)[:2000])
+        row.update(status="failed", error_type=type(error).__name__, error=_text(error)[:2000])
         row["fit_wall_s"] = time.perf_counter() - started
         return row
     row["fit_wall_s"] = time.perf_counter() - started
@@ -441,6 +453,7 @@ def _shared_columns(grid: Grid, run_id: str, environment: dict[str, str]) -> dic
         "threads_per_fit": grid.workload.threads_per_fit,
         "fit_environment": json.dumps(environment, sort_keys=True),
         "host": socket.gethostname(),
+        "cluster_hosts": ",".join(grid.hosts) or None,
         **versions(),
     }
 

@@ -20,9 +20,15 @@ import pyarrow.parquet as pq
 
 from sweeper.errors import UserError
 
-SCHEMA_VERSION = 2
-# Columns added after version 1 (data-parallel): older files read with them empty.
-ADDED_IN_VERSION_2 = ("shards", "rounds", "round_s_mean", "comm_bytes_per_round")
+SCHEMA_VERSION = 3
+# Columns added after version 1: files written before them read with them empty.
+ADDED_AFTER_VERSION_1 = (
+    "shards",  # version 2: data-parallel
+    "rounds",
+    "round_s_mean",
+    "comm_bytes_per_round",
+    "cluster_hosts",  # version 3: the hosts of manager ssh
+)
 STATUSES = ("ok", "failed", "timeout")
 
 SCHEMA = pa.schema(
@@ -72,6 +78,7 @@ SCHEMA = pa.schema(
         ("error_type", pa.string()),
         ("error", pa.string()),
         ("host", pa.string()),
+        ("cluster_hosts", pa.string()),
         ("started_at", pa.timestamp("us", tz="UTC")),
         ("threads_per_fit", pa.int32()),
         ("fit_environment", pa.string()),
@@ -152,7 +159,7 @@ def _read_files(paths: list[Path]) -> pa.Table:
             raise
         except (pa.ArrowInvalid, OSError) as error:
             raise UserError(f"{path}: not a readable Parquet file of a sweeper store ({error})") from None
-        for name in ADDED_IN_VERSION_2:
+        for name in ADDED_AFTER_VERSION_1:
             if name not in table.column_names and "measurement_key" in table.column_names:
                 table = table.append_column(name, pa.nulls(table.num_rows, SCHEMA.field(name).type))
         missing = set(COLUMNS) - set(table.column_names)

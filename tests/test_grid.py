@@ -222,6 +222,26 @@ MALFORMED = [
         r"environment.OMP_NUM_THREADS: must be a string or number",
         id="bad-environment",
     ),
+    pytest.param(
+        {**minimal_grid(), "spark_conf": {"spark.executor.cores": 4}},
+        r"spark_conf.spark.executor.cores: is set from the plan for every launch",
+        id="spark-conf-owned-key",
+    ),
+    pytest.param(
+        {**minimal_grid(), "spark_conf": {"executor.cores": 4}},
+        r"spark_conf.executor.cores: must be a Spark property \(a name starting with 'spark.'\)",
+        id="spark-conf-not-spark",
+    ),
+    pytest.param(
+        {**minimal_grid(), "spark_conf": {"spark.driver.port": [1, 2]}},
+        r"spark_conf.spark.driver.port: must be a string, number or boolean, got \[1, 2\]",
+        id="spark-conf-list",
+    ),
+    pytest.param(
+        _with("workload", start_timeout_s=-5),
+        r"workload.start_timeout_s: must be a number in \(0.0, 86400.0\], got -5",
+        id="start-timeout-negative",
+    ),
     pytest.param("name: t\ncluster: {nodes: 1\n", r"YAML syntax error at line 3", id="yaml-syntax"),
 ]
 
@@ -294,6 +314,59 @@ def test_grid_hash_ignores_name_and_store_but_not_the_workload(write_grid: Calla
 @pytest.mark.parametrize("shipped", sorted(str(p) for p in (Path(__file__).parent.parent / "grids").glob("*.yaml")))
 def test_shipped_grids_are_valid(shipped: str) -> None:
     assert grid_file.load(shipped).name
+
+
+def test_spark_conf_and_start_timeout_are_read(write_grid: Callable[..., Path]) -> None:
+    raw = minimal_grid(
+        spark_conf={"spark.network.timeout": "300s", "spark.rdd.compress": True, "spark.port.maxRetries": 4}
+    )
+    raw["workload"] = {**raw["workload"], "start_timeout_s": 30}
+    grid = grid_file.load(write_grid(raw))
+    assert dict(grid.spark_conf) == {
+        "spark.network.timeout": "300s",
+        "spark.rdd.compress": "true",
+        "spark.port.maxRetries": "4",
+    }
+    assert grid.workload.start_timeout_s == 30
+    assert grid_file.load(write_grid(minimal_grid())).workload.start_timeout_s == 180
+
+
+def _ssh_grid(**ssh: Any) -> dict[str, Any]:
+    return _with("cluster", manager="ssh", hosts=["node1"], ssh=ssh)
+
+
+@pytest.mark.parametrize(
+    ("ssh", "match"),
+    [
+        pytest.param({"dask_tls": "yes"}, r"cluster.ssh.dask_tls: must be true or false, got 'yes'", id="tls-string"),
+        pytest.param({"dask_tls": 1}, r"cluster.ssh.dask_tls: must be true or false, got 1", id="tls-number"),
+        pytest.param({"dask_tsl": True}, r"cluster.ssh.dask_tsl: unknown key .*did you mean 'dask_tls'", id="tls-typo"),
+        pytest.param({"driver_host": ""}, r"cluster.ssh.driver_host: must be this .*got ''", id="driver-empty"),
+        pytest.param({"driver_host": "0.0.0.0"}, r"cluster.ssh.driver_host: .*not 0.0.0.0", id="driver-wildcard"),
+        pytest.param({"driver_host": ["a"]}, r"cluster.ssh.driver_host: .*got \['a'\]", id="driver-list"),
+        pytest.param({"driver_host": "a b"}, r"cluster.ssh.driver_host: .*got 'a b'", id="driver-space"),
+    ],
+)
+def test_bad_ssh_tls_and_driver_host_exit_2_naming_the_key(
+    ssh: dict[str, Any], match: str, write_grid: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_grid(_ssh_grid(**ssh))
+    assert main(["plan", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and re.search(match, " ".join(err.split())), err
+    assert "Traceback" not in err
+
+
+def test_ssh_tls_and_driver_host_reach_the_ssh_cluster(write_grid: Callable[..., Path]) -> None:
+    from sweeper.engines.ssh_hosts import SshCluster
+
+    loaded = grid_file.load(write_grid(_ssh_grid(dask_tls=True, driver_host="10.0.0.1", port=2222)))
+    cluster = SshCluster.from_grid(loaded)
+    assert (cluster.dask_tls, cluster.driver_address(), cluster.options.port) == (True, "10.0.0.1", 2222)
+    default = SshCluster.from_grid(grid_file.load(write_grid(_ssh_grid(), "plain.yaml")))
+    assert default.dask_tls is False and default.driver_host is None
+    # without driver_host: this machine's address on the route to the first host (loopback to itself)
+    assert SshCluster(hosts=("127.0.0.1",)).driver_address() == "127.0.0.1"
 
 
 YARN_CLUSTER = {"manager": "yarn", "nodes": 2, "cores_per_node": 2, "memory_per_node": "8GiB"}

@@ -114,3 +114,10 @@ def test_local_spark_command_uses_real_executor_jvms() -> None:
     assert "local-cluster[2,1,3072]" in spark_command(spark)
     dask = next(launch for launch in plan.launches if launch.engine == "dask")
     assert dask_commands(dask)[1].startswith("dask worker tcp://SCHEDULER_HOST:8786 --nworkers 2 --nthreads 1")
+
+
+def test_version_flag_prints_the_package_version() -> None:
+    from sweeper import __version__
+
+    result = run_cli("--version")
+    assert result.returncode == 0 and result.stdout.strip() == f"sweeper {__version__}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -224,6 +225,30 @@ def test_without_java_the_spark_launch_fails_naming_the_problem_and_the_others_r
     assert again.returncode == 0, again.stdout + again.stderr
     assert "2 measurements already in the store were skipped" in again.stdout
     assert_resumed_without_duplicates(tmp_path / "store", "nojava", expected_ok=3)
+    assert_no_tagged_processes(tag)
+
+
+# --- a cluster that cannot start: its port is taken --------------------------------------------------------------
+
+
+def test_a_taken_driver_port_fails_the_spark_launch_naming_the_port_and_the_others_run(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        grid = fault_grid(
+            tmp_path, "porttaken", epochs=[2],
+            spark_conf={"spark.driver.port": port, "spark.port.maxRetries": 0},
+        )  # fmt: skip
+        tag = new_tag()
+        result = run_sweep(grid, tag)
+    assert result.returncode == 0, result.stdout + result.stderr
+    frame = load_results(tmp_path / "store", "porttaken")
+    assert measurement(frame, "local", 2)["status"] == "ok"
+    assert measurement(frame, "dask", 2)["status"] == "ok"
+    spark = measurement(frame, "spark", 2)
+    assert spark["status"] == "failed"
+    assert str(port) in spark["error"] and "bind" in spark["error"].lower(), spark["error"]
     assert_no_tagged_processes(tag)
 
 

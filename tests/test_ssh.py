@@ -190,3 +190,92 @@ def test_a_remote_command_reports_its_own_exit_status(server: Sshd) -> None:
     assert run_remote(server.host, "echo out; echo err >&2; exit 3", options) == (3, "out\n", "err\n")
     assert run_remote(server.host, ["printf", "%s", "a b"], options)[1] == "a b"
     assert run_remote(server.host, "cat", options, input_text="secret\n")[1] == "secret\n"
+
+
+def launch_listening_ports(marker: str) -> set[int]:
+    """TCP ports listened on by the processes carrying a launch's marker, and their children (Dask workers)."""
+    ports = set()
+    for process in psutil.process_iter(["cmdline"]):
+        if marker not in " ".join(process.info["cmdline"] or []):
+            continue
+        for member in [process, *process.children(recursive=True)]:
+            for connection in member.net_connections(kind="tcp"):
+                if connection.status == psutil.CONN_LISTEN:
+                    ports.add(connection.laddr.port)
+    return ports
+
+
+def clear_text_reply(host: str, port: int) -> bytes:
+    """What a port answers to a clear-text HTTP request (empty when it closes the connection)."""
+    import socket
+
+    with socket.create_connection((host, port), timeout=5) as probe:
+        probe.sendall(b"GET /info/main/workers.html HTTP/1.0\r\n\r\n")
+        try:
+            return probe.recv(64)
+        except OSError:
+            return b""
+
+
+def test_dask_over_tls_runs_fits_refuses_clear_text_and_leaves_no_key(
+    server: Sshd, digits: Data, tmp_path: Path
+) -> None:
+    import socket
+    import ssl
+
+    import dask
+    from distributed import Client
+
+    remote_dir = tmp_path / "remote"
+    remote_dir.mkdir()
+    cluster = cluster_for(server, dask_tls=True, remote_dir=str(remote_dir))
+    tasks = make_batch(
+        "replicas",
+        {"hidden_layer_sizes": (16,)},
+        5,
+        0,
+        2,
+        n_train=digits.n_train,
+        labels=digits.y_train,
+        folds=2,
+        param_grid=(),
+        seed=0,
+        exact_epochs=False,
+        threads_per_fit=1,
+    )
+    with dask_ssh.start(small_launch("dask"), context(tmp_path), cluster) as session:
+        address = session.client.scheduler.address
+        assert address.startswith(f"tls://{server.host}:")
+        workers = session.client.scheduler_info(n_workers=-1)["workers"]
+        assert len(workers) == 2 and all(w.startswith("tls://") for w in workers)
+        assert all(0 < r.accuracy <= 1 for r in session.run_batch(tasks, digits))
+        # the key and certificate: in the launch's directory on the host, readable by the user only
+        files = sorted(remote_dir.glob("sweeper-dask-*/tls/*.pem"))
+        assert [f.name for f in files] == ["cert.pem", "key.pem"]
+        assert {oct(f.stat().st_mode & 0o777) for f in files} == {"0o600"}
+        key_line = files[1].read_text().splitlines()[1]
+        cmdlines = [" ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"])]
+        assert not [c for c in cmdlines if key_line in c]  # only the paths travel on command lines
+        # a clear-text client is refused, and so is a TLS peer without the launch's certificate
+        clear_text = {"distributed.comm.require-encryption": False}  # the launch requires it here too
+        with dask.config.set(clear_text), pytest.raises((OSError, TimeoutError)):
+            Client(address.replace("tls://", "tcp://"), timeout="3s").close()
+        host, port = address.removeprefix("tls://").rsplit(":", 1)
+        stranger = ssl.create_default_context()
+        stranger.check_hostname = False
+        stranger.verify_mode = ssl.CERT_NONE
+        with (
+            socket.create_connection((host, int(port)), timeout=5) as raw,
+            pytest.raises((ssl.SSLError, ConnectionError)),
+            stranger.wrap_socket(raw) as tls,
+        ):
+            tls.sendall(b"x")
+            tls.recv(1)
+        # nothing of the launch answers in clear text: comm ports speak TLS, HTTP servers HTTPS
+        ports = launch_listening_ports(session.remote.marker)
+        assert len(ports) >= 5  # scheduler, 2 nannies, 2 workers
+        assert not {
+            port: reply for port in ports if (reply := clear_text_reply(server.host, port)).startswith(b"HTTP/")
+        }
+    assert_nothing_left(server)
+    assert not list(remote_dir.iterdir())  # the key went with the launch's directory

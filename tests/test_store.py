@@ -12,7 +12,7 @@ import pytest
 
 from sweeper import load_results
 from sweeper.errors import UserError
-from sweeper.store import COLUMNS, compact, completed_keys, read_table, remove_sweep, write_rows
+from sweeper.store import COLUMNS, SCHEMA_VERSION, compact, completed_keys, read_table, remove_sweep, write_rows
 
 
 def row(key: str, status: str = "ok", **values: Any) -> dict[str, Any]:
@@ -37,7 +37,7 @@ def test_rows_round_trip_through_pandas_and_pyarrow_dataset(tmp_path: Path) -> N
     assert frame["measurement_key"].tolist() == ["a", "b"]
     assert frame["epochs"].dtype == pd.Int32Dtype()
     assert frame["fit_wall_s"].dtype == pd.Float64Dtype()
-    assert frame["schema_version"].tolist() == [2, 2]
+    assert frame["schema_version"].tolist() == [SCHEMA_VERSION, SCHEMA_VERSION] == [3, 3]
     assert frame["accuracy"].isna().all()  # missing values stay missing, typed
     assert pd.read_parquet(tmp_path / "s").shape[0] == 2
     assert ds.dataset(tmp_path, format="parquet").to_table().num_rows == 2
@@ -100,10 +100,10 @@ def test_a_foreign_parquet_file_is_named_in_the_error(tmp_path: Path) -> None:
 def test_a_version_1_file_reads_with_the_later_columns_empty(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
-    from sweeper.store import ADDED_IN_VERSION_2
+    from sweeper.store import ADDED_AFTER_VERSION_1
 
     path = write_rows(tmp_path, "s", [row("a")], "p1")
-    old = pq.read_table(path).drop_columns(list(ADDED_IN_VERSION_2))
+    old = pq.read_table(path).drop_columns(list(ADDED_AFTER_VERSION_1))
     pq.write_table(old, path)
     frame = load_results(tmp_path)
     assert frame["rounds"].isna().all() and frame["measurement_key"].tolist() == ["a"]

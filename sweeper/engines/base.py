@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -23,6 +23,7 @@ class LaunchContext:
     environment: dict[str, str]
     threads_per_fit: int
     start_timeout_s: float = 120.0
+    spark_conf: dict[str, str] = field(default_factory=dict)  # the grid's extra Spark properties
     cluster: Any = None  # manager ssh: the hosts and how to reach them (engines.ssh_hosts.SshCluster)
 
 

@@ -9,6 +9,12 @@ Every remote Python carries a marker (``-X sweeper.launch=TOKEN``) and runs in t
 sshd made for it, so teardown knows each remote process group: after ``close()`` it waits
 until those groups are empty on every host (workers linger for seconds after the scheduler
 says goodbye) and kills whatever is left, so the next launch starts on idle hosts.
+
+With ``cluster.ssh.dask_tls`` every connection is TLS with mutual authentication: a CA and a
+key pair made for the launch (``Security.temporary()``), written over SSH's stdin into the
+launch's scratch directory on each host with mode 0600 (the remote processes get only the
+file paths, the only part of the configuration on their command lines), held in memory here,
+removed with the scratch directory at teardown.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from sweeper.plan import Launch
 
 MARKER = "sweeper.launch"
 LINGER_S = 30.0  # how long remote workers may take to exit after close() before they are killed
+TLS_DIR = "tls"  # in the launch's scratch directory: key.pem and cert.pem (the cert is its own CA)
 
 
 class DaskSshSession:
@@ -113,7 +120,10 @@ class RemoteGroups:
 def cluster_specs(
     launch: Launch, cluster: SshCluster, remote_python: str, scratch: str
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """SpecCluster's scheduler and worker specs: per host, its workers bound to its address."""
+    """SpecCluster's scheduler and worker specs: per host, its workers bound to its address.
+
+    With TLS the scheduler listens on ``tls://``; the nannies and workers take the scheme of
+    the scheduler's address."""
     from distributed.deploy.ssh import Scheduler as SshScheduler
     from distributed.deploy.ssh import Worker as SshWorker
 
@@ -124,7 +134,13 @@ def cluster_specs(
         "options": {
             "address": first,
             "connect_options": connect,
-            "kwargs": {"host": resolve(first), "port": 0, "dashboard": False, "dashboard_address": None},
+            "kwargs": {
+                "host": resolve(first),
+                "port": 0,
+                "protocol": "tls" if cluster.dask_tls else "tcp",
+                "dashboard": False,
+                "dashboard_address": None,
+            },
             "remote_python": remote_python,
         },
     }
@@ -150,6 +166,47 @@ def cluster_specs(
                 },
             }
     return scheduler, workers
+
+
+def tls_config(directory: str) -> dict[str, Any]:
+    """Dask configuration of the remote processes for TLS: file paths only, never a key.
+
+    Their HTTP servers serve no routes and speak HTTPS, so nothing answers in clear text."""
+    key, cert = f"{directory}/key.pem", f"{directory}/cert.pem"
+    config: dict[str, Any] = {
+        "distributed.comm.require-encryption": True,
+        "distributed.comm.default-scheme": "tls",
+        "distributed.comm.tls.ca-file": cert,
+        "distributed.scheduler.http.routes": [],
+        "distributed.worker.http.routes": [],
+        "distributed.scheduler.dashboard.tls.cert": cert,
+        "distributed.scheduler.dashboard.tls.key": key,
+    }
+    for role in ("scheduler", "worker", "client"):
+        config[f"distributed.comm.tls.{role}.cert"] = cert
+        config[f"distributed.comm.tls.{role}.key"] = key
+    return config
+
+
+def temporary_security() -> tuple[Any, str, str]:
+    """A new CA-signed key pair for one launch: (Security for this process, key PEM, cert PEM)."""
+    from distributed.security import Security
+
+    try:
+        security = Security.temporary()
+    except ImportError as error:
+        raise LaunchError(f"cluster.ssh.dask_tls needs the cryptography package here ({error})") from error
+    return security, str(security.tls_scheduler_key), str(security.tls_scheduler_cert)
+
+
+def install_tls(cluster: SshCluster, host: str, directory: str, key_pem: str, cert_pem: str) -> None:
+    """Write the key and certificate on ``host`` through ssh's stdin, mode 0600 in a 0700 directory."""
+    for name, content in (("key.pem", key_pem), ("cert.pem", cert_pem)):
+        target = shlex.quote(f"{directory}/{name}")
+        script = f"umask 077 && mkdir -p -m 700 {shlex.quote(directory)} && cat > {target} && chmod 600 {target}"
+        status, _, err = run_remote(host, script, cluster.options, input_text=content)
+        if status != 0:
+            raise LaunchError(f"host {host}: cannot write the launch's TLS {name} in {directory} ({err.strip()})")
 
 
 def check_placement(client: Client, launch: Launch, cluster: SshCluster) -> None:
@@ -179,23 +236,31 @@ def start(launch: Launch, context: LaunchContext, cluster: SshCluster | None = N
     remote = RemoteGroups(cluster, token)
     scratch = f"{cluster.remote_dir.rstrip('/')}/sweeper-dask-{launch.index}-{token}"
     remote_python = f"{shlex.quote(cluster.python)} -X {remote.marker}"
-    settings = {
+    settings: dict[str, Any] = {
         "distributed.nanny.pre-spawn-environ": dict(context.environment),
         "distributed.nanny.environ": {},
         "distributed.worker.daemon": False,
     }
+    security = None
     spec_cluster = None
     client = None
     try:
+        on_hosts(hosts, lambda host: _make_scratch(cluster, host, scratch))
+        if cluster.dask_tls:
+            security, key_pem, cert_pem = temporary_security()
+            tls_dir = f"{scratch}/{TLS_DIR}"
+            on_hosts(hosts, lambda host: install_tls(cluster, host, tls_dir, key_pem, cert_pem))
+            settings.update(tls_config(tls_dir))
         with dask.config.set(settings):
-            on_hosts(hosts, lambda host: _make_scratch(cluster, host, scratch))
             scheduler, workers = cluster_specs(launch, cluster, remote_python, scratch)
             try:
-                spec_cluster = SpecCluster(workers, scheduler, name="SSHCluster", silence_logs=logging.ERROR)
+                spec_cluster = SpecCluster(
+                    workers, scheduler, name="SSHCluster", silence_logs=logging.ERROR, security=security
+                )
             except Exception as error:
                 raise LaunchError(f"dask over SSH did not start on {', '.join(hosts)}: {error}") from error
             remote.scan()
-            client = Client(spec_cluster, set_as_default=True)
+            client = Client(spec_cluster, set_as_default=True, security=security)
             client.wait_for_workers(launch.executors, timeout=context.start_timeout_s)
             granted = granted_workers(client)
             check_granted(planned, granted, "dask")
@@ -209,13 +274,18 @@ def start(launch: Launch, context: LaunchContext, cluster: SshCluster | None = N
         if spec_cluster is not None:
             with contextlib.suppress(Exception):
                 spec_cluster.close()
+        errors: list[LaunchError] = []
+        killed: list[str] = []
         try:
             killed = remote.wait_gone()
+        except LaunchError as error:
+            errors.append(error)
+        try:  # the scratch directory holds the TLS key: removed whatever happened before
             on_hosts(hosts, lambda host: _remove_scratch(cluster, host, scratch))
-        except LaunchError:
-            if not in_flight:
-                raise
-            killed = []
+        except LaunchError as error:
+            errors.append(error)
+        if errors and not in_flight:  # the launch's own error matters more than a teardown one
+            raise errors[0]
         if killed and not in_flight:
             raise LaunchError("dask teardown: still running after close(), killed: " + "; ".join(killed))
 

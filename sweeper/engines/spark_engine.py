@@ -188,16 +188,38 @@ def session_conf(launch: Launch, context: LaunchContext, log4j: Path) -> dict[st
     return conf
 
 
-def new_session(conf: dict[str, str]) -> Any:
-    """A SparkSession with exactly this configuration, its logs quiet."""
+def new_session(conf: dict[str, str], context: LaunchContext) -> Any:
+    """A SparkSession with this configuration plus the grid's ``spark_conf``, its logs quiet."""
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder
-    for key, value in conf.items():
+    for key, value in {**conf, **context.spark_conf}.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    spark = get_or_create(builder)
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def get_or_create(builder: Any) -> Any:
+    """``builder.getOrCreate()``; a failure becomes a :class:`LaunchError` with Java's message.
+
+    A ``Py4JJavaError`` asks the driver JVM for its message when printed, and the JVM is gone
+    once the launch is torn down, so the message is taken now.
+    """
+    try:
+        return builder.getOrCreate()
+    except Exception as error:
+        raise LaunchError(f"spark: {java_message(error)}") from None
+
+
+def java_message(error: BaseException) -> str:
+    """The Java exception behind a py4j error (``java.net.BindException: ...``), else the error's own text."""
+    java = getattr(error, "java_exception", None)
+    with contextlib.suppress(Exception):  # the JVM may be gone
+        if java is not None:
+            return str(java.toString())
+        return str(error)
+    return type(error).__name__
 
 
 def stop_spark() -> None:
@@ -248,7 +270,7 @@ def start(launch: Launch, context: LaunchContext) -> Iterator[SparkLaunch]:
     }
     with variables_set(environment), new_children() as children:
         try:
-            spark = new_session(session_conf(launch, context, log4j))
+            spark = new_session(session_conf(launch, context, log4j), context)
             granted = granted_executors(spark, launch.executors, context.start_timeout_s)
             check_granted(planned, granted, "spark")
             spark_backend.register()

@@ -14,6 +14,7 @@ host, and checks that nothing carrying the launch's marker is left.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import re
 import secrets
 import shlex
@@ -32,12 +33,12 @@ from sweeper.engines.spark_engine import (
     QUIET_LOG4J,
     SparkLaunch,
     _heap_mib,
+    get_or_create,
     granted_executors,
     stop_spark,
 )
 from sweeper.engines.ssh_hosts import (
     SshCluster,
-    address_towards,
     check_host,
     kill_groups,
     run_remote,
@@ -48,6 +49,9 @@ from sweeper.plan import Launch
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 MARKER = "sweeper.launch"  # -Dsweeper.launch=TOKEN on every JVM of a launch, to find leftovers
+# The master's REST submission server (on by default since Spark 4.1, port 6066) ignores
+# spark.authenticate (CVE-2018-11770): anyone reaching it could run a driver. Launches never use it.
+NO_REST = "-Dspark.master.rest.enabled=false"
 
 T = TypeVar("T")
 
@@ -93,7 +97,7 @@ def _daemon_script(daemons: Daemons, host: str, pyspark_dir: str, java_opts_vari
     cluster = daemons.cluster
     exports = {
         "SPARK_LOCAL_IP": host,
-        java_opts_variable: f"-Dspark.authenticate=true -D{MARKER}={daemons.token}",
+        java_opts_variable: f"-Dspark.authenticate=true {NO_REST} -D{MARKER}={daemons.token}",
         "SPARK_LOG_DIR": daemons.scratch,
         "SPARK_WORKER_DIR": f"{daemons.scratch}/work",
         "SPARK_LOCAL_DIRS": f"{daemons.scratch}/local",
@@ -115,7 +119,7 @@ def _daemon_script(daemons: Daemons, host: str, pyspark_dir: str, java_opts_vari
 
 def _start_daemon(daemons: Daemons, host: str, pyspark_dir: str, secret: str, kind: str, main: str) -> int:
     variable = "SPARK_MASTER_OPTS" if kind == "master" else "SPARK_WORKER_OPTS"
-    log = f"{daemons.scratch}/{kind}.log"
+    log = f"{daemons.scratch}/{_log_name(kind, host)}"
     script = _daemon_script(daemons, host, pyspark_dir, variable, main, log)
     status, out, err = run_remote(host, script, daemons.cluster.options, input_text=secret + "\n")
     if status != 0 or not out.strip().isdigit():
@@ -125,10 +129,17 @@ def _start_daemon(daemons: Daemons, host: str, pyspark_dir: str, secret: str, ki
     return group
 
 
+def _log_name(kind: str, host: str) -> str:
+    """A daemon's log file name, one per host (hosts may share a file system, e.g. NFS)."""
+    return f"{kind}-{host}.log"
+
+
 def _log_tail(daemons: Daemons, host: str, kind: str, lines: int = 5) -> str:
     with contextlib.suppress(LaunchError):
         _, out, _ = run_remote(
-            host, f"tail -n {lines} {shlex.quote(daemons.scratch)}/{kind}.log 2>/dev/null", daemons.cluster.options
+            host,
+            f"tail -n {lines} {shlex.quote(daemons.scratch + '/' + _log_name(kind, host))} 2>/dev/null",
+            daemons.cluster.options,
         )
         return " | ".join(line.strip() for line in out.splitlines() if line.strip())
     return ""
@@ -137,7 +148,7 @@ def _log_tail(daemons: Daemons, host: str, kind: str, lines: int = 5) -> str:
 def _master_url(daemons: Daemons, host: str, group: int, timeout_s: float) -> str:
     """Wait for the master's ``Starting Spark master at spark://...`` line; its port is chosen at random."""
     deadline = time.monotonic() + timeout_s
-    log = f"{shlex.quote(daemons.scratch)}/master.log"
+    log = shlex.quote(f"{daemons.scratch}/{_log_name('master', host)}")
     probe = (
         f"grep -o 'Starting Spark master at spark://[^ ]*' {log} 2>/dev/null | tail -n 1; "
         f"pgrep -g {group} >/dev/null || echo DEAD"
@@ -169,13 +180,23 @@ def _wait_reachable(url: str, timeout_s: float) -> None:
 
 
 def remote_executors(cluster: SshCluster, app_id: str) -> dict[str, list[int]]:
-    """Heap (MiB, from -Xmx) of every executor JVM of the application, per host."""
+    """Heap (MiB, from -Xmx) of every executor JVM of the application, per host.
+
+    An executor belongs to the host its worker named in ``--hostname`` (the grid's host name):
+    hosts that share a process table (containers, network namespaces) each count only their own."""
 
     def heaps(host: str) -> list[int]:
         _, out, _ = run_remote(host, "ps -eo args= | grep -F -- " + shlex.quote(EXECUTOR_CLASS), cluster.options)
-        return [_heap_mib(line.split()) for line in out.splitlines() if f"--app-id {app_id}" in line]
+        return [_heap_mib(line.split()) for line in out.splitlines() if _executor_of(line, app_id, host)]
 
     return dict(zip(cluster.hosts, on_hosts(list(cluster.hosts), heaps), strict=True))
+
+
+def _executor_of(args: str, app_id: str, host: str) -> bool:
+    """Whether an executor command line is of application ``app_id`` on ``host``."""
+    words = args.split()
+    pairs = dict(itertools.pairwise(words))
+    return pairs.get("--app-id") == app_id and pairs.get("--hostname") == host
 
 
 def granted_remote(spark: Any, launch: Launch, cluster: SshCluster, timeout_s: float) -> Granted:
@@ -247,7 +268,7 @@ def connect_driver(conf: dict[str, str], secret: str | None, log4j_dir: str) -> 
         builder = builder.config(key, value)
     if secret is not None:
         builder = builder.config("spark.authenticate.secret", secret)
-    spark = builder.getOrCreate()
+    spark = get_or_create(builder)
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -255,28 +276,33 @@ def connect_driver(conf: dict[str, str], secret: str | None, log4j_dir: str) -> 
 def teardown(daemons: Daemons, grace_s: float = 15.0) -> list[str]:
     """Stop every daemon (workers first, then the master) with all it started; remove the scratch dirs.
 
-    Returns the problems found (processes that had to be killed, leftovers)."""
+    Only when every host's daemons are stopped is each host searched for leftovers: hosts that
+    share a process table (containers, network namespaces) must not count each other's
+    still-running daemons as left behind. Returns the problems found (processes that had to be
+    killed, leftovers)."""
     cluster = daemons.cluster
-    problems: list[str] = []
 
     def stop(host: str) -> list[str]:
-        found = []
         groups = daemons.groups.get(host, [])
         killed = kill_groups(host, cluster.options, groups, grace_s) if groups else []
-        found += [f"host {host}: killed after SIGTERM: {line}" for line in killed]
+        return [f"host {host}: killed after SIGTERM: {line}" for line in killed]
+
+    def sweep(host: str) -> list[str]:
         pattern = shlex.quote(f"-D[{MARKER[0]}]{MARKER[1:]}={daemons.token}")  # [s]: not matching this shell
         _, out, _ = run_remote(
             host,
             f"pgrep -f -- {pattern} && pkill -KILL -f -- {pattern}; rm -rf {shlex.quote(daemons.scratch)}; exit 0",
             cluster.options,
         )
-        found += [f"host {host}: leftover process {pid} killed" for pid in out.split()]
-        return found
+        return [f"host {host}: leftover process {pid} killed" for pid in out.split()]
 
+    problems: list[str] = []
     workers_first = [h for h in cluster.hosts if h != cluster.hosts[0]]
     for result in on_hosts(workers_first, stop) if workers_first else []:
         problems += result
     problems += stop(cluster.hosts[0])
+    for result in on_hosts(list(cluster.hosts), sweep):
+        problems += result
     return problems
 
 
@@ -325,7 +351,7 @@ def start(launch: Launch, context: LaunchContext, cluster: SshCluster | None = N
             _start_daemon(daemons, host, pyspark_dirs[index], secret, "worker", main)
 
         on_hosts([str(i) for i in range(len(hosts))], lambda i: start_worker(int(i)))
-        driver = address_towards(master_host)
+        driver = cluster.driver_address()
         environment = {
             "SPARK_LOCAL_IP": driver,
             "PYSPARK_PYTHON": cluster.python,
@@ -338,7 +364,7 @@ def start(launch: Launch, context: LaunchContext, cluster: SshCluster | None = N
         conf["spark.executor.extraJavaOptions"] = f"-D{MARKER}={token}"
         with variables_set(environment):
             try:
-                spark = connect_driver(conf, secret, str(local_scratch))
+                spark = connect_driver({**conf, **context.spark_conf}, secret, str(local_scratch))
                 try:
                     granted = granted_remote(spark, launch, cluster, context.start_timeout_s)
                 except LaunchError as error:

@@ -69,7 +69,7 @@ def start(launch: Launch, context: LaunchContext) -> Iterator[SparkLaunch]:
     environment["SPARK_CONF_DIR"] = str(scratch)
     with variables_set(environment):
         try:
-            spark = new_session(conf)
+            spark = new_session(conf, context)
             granted = wait_for_executors(spark, launch, context.start_timeout_s)
             planned = Granted(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
             check_granted(planned, granted, "spark")

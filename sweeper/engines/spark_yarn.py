@@ -199,7 +199,7 @@ def start(launch: Launch, context: LaunchContext) -> Iterator[SparkYarnLaunch]:
     with variables_set(environment):
         try:
             try:
-                spark = new_session(yarn_session_conf(launch, context, log4j))
+                spark = new_session(yarn_session_conf(launch, context, log4j), context)
             except Exception as error:  # py4j wraps YARN's refusal (too big, unknown queue): say it plainly
                 raise LaunchError(f"spark on yarn did not start: {_first_cause(error)}") from error
             app_id = spark.sparkContext.applicationId

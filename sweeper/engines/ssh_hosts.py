@@ -128,7 +128,10 @@ class SshCluster:
 
     ``python`` is the interpreter of the sweeper's environment on every host (the same path on
     each, see deploy/README.md); ``java_home`` the JDK there (empty: ``java`` on the remote PATH);
-    ``remote_dir`` the parent of each launch's scratch directory on the hosts.
+    ``remote_dir`` the parent of each launch's scratch directory on the hosts. ``driver_host``
+    (``cluster.ssh.driver_host``) is this machine's address as the hosts reach it; empty: the
+    address on the route to the first host. ``dask_tls`` (``cluster.ssh.dask_tls``) secures
+    Dask's traffic with TLS and certificates made for each launch.
     """
 
     hosts: tuple[str, ...]
@@ -138,21 +141,32 @@ class SshCluster:
     remote_dir: str = "/tmp"
     spark_master: str | None = None  # manager standalone: an existing spark://HOST:PORT
     dask_scheduler: str | None = None  # manager standalone: an existing tcp://HOST:PORT
+    driver_host: str | None = None
+    dask_tls: bool = False
 
     @classmethod
     def from_grid(cls, grid: Any) -> SshCluster:
         """From a validated grid: ``cluster.hosts``, ``cluster.ssh`` and, when the grid has them,
         ``cluster.python``, ``cluster.java_home``, ``cluster.remote_dir``, ``cluster.spark_master``,
         ``cluster.dask_scheduler``."""
+        ssh = dict(grid.ssh)
         return cls(
             hosts=tuple(grid.hosts),
             options=SshOptions.from_grid(grid.ssh),
+            driver_host=ssh.get("driver_host") or None,
+            dask_tls=bool(ssh.get("dask_tls", False)),
             python=getattr(grid, "python", None) or sys.executable,
             java_home=getattr(grid, "java_home", None) or None,
             remote_dir=getattr(grid, "remote_dir", None) or "/tmp",
             spark_master=getattr(grid, "spark_master", None),
             dask_scheduler=getattr(grid, "dask_scheduler", None),
         )
+
+    def driver_address(self) -> str:
+        """The driver's address as the hosts reach it: ``driver_host``, else the route towards the first host."""
+        if self.driver_host:
+            return self.driver_host
+        return address_towards(self.hosts[0], self.options.port or 22)
 
     @property
     def java(self) -> str:

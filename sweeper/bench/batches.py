@@ -1,0 +1,133 @@
+"""The batch comparison: loky, Dask and Spark up together, taking turns batch by batch; optional profiles."""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import pstats
+import time
+from collections.abc import Mapping
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from sweeper.bench.engine_run import EngineRun
+from sweeper.bench.loky import _shutdown_loky, loky_started
+from sweeper.bench.machine import FOREIGN, cpu_by_part, cpu_snapshot, machine_busy_s, machine_cores
+from sweeper.bench.settings import Settings, launch_grid
+from sweeper.bench.shipping import _dask_key, _spark_broadcast, dask_shipping, loky_shipping, spark_shipping
+from sweeper.bench.stats import rotation
+from sweeper.bench.text import log
+from sweeper.datasets import Data
+from sweeper.fitting import FitResult, FitTask
+
+ENGINES = ("loky", "dask", "spark")
+
+
+def _record(run: EngineRun, results: list[FitResult]) -> None:
+    run.pids.update(r.pid for r in results)
+    run.fits_run += len(results)
+    if results and not run.environment:
+        run.environment = dict(results[0].environment)
+
+
+def compare_engines(
+    settings: Settings, data: Data, dataset: str, run_dir: Path, profile_dir: Path | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The batch comparison: loky, Dask and Spark up together, taking turns batch by batch."""
+    from sweeper import grid as grids
+    from sweeper.engines import starter
+    from sweeper.engines.base import LaunchContext
+    from sweeper.fit_environment import fit_environment
+    from sweeper.plan import make_plan
+    from sweeper.runner import batch_for
+
+    raw = launch_grid(dataset, settings.epochs, settings.fits, settings.repeats)
+    plan = make_plan(grids.parse(raw, Path("<bench>")))
+    launches = {launch.engine: launch for launch in plan.launches}
+    workload = plan.grid.workload
+    context = LaunchContext(
+        run_dir=run_dir,
+        environment=fit_environment(workload.threads_per_fit, dict(plan.grid.environment)),
+        threads_per_fit=workload.threads_per_fit,
+    )
+    slots = launches["dask"].total_cores // workload.threads_per_fit
+
+    def batch(trial: int, epochs: int) -> list[FitTask]:
+        # One batch for every engine: the first launch's point (replicas, so the launch's shards play no part).
+        return batch_for(plan, plan.launches[0], plan.points[0][0], trial, data, epochs=epochs)
+
+    runs = {
+        "loky": EngineRun("loky", f"joblib.Parallel(n_jobs={slots}), loky"),
+        "dask": EngineRun("dask", launches["dask"].label),
+        "spark": EngineRun("spark", launches["spark"].label),
+    }
+    sessions: dict[str, Any] = {}
+    marks: dict[str, Any] = {}
+    with ExitStack() as stack:
+        # loky first: its workers then predate the engines' process tracking, which reaps what a launch started.
+        log("starting loky workers")
+        sessions["loky"] = stack.enter_context(loky_started(slots, data, runs["loky"]))
+        for name in ("dask", "spark"):
+            log(f"starting {launches[name].label}")
+            started = time.perf_counter()
+            sessions[name] = stack.enter_context(starter(name, "local")(launches[name], context))
+            runs[name].start_s = time.perf_counter() - started
+        stack.callback(_shutdown_loky)  # runs first on exit, before the launches reap their children
+        warmup = batch(trial=0, epochs=1)
+        for name in ENGINES:
+            started = time.perf_counter()
+            _record(runs[name], sessions[name].run_batch(warmup, data))
+            runs[name].warmup_s = time.perf_counter() - started
+            log(f"{name} warm-up {runs[name].warmup_s:.2f} s")
+        marks["dask"] = _dask_key(sessions["dask"])
+        marks["spark"] = _spark_broadcast(sessions["spark"])
+        for repetition in range(settings.repeats):
+            tasks = batch(trial=repetition + 1, epochs=settings.epochs)
+            for name in rotation(ENGINES, repetition):
+                cpu_before, busy_before = cpu_snapshot(), machine_busy_s()
+                started = time.perf_counter()
+                results = sessions[name].run_batch(tasks, data)
+                wall = time.perf_counter() - started
+                parts = cpu_by_part(cpu_before, cpu_snapshot(), {r.pid for r in results})
+                parts[FOREIGN] = max(0.0, machine_busy_s() - busy_before - sum(parts.values()))
+                runs[name].cpu_s.append(parts)
+                runs[name].batches_s.append(wall)
+                runs[name].fit_s.append([r.fit_s for r in results])
+                _record(runs[name], results)
+                log(f"repetition {repetition + 1}/{settings.repeats} {name}: {wall:.2f} s")
+        if profile_dir is not None:
+            profile_batches(sessions, batch(trial=settings.repeats + 1, epochs=settings.epochs), data, profile_dir)
+        runs["dask"].shipping = dask_shipping(sessions["dask"], data, runs["dask"], marks["dask"])
+        runs["spark"].shipping = spark_shipping(sessions["spark"], data, runs["spark"], marks["spark"])
+        runs["loky"].shipping = loky_shipping(data, runs["loky"], 1 + settings.repeats)
+        log("tearing down")
+    batch_info = {
+        "fits": plan.n_fits,
+        "epochs": settings.epochs,
+        "repeats": settings.repeats,
+        "model": "(hidden_layer_sizes=(100, 50), solver='adam')",
+        "threads_per_fit": workload.threads_per_fit,
+        "slots": slots,
+        "machine_cores": machine_cores(),
+    }
+    return batch_info, {name: run.summary(slots) for name, run in runs.items()}
+
+
+def profile_batches(sessions: Mapping[str, Any], tasks: list[FitTask], data: Data, directory: Path) -> None:
+    """One extra, untimed batch per engine under cProfile (the driver's side): ENGINE.pstats and ENGINE.txt."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, session in sessions.items():
+        profiler = cProfile.Profile()
+        started = time.perf_counter()
+        profiler.enable()
+        results = session.run_batch(tasks, data)
+        profiler.disable()
+        wall = time.perf_counter() - started
+        profiler.dump_stats(directory / f"{name}.pstats")
+        text = io.StringIO()
+        stats = pstats.Stats(profiler, stream=text).sort_stats("cumulative")
+        stats.print_stats(30)
+        fits = ", ".join(f"{r.fit_s:.2f}" for r in results)
+        (directory / f"{name}.txt").write_text(f"wall {wall:.3f} s; fits (s): {fits}\n\n{text.getvalue()}")
+        log(f"profiled {name}: {wall:.2f} s -> {directory / f'{name}.pstats'}")

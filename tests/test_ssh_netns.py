@@ -1,0 +1,300 @@
+"""manager ssh across addresses: two hosts in network namespaces, a full sweep through the command line.
+
+Each host is a network namespace behind a bridge here with its own sshd (tests/netns_hosts.py),
+so the Spark master and Dask scheduler on the first host, the workers on both and the driver
+here really talk across addresses. While the sweep runs, a watcher records which namespace
+every launch process runs in and where it listens; the tests then check placement, binding
+and the driver's address against what the store says, and that nothing is left anywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import psutil
+import pytest
+import yaml
+
+from sweeper import load_results
+from sweeper.datasets import load
+from sweeper.engines import dask_ssh, spark_ssh
+from sweeper.engines.base import LaunchContext, LaunchError
+from sweeper.engines.ssh_hosts import SshCluster, SshOptions
+from sweeper.fitting import make_batch
+from sweeper.grid import Dataset
+from sweeper.plan import Launch
+from sweeper.store import COLUMNS
+from tests.conftest import REPO, minimal_grid
+from tests.netns_hosts import NetnsHosts, netns_hosts, netns_unavailable, wait_until_empty
+from tests.processes import assert_no_launch_processes
+
+pytestmark = pytest.mark.integration
+
+KINDS = {
+    "org.apache.spark.deploy.master.Master": "spark-master",
+    "org.apache.spark.deploy.worker.Worker": "spark-worker",
+    "org.apache.spark.executor.CoarseGrainedExecutorBackend": "spark-executor",
+    '"distributed.Scheduler"': "dask-scheduler",
+    '"distributed.Nanny"': "dask-nanny",
+}
+WILDCARDS = ("0.0.0.0", "*", "::")
+
+
+@dataclass
+class Seen:
+    """What the watcher saw during the sweep."""
+
+    namespaces: dict[str, set[str]] = field(default_factory=dict)  # kind -> namespaces it ran in
+    listening: dict[str, set[tuple[str, str]]] = field(default_factory=dict)  # kind -> (namespace, host)
+    ports: dict[str, set[int]] = field(default_factory=dict)  # kind -> ports it listened on
+    driver_urls: set[str] = field(default_factory=set)  # --driver-url of the executors
+    errors: list[str] = field(default_factory=list)  # what went wrong while watching
+
+
+def kind_of(process: psutil.Process) -> str | None:
+    """The launch role of a process, from its command line (a Nanny's child is a dask-worker)."""
+    cmdline = " ".join(process.cmdline())
+    for marker, kind in KINDS.items():
+        if marker in cmdline:
+            return kind
+    if "multiprocessing.spawn" in cmdline:
+        parent = process.parent()
+        if parent is not None and '"distributed.Nanny"' in " ".join(parent.cmdline()):
+            return "dask-worker"
+    return None
+
+
+def listen_host(local: str) -> str:
+    """The address of an ``ss`` local address: ``10.0.0.2:80`` and ``[::ffff:10.0.0.2]:80`` give 10.0.0.2,
+    ``*:80`` gives ``*``, ``[::]:80`` gives ``::``."""
+    return local.rsplit(":", 1)[0].strip("[]").removeprefix("::ffff:")
+
+
+def watch_once(hosts: NetnsHosts, seen: Seen) -> None:
+    for namespace in hosts.namespaces:
+        for pid in hosts.pids(namespace):
+            with contextlib.suppress(psutil.Error):
+                process = psutil.Process(pid)
+                kind = kind_of(process)
+                if kind is None:
+                    continue
+                seen.namespaces.setdefault(kind, set()).add(namespace)
+                driver_url = re.search(r"--driver-url\s+(\S+)", " ".join(process.cmdline()))
+                if kind == "spark-executor" and driver_url:
+                    seen.driver_urls.add(driver_url.group(1))
+        for local, pid in hosts.listening(namespace):
+            with contextlib.suppress(psutil.Error):
+                kind = kind_of(psutil.Process(pid))
+                if kind is not None:
+                    seen.listening.setdefault(kind, set()).add((namespace, listen_host(local)))
+                    seen.ports.setdefault(kind, set()).add(int(local.rsplit(":", 1)[1]))
+
+
+@contextlib.contextmanager
+def watching(hosts: NetnsHosts, period_s: float = 0.3) -> Iterator[Seen]:
+    seen = Seen()
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            try:
+                watch_once(hosts, seen)
+            except Exception as error:  # reported by the tests, not lost in a thread
+                seen.errors.append(repr(error))
+            stop.wait(period_s)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield seen
+    finally:
+        stop.set()
+        thread.join(30)
+
+
+@pytest.fixture(scope="module")
+def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetnsHosts]:
+    reason = netns_unavailable()
+    if reason:
+        pytest.skip(reason)
+    with netns_hosts(tmp_path_factory.mktemp("netns")) as running:
+        yield running
+
+
+def netns_grid(hosts: NetnsHosts, tmp: Path) -> dict[str, Any]:
+    """Two hosts of 1 core: one executor (Dask: one worker) on each, 1 GiB, digits, 5 epochs, 1 trial."""
+    grid = minimal_grid(name="netns")
+    grid["cluster"] = {
+        "manager": "ssh",
+        "hosts": list(hosts.addresses),
+        "cores_per_node": 1,
+        "memory_per_node": "3GiB",
+        "ssh": hosts.ssh_options(),
+        "remote_dir": str(tmp / "remote"),
+    }
+    return grid
+
+
+@dataclass
+class Swept:
+    result: subprocess.CompletedProcess[str]
+    frame: pd.DataFrame
+    seen: Seen
+    remote_dir: Path
+    left_in_namespaces: list[str]
+
+
+@pytest.fixture(scope="module")
+def swept(hosts: NetnsHosts, tmp_path_factory: pytest.TempPathFactory) -> Swept:
+    tmp = tmp_path_factory.mktemp("sweep")
+    (tmp / "remote").mkdir()
+    grid = tmp / "grid.yaml"
+    grid.write_text(yaml.safe_dump(netns_grid(hosts, tmp)))
+    command = [sys.executable, "-m", "sweeper", "run", str(grid), "--store", str(tmp / "store")]
+    with watching(hosts) as seen:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=REPO)
+    left = wait_until_empty(hosts)
+    assert not seen.errors, seen.errors[:5]
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return Swept(result, load_results(tmp / "store"), seen, tmp / "remote", left)
+
+
+def test_the_sweep_over_two_namespaced_hosts_writes_ok_rows_like_a_local_sweep(swept: Swept, hosts: NetnsHosts) -> None:
+    frame = swept.frame
+    assert set(frame["status"]) == {"ok"}, frame[["engine", "error"]].to_string()
+    assert list(frame.columns) == list(COLUMNS)
+    # the same rows a local sweep of this grid writes: baseline, spark, dask x epochs x trials
+    assert frame.groupby(["engine", "epochs"]).size().to_dict() == {(e, 5): 1 for e in ("dask", "local", "spark")}
+    clusters = frame[frame["engine"] != "local"]
+    assert set(clusters["manager"]) == {"ssh"}
+    assert set(clusters["cluster_hosts"]) == {",".join(hosts.addresses)}
+    assert (clusters["nodes"] == 2).all()
+    assert (clusters["granted_executors"] == 2).all() and (clusters["granted_cores_per_executor"] == 1).all()
+    assert (clusters["granted_executor_memory_gib"] == clusters["executor_memory_gib"]).all()
+    assert (clusters["worker_pids"] == 2).all()  # the 2 fits ran in 2 worker processes
+    assert (frame["accuracy"] > 0.5).all()
+    # the same seeded fits on one thread each: every engine scores exactly what the baseline scores
+    assert frame["accuracy"].nunique() == 1, frame[["engine", "accuracy"]]
+    assert frame.loc[frame["engine"] == "spark", "java_version"].str.startswith("17").all()
+
+
+def test_spark_executors_and_dask_workers_ran_and_listened_on_both_hosts(swept: Swept, hosts: NetnsHosts) -> None:
+    seen = swept.seen
+    everywhere = set(hosts.namespaces)
+    for kind in ("spark-worker", "spark-executor", "dask-nanny", "dask-worker"):
+        assert seen.namespaces.get(kind) == everywhere, (kind, seen.namespaces)
+    own_address = dict(zip(hosts.namespaces, hosts.addresses, strict=True))
+    for kind in ("spark-executor", "dask-worker"):
+        listening = seen.listening.get(kind, set())
+        assert {namespace for namespace, _ in listening} == everywhere, (kind, listening)
+        assert all(address == own_address[namespace] for namespace, address in listening), listening
+
+
+def test_master_and_scheduler_run_on_the_first_host_bound_to_its_address(swept: Swept, hosts: NetnsHosts) -> None:
+    first, address = hosts.namespaces[0], hosts.addresses[0]
+    for kind in ("spark-master", "dask-scheduler"):
+        assert swept.seen.namespaces.get(kind) == {first}, swept.seen.namespaces
+        listening = swept.seen.listening.get(kind)
+        assert listening, f"{kind} was never seen listening"
+        assert {host for _, host in listening} == {address}, listening
+    # the master's unauthenticated REST submission server (Spark 4.1+: on, port 6066) is off
+    assert 6066 not in swept.seen.ports["spark-master"], swept.seen.ports
+    wildcard = {
+        kind: sorted(found) for kind, found in swept.seen.listening.items() if any(h in WILDCARDS for _, h in found)
+    }
+    assert not wildcard, f"launch processes listening on every interface: {wildcard}"
+
+
+def test_the_driver_is_reached_at_its_address_on_the_route_to_the_hosts(swept: Swept, hosts: NetnsHosts) -> None:
+    # the executors in the namespaces connected back to the driver here at the bridge's address
+    assert swept.seen.driver_urls
+    assert all(f"@{hosts.gateway}:" in url for url in swept.seen.driver_urls), swept.seen.driver_urls
+
+
+def test_nothing_is_left_in_the_namespaces_here_or_in_the_remote_dir(swept: Swept, hosts: NetnsHosts) -> None:
+    assert not swept.left_in_namespaces, swept.left_in_namespaces
+    assert not [str(p) for server in hosts.servers for p in server.sessions()]
+    assert_no_launch_processes()
+    assert not list(swept.remote_dir.iterdir())
+
+
+def test_dask_over_tls_across_the_namespaced_hosts(hosts: NetnsHosts, tmp_path: Path) -> None:
+    remote_dir = tmp_path / "remote"
+    remote_dir.mkdir()
+    cluster = SshCluster(
+        hosts=tuple(hosts.addresses),
+        options=SshOptions.from_grid(hosts.ssh_options()),
+        remote_dir=str(remote_dir),
+        dask_tls=True,
+    )
+    launch = Launch(
+        index=0,
+        engine="dask",
+        manager="ssh",
+        nodes=2,
+        rule="report",
+        cores_per_executor=1,
+        executors=2,
+        executor_memory_mib=512,
+        memory_overhead_mib=384,
+        workers_per_node=(1, 1),
+    )
+    digits = load(Dataset("digits"))
+    tasks = make_batch(
+        "replicas",
+        {"hidden_layer_sizes": (16,)},
+        5,
+        0,
+        2,
+        n_train=digits.n_train,
+        labels=digits.y_train,
+        folds=2,
+        param_grid=(),
+        seed=0,
+        exact_epochs=False,
+        threads_per_fit=1,
+    )
+    context = LaunchContext(run_dir=tmp_path / "run", environment={"OMP_NUM_THREADS": "1"}, threads_per_fit=1)
+    with dask_ssh.start(launch, context, cluster) as session:
+        assert session.client.scheduler.address.startswith(f"tls://{hosts.addresses[0]}:")
+        workers = session.client.scheduler_info(n_workers=-1)["workers"]
+        assert sorted(w.removeprefix("tls://").rsplit(":", 1)[0] for w in workers) == sorted(hosts.addresses)
+        assert all(0 < r.accuracy <= 1 for r in session.run_batch(tasks, digits))
+    assert not wait_until_empty(hosts)
+    assert not list(remote_dir.iterdir())
+
+
+@pytest.mark.parametrize("engine", ["spark", "dask"])
+def test_a_host_down_is_named_and_nothing_starts_on_the_others(engine: str, hosts: NetnsHosts, tmp_path: Path) -> None:
+    down = str(ipaddress.IPv4Address(hosts.addresses[-1]) + 100)  # on the bridge's subnet, no host has it
+    options = SshOptions.from_grid({**hosts.ssh_options(), "connect_timeout_s": 3})
+    cluster = SshCluster(hosts=(hosts.addresses[0], down), options=options, remote_dir=str(tmp_path))
+    launch = Launch(
+        index=0,
+        engine=engine,
+        manager="ssh",
+        nodes=2,
+        rule="report",
+        cores_per_executor=1,
+        executors=2,
+        executor_memory_mib=512,
+        memory_overhead_mib=384,
+        workers_per_node=(1, 1),
+    )
+    context = LaunchContext(run_dir=tmp_path / "run", environment={}, threads_per_fit=1)
+    start = spark_ssh.start if engine == "spark" else dask_ssh.start
+    unreachable = rf"host {re.escape(down)} unreachable over SSH"
+    with pytest.raises(LaunchError, match=unreachable), start(launch, context, cluster):
+        pass
+    assert not wait_until_empty(hosts, wait_s=2)
+    assert not list(tmp_path.glob("sweeper-*"))
