@@ -100,6 +100,19 @@ def cmd_compare(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def cmd_pack_env(args: argparse.Namespace, console: Console) -> int:
+    """``sweeper pack-env OUT [--exclude PATTERN ...]``: this venv as an archive for ``cluster.python_archive``."""
+    from sweeper.pack_env import pack
+
+    packed = pack(Path(args.out), exclude=args.exclude or (), compresslevel=args.level)
+    console.print(
+        f"{packed.path}: {packed.files} files, {packed.size_mib:.0f} MiB in {packed.pack_s:.1f} s "
+        f"(left out: {', '.join(packed.dropped)})"
+    )
+    console.print(f"use it in the grid: cluster.python_archive: {escape(str(packed.path))}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sweeper",
@@ -127,6 +140,16 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("store", help="store directory")
     compare.add_argument("--sweep", help="sweep name (required when the store holds several)")
     compare.set_defaults(func=cmd_compare)
+    pack_env = commands.add_parser(
+        "pack-env", help="pack this virtualenv (with a real copy of sweeper) for cluster.python_archive on YARN"
+    )
+    pack_env.add_argument("out", help="archive to write: .tar.gz, .tgz or .tar")
+    pack_env.add_argument(
+        "--exclude", action="append", metavar="PATTERN",
+        help="leave out site-packages entries matching this glob (repeatable), e.g. 'mypy*'",
+    )  # fmt: skip
+    pack_env.add_argument("--level", type=int, default=6, choices=range(1, 10), help="gzip level (default 6)")
+    pack_env.set_defaults(func=cmd_pack_env)
     return parser
 
 

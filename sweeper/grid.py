@@ -53,9 +53,12 @@ CLUSTER_KEYS = (
     "remote_dir",
     "queue",
     "hadoop_conf_dir",
+    "python_archive",
     "spark_master",
     "dask_scheduler",
 )
+# cluster.python_archive: what YARN can unpack (spark.yarn.dist.archives; Dask unpacks it in the container)
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 CLUSTER_PATHS = ("python", "java_home", "remote_dir", "queue", "hadoop_conf_dir", "spark_master", "dask_scheduler")
 SSH_KEYS = (
     "user",
@@ -170,6 +173,7 @@ class Grid:
     remote_dir: str | None = None
     queue: str | None = None
     hadoop_conf_dir: str | None = None
+    python_archive: str | None = None
     spark_master: str | None = None
     dask_scheduler: str | None = None
     grid_hash: str = field(default="", compare=False)
@@ -293,6 +297,7 @@ def parse(raw: Any, path: Path) -> Grid:
 
     manager, cluster, hosts, ssh = _cluster(check, raw.get("cluster"))
     paths = _cluster_paths(check, raw.get("cluster"))
+    archive = _python_archive(check, raw.get("cluster"), manager)
     rule, cores = _sizing(check, raw.get("sizing"), cluster)
     if cluster is not None and "sizing" in raw and isinstance(raw["sizing"], dict):
         cluster = _with_reserve(check, raw["sizing"], cluster)
@@ -349,6 +354,7 @@ def parse(raw: Any, path: Path) -> Grid:
         hosts=tuple(hosts),
         ssh=tuple(sorted(ssh.items())),
         **paths,
+        python_archive=archive,
         grid_hash=grid_hash(raw),
         warnings=tuple(check.warnings),
     )
@@ -426,6 +432,28 @@ def _cluster_paths(check: _Checker, value: Any) -> dict[str, str]:
             else:
                 paths[key] = value[key]
     return paths
+
+
+def _python_archive(check: _Checker, value: Any, manager: str | None) -> str | None:
+    """``cluster.python_archive``: an existing packed environment (``sweeper pack-env``), yarn only."""
+    if not isinstance(value, dict) or "python_archive" not in value:
+        return None
+    archive = value["python_archive"]
+    key = "cluster.python_archive"
+    if not isinstance(archive, str) or not archive:
+        check.fail(key, f"must be the path of a packed environment (sweeper pack-env OUT.tar.gz), got {archive!r}")
+        return None
+    if manager is not None and manager != "yarn":
+        check.fail(key, f"only applies to manager: yarn, got manager: {manager}")
+        return None
+    path = Path(archive).expanduser()
+    if not path.name.endswith(ARCHIVE_SUFFIXES):
+        check.fail(key, f"{archive!r} must end with one of {', '.join(ARCHIVE_SUFFIXES)}")
+        return None
+    if not path.is_file():
+        check.fail(key, f"{archive!r} is not a file (make one with: sweeper pack-env {archive})")
+        return None
+    return str(path.resolve())
 
 
 def _sizing(check: _Checker, value: Any, cluster: Cluster | None) -> tuple[str | None, list[int]]:

@@ -210,12 +210,14 @@ def _ssh_cluster(grid: Grid) -> Any:
 
 
 def _yarn_variables(grid: Grid) -> dict[str, str]:
-    """Where the YARN engines find the cluster and the queue, from the grid (else the environment)."""
+    """Where the YARN engines find the cluster, queue and Python archive: the grid's, else the environment's."""
     variables: dict[str, str] = {}
     if grid.hadoop_conf_dir:
         variables.update(HADOOP_CONF_DIR=grid.hadoop_conf_dir, YARN_CONF_DIR=grid.hadoop_conf_dir)
     if grid.queue:
         variables["SWEEPER_YARN_QUEUE"] = grid.queue
+    if grid.python_archive:
+        variables["SWEEPER_YARN_PYTHON_ARCHIVE"] = grid.python_archive
     return variables
 
 

@@ -367,3 +367,44 @@ def test_ssh_tls_and_driver_host_reach_the_ssh_cluster(write_grid: Callable[...,
     assert default.dask_tls is False and default.driver_host is None
     # without driver_host: this machine's address on the route to the first host (loopback to itself)
     assert SshCluster(hosts=("127.0.0.1",)).driver_address() == "127.0.0.1"
+
+
+YARN_CLUSTER = {"manager": "yarn", "nodes": 2, "cores_per_node": 2, "memory_per_node": "8GiB"}
+
+
+@pytest.mark.parametrize(
+    ("archive", "cluster", "match"),
+    [
+        pytest.param("missing.tar.gz", YARN_CLUSTER, r"'missing.tar.gz' is not a file \(make one with: sweeper pack",
+                     id="missing"),
+        pytest.param("env.rar", YARN_CLUSTER, r"'env.rar' must end with one of .tar.gz, .tgz, .tar, .zip",
+                     id="suffix"),
+        pytest.param(7, YARN_CLUSTER, r"must be the path of a packed environment .*got 7", id="not-a-path"),
+        pytest.param("env.tar.gz", {**YARN_CLUSTER, "manager": "local"},
+                     r"only applies to manager: yarn, got manager: local", id="not-yarn"),
+    ],
+)  # fmt: skip
+def test_a_bad_python_archive_exits_2_naming_the_key(
+    archive: Any, cluster: dict[str, Any], match: str, write_grid: Callable[..., Path],
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    (tmp_path / "env.tar.gz").write_bytes(b"")
+    (tmp_path / "env.rar").write_bytes(b"")
+    monkeypatch.chdir(tmp_path)
+    path = write_grid(minimal_grid(cluster={**cluster, "python_archive": archive}))
+    assert main(["plan", str(path)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{path}: cluster.python_archive: " in err
+    assert re.search(match, err), err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("name", ["env.tar.gz", "env.tgz", "env.tar", "env.zip"])
+def test_a_python_archive_is_kept_as_an_absolute_path(
+    name: str, write_grid: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / name).write_bytes(b"")
+    monkeypatch.chdir(tmp_path)
+    grid = grid_file.load(write_grid(minimal_grid(cluster={**YARN_CLUSTER, "python_archive": name})))
+    assert grid.python_archive == str(tmp_path / name)
+    assert grid_file.load(write_grid(minimal_grid(cluster=YARN_CLUSTER), "plain.yaml")).python_archive is None

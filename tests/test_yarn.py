@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -17,13 +20,17 @@ from typing import Any
 
 import psutil
 import pytest
+import yaml
 
+from sweeper import load_results
 from sweeper.datasets import Data, load
 from sweeper.engines import dask_yarn, spark_yarn
 from sweeper.engines.base import Granted, LaunchContext, LaunchError
 from sweeper.fitting import make_batch
 from sweeper.grid import Dataset
 from sweeper.plan import Launch
+from tests.conftest import REPO, minimal_grid, run_cli
+from tests.faults import wait_until_fitting
 from tests.yarn_cluster import BUILD_HINT, YarnCluster, built, mini_yarn
 
 pytestmark = [pytest.mark.integration, pytest.mark.yarn]
@@ -38,15 +45,20 @@ CONTAINER_MARKERS = (
 
 
 def container_processes() -> list[str]:
+    """Live processes of YARN containers: a container marker, run in a NodeManager's appcache directory.
+
+    The cwd check keeps Dask workers of other programs on the machine (an SSH test run) out.
+    """
     found = []
-    for process in psutil.process_iter(["cmdline", "status"]):
+    for process in psutil.process_iter(["cmdline", "status", "cwd"]):
         try:
             if process.info["status"] == psutil.STATUS_ZOMBIE:
                 continue
             cmdline = " ".join(process.info["cmdline"] or [])
+            cwd = process.info["cwd"] or ""
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
-        if any(marker in cmdline for marker in CONTAINER_MARKERS):
+        if any(marker in cmdline for marker in CONTAINER_MARKERS) and "/appcache/" in cwd:
             found.append(f"{process.pid}: {cmdline[:200]}")
     return found
 
@@ -152,3 +164,211 @@ def test_an_unknown_queue_fails_at_once(on_yarn: YarnCluster, tmp_path: Path, mo
     ):
         pass
     assert_no_containers()
+
+
+def live_applications(cluster: YarnCluster) -> list[str]:
+    """Applications the ResourceManager still runs or is about to run."""
+    apps = (rest(cluster, "/apps")["apps"] or {}).get("app", [])
+    live = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
+    return [f"{app['id']} {app['name']} {app['state']}" for app in apps if app["state"] in live]
+
+
+# --- cluster.python_archive: the environment shipped to the containers ---------------------------------------
+
+# Not imported by any process in a container (executors' Python workers, Dask workers): left out so the test's
+# archive is small and has few files (YARN's unpacking costs per file), instead of the whole 1.5 GB venv.
+LEAN_EXCLUDES = ("pyarrow*", "llvmlite*", "numba*", "mypy*", "*__mypyc*", "matplotlib*", "fontTools", "fonttools*",
+                 "PIL", "pillow*", "pygments*", "pip", "pip-*", "setuptools*", "pandas*", "cryptography*",
+                 "kiwisolver*", "ruff*", "_pytest", "pytest*", "asyncssh*", "pytz*", "tzdata*")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def packed_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This venv packed by ``sweeper pack-env`` (the real command line), once per module."""
+    out = tmp_path_factory.mktemp("env") / "env.tar.gz"
+    excludes = [f"--exclude={pattern}" for pattern in LEAN_EXCLUDES]
+    result = run_cli("pack-env", str(out), "--level", "1", *excludes)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "use it in the grid: cluster.python_archive:" in result.stdout
+    return out
+
+
+def test_pack_env_ships_a_real_copy_of_sweeper_and_leaves_out_what_no_container_needs(packed_env: Path) -> None:
+    import tarfile
+
+    with tarfile.open(packed_env) as archive:
+        names = set(archive.getnames())
+    site = f"lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
+    assert {"pyvenv.cfg", "bin/python", f"{site}/sweeper/fitting.py", f"{site}/sweeper/engines/dask_yarn.py"} <= names
+    assert f"{site}/pyspark/worker.py" in names and f"{site}/distributed/cli/dask_worker.py" in names
+    assert not any(n.startswith(f"{site}/pyspark/jars/") or "__pycache__" in n or "__editable__" in n for n in names)
+    assert not any(n.startswith(f"{site}/pyarrow") for n in names)
+
+
+def python_of(pid: int) -> tuple[str, list[str]]:
+    """How a fit process was started (argv[0]) and where the compiled modules it runs come from."""
+    process = psutil.Process(pid)
+    libraries = sorted({m.path for m in process.memory_maps() if "/site-packages/" in m.path})
+    return process.cmdline()[0], libraries
+
+
+@pytest.mark.parametrize("engine", ["spark", "dask"])
+def test_with_a_python_archive_the_fits_run_in_the_unpacked_environment(
+    engine: str, on_yarn: YarnCluster, packed_env: Path, digits: Data, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SWEEPER_YARN_PYTHON_ARCHIVE", str(packed_env))
+    tasks = make_batch(
+        "replicas", {"hidden_layer_sizes": (16,)}, 5, 0, 2, n_train=digits.n_train, labels=digits.y_train,
+        folds=2, param_grid=(), seed=0, exact_epochs=False, threads_per_fit=1,
+    )  # fmt: skip
+    start = spark_yarn.start if engine == "spark" else dask_yarn.start
+    with start(small_launch(engine), context(tmp_path)) as session:
+        staged = Path.home() / getattr(session, "name", "no-such-dir")  # distributedshell's files (the archive)
+        assert engine == "spark" or staged.is_dir()
+        results = session.run_batch(tasks, digits)
+        assert all(0 < r.accuracy <= 1 for r in results)
+        pids = {r.pid for r in results}  # reported from inside each fit
+        assert len(pids) == 2
+        for pid in pids:
+            argv0, libraries = python_of(pid)
+            # Spark starts ./environment/bin/python; Dask's nanny spawns the worker with its absolute path
+            assert argv0.endswith("environment/bin/python") and not argv0.startswith(str(REPO)), argv0
+            # numpy's and scikit-learn's extension modules were loaded from the archive unpacked in a NodeManager's
+            # local directory (Spark: YARN's file cache; Dask: the container's directory), none from this venv
+            assert any("/sklearn/" in path for path in libraries), libraries
+            assert all(path.startswith(str(on_yarn.conf_dir.parent)) for path in libraries), libraries
+            assert not any(path.startswith(str(REPO / ".venv")) for path in libraries)
+    assert_no_containers()
+    assert not live_applications(on_yarn)
+    assert not staged.exists()
+
+
+# --- the command line on the mini cluster ---------------------------------------------------------------------
+
+
+def yarn_grid(tmp: Path, cluster: YarnCluster, name: str, **workload: Any) -> Path:
+    """A grid for the mini cluster: 2 nodes x 1 usable core -> 2 executors x 1 core x 1 GiB (+ 1 GiB overhead)."""
+    grid = minimal_grid(
+        name=name,
+        store=str(tmp / "store"),
+        cluster={"manager": "yarn", "nodes": 2, "cores_per_node": 2, "memory_per_node": "3GiB",
+                 "hadoop_conf_dir": str(cluster.conf_dir)},
+        sizing={"cores_per_executor": [1], "reserve": {"cores": 1, "memory": "1GiB"}, "application_master": 0},
+        baseline=False,
+    )  # fmt: skip
+    grid["workload"] = {"dataset": "digits", "model": {"hidden_layer_sizes": [16]}, "trials": 1, **workload}
+    path = tmp / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(grid, sort_keys=False))
+    return path
+
+
+def test_the_grid_hands_the_python_archive_to_the_yarn_engines(
+    yarn: YarnCluster, packed_env: Path, tmp_path: Path
+) -> None:
+    from sweeper import grid as grid_file
+    from sweeper.runner import _yarn_variables
+
+    spec = yaml.safe_load(yarn_grid(tmp_path, yarn, "handed", epochs=[3]).read_text())
+    spec["cluster"]["python_archive"] = str(packed_env)
+    spec["cluster"]["queue"] = "default"
+    (tmp_path / "handed.yaml").write_text(yaml.safe_dump(spec))
+    assert _yarn_variables(grid_file.load(tmp_path / "handed.yaml")) == {
+        "HADOOP_CONF_DIR": str(yarn.conf_dir), "YARN_CONF_DIR": str(yarn.conf_dir),
+        "SWEEPER_YARN_QUEUE": "default", "SWEEPER_YARN_PYTHON_ARCHIVE": str(packed_env),
+    }  # fmt: skip
+
+
+def test_a_sweep_through_the_command_line_runs_on_yarn(yarn: YarnCluster, tmp_path: Path) -> None:
+    grid = yarn_grid(tmp_path, yarn, "yarn-cli", epochs=[20])
+    environment = {k: v for k, v in os.environ.items() if k not in ("HADOOP_CONF_DIR", "YARN_CONF_DIR")}
+    result = subprocess.run(
+        [sys.executable, "-m", "sweeper", "run", str(grid)],
+        cwd=REPO, env=environment, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    frame = load_results(tmp_path / "store")
+    assert sorted(frame["engine"]) == ["dask", "spark"]
+    assert set(frame["status"]) == {"ok"}, frame[["engine", "error"]].to_dict("records")
+    assert set(frame["manager"]) == {"yarn"}
+    assert (frame["granted_executors"] == 2).all() and (frame["granted_cores_per_executor"] == 1).all()
+    assert (frame["granted_executor_memory_gib"] == frame["executor_memory_gib"]).all()
+    assert (frame["worker_pids"] == 2).all() and (frame["accuracy"] > 0.5).all()
+    assert_no_containers()
+    assert not live_applications(yarn)
+
+
+def fit_processes() -> list[psutil.Process]:
+    """Python processes in YARN containers that run fits: Spark's Python workers, Dask workers."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "cwd"]):
+        try:
+            cmdline = " ".join(process.info["cmdline"] or [])
+            in_container = "/appcache/" in (process.info["cwd"] or "")
+            if in_container and ("pyspark.daemon" in cmdline or "dask_worker" in cmdline):
+                found.append(process)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
+@pytest.mark.parametrize("engine", ["spark", "dask"])
+def test_ctrl_c_during_a_yarn_launch_kills_the_application_and_keeps_the_rows(
+    engine: str, yarn: YarnCluster, tmp_path: Path
+) -> None:
+    grid = yarn_grid(tmp_path, yarn, f"yarn-ctrl-c-{engine}", epochs=[3, 5000], exact_epochs=True)
+    spec = yaml.safe_load(grid.read_text())
+    spec["engines"] = [engine]
+    grid.write_text(yaml.safe_dump(spec, sort_keys=False))
+    known = {app["id"] for app in (rest(yarn, "/apps")["apps"] or {}).get("app", [])}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sweeper", "run", str(grid)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    sweep_dir = tmp_path / "store" / f"yarn-ctrl-c-{engine}"
+    try:
+        deadline = time.monotonic() + 180
+        # the first measurement's row is written: the launch is up and the next batch of fits is running
+        while not (sweep_dir.exists() and any(p.name.startswith("part-") for p in sweep_dir.iterdir())):
+            assert time.monotonic() < deadline and process.poll() is None, "the YARN launch never wrote a row"
+            time.sleep(0.2)
+        ours = [a for a in (rest(yarn, "/apps")["apps"] or {}).get("app", []) if a["id"] not in known]
+        assert [a["state"] for a in ours] == ["RUNNING"]
+        wait_until_fitting(fit_processes, cpu_s=1.0, include_self=True, timeout_s=120, alive=process)  # 5000 epochs
+        os.kill(process.pid, signal.SIGINT)
+        interrupted = time.monotonic()
+        output, _ = process.communicate(timeout=120)
+        stopped_s = time.monotonic() - interrupted
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=30)
+    assert process.returncode == 130, output
+    assert stopped_s < 20, f"the sweep took {stopped_s:.0f} s to stop"  # the batch is aborted, not waited for
+    kept = load_results(tmp_path / "store")
+    assert list(kept["epochs"]) == [3] and set(kept["status"]) == {"ok"}
+    app = next(a for a in (rest(yarn, "/apps")["apps"] or {}).get("app", []) if a["id"] == ours[0]["id"])
+    assert app["state"] in ("KILLED", "FINISHED"), app["state"]
+    assert not live_applications(yarn)
+    assert_no_containers()
+
+
+@pytest.mark.parametrize("default_fs", ["file:///", "hdfs://namenode:8020"])
+def test_where_spark_takes_its_jars_and_stages_with_a_python_archive(
+    default_fs: str, packed_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    (conf_dir / "yarn-site.xml").write_text("<configuration/>")
+    (conf_dir / "core-site.xml").write_text(
+        f"<configuration><property><name>fs.defaultFS</name><value>{default_fs}</value></property></configuration>"
+    )
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(conf_dir))
+    monkeypatch.delenv("YARN_CONF_DIR", raising=False)
+    monkeypatch.setenv("SWEEPER_YARN_PYTHON_ARCHIVE", str(packed_env))
+    conf = spark_yarn.yarn_session_conf(small_launch("spark"), context(tmp_path), tmp_path / "log4j2.properties")
+    assert conf["spark.yarn.dist.archives"] == f"{packed_env}#environment"
+    assert conf["spark.executorEnv.PYSPARK_PYTHON"] == "./environment/bin/python"
+    one_machine = default_fs.startswith("file:")
+    # a cluster with its own file system: Spark uploads its jars (the archive has none) and stages on that system
+    assert ("spark.yarn.jars" in conf) == one_machine
+    assert ("spark.yarn.stagingDir" in conf) == one_machine

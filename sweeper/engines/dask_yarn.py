@@ -8,7 +8,12 @@ install's ``yarn classpath``. Stopping kills the YARN application, whose NodeMan
 
 The cluster is the one ``HADOOP_CONF_DIR`` (or ``YARN_CONF_DIR``) describes; the Hadoop client
 jars come from ``deploy/yarn`` (``mvn -q -f deploy/yarn/pom.xml package``) or ``SWEEPER_YARN_LIB``.
-Every NodeManager must have this virtualenv at the same path (true of the test MiniYARNCluster).
+Workers run either this interpreter (every NodeManager must have this virtualenv at the same path,
+true of the test MiniYARNCluster) or, with ``cluster.python_archive``, the packed environment:
+distributedshell's ``-localize_files`` ships it to every container as a plain file (it has no
+archive type), and the container unpacks it into ``./environment`` before starting the worker
+(``tar``, or ``unzip`` for a .zip, on the nodes). distributedshell stages what it ships under
+``<home of fs.defaultFS>/<application name>``; teardown removes that directory.
 """
 
 from __future__ import annotations
@@ -31,11 +36,18 @@ from typing import Any
 
 import dask
 from distributed import Client, LocalCluster
+from joblib.parallel import register_parallel_backend
 
 from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
-from sweeper.engines.dask_engine import DaskSession, granted_workers
+from sweeper.engines.dask_engine import (
+    BACKEND,
+    DaskSession,
+    FailureReportingDaskBackend,
+    _forget_handlers,
+    granted_workers,
+)
 from sweeper.engines.processes import kill_tree
-from sweeper.engines.spark_yarn import yarn_conf_dir
+from sweeper.engines.spark_yarn import ARCHIVE_LINK, default_fs, python_archive, yarn_conf_dir
 from sweeper.plan import Launch
 
 DISTRIBUTED_SHELL_CLIENT = "org.apache.hadoop.yarn.applications.distributedshell.Client"
@@ -89,7 +101,13 @@ class ResourceManager:
 
 
 def distributed_shell_command(
-    conf_dir: Path, lib: Path, name: str, command: str, launch: Launch, environment: dict[str, str]
+    conf_dir: Path,
+    lib: Path,
+    name: str,
+    command: str,
+    launch: Launch,
+    environment: dict[str, str],
+    localize: tuple[Path, ...] = (),
 ) -> list[str]:
     """The distributedshell client that asks YARN for one container per worker and runs ``command`` in each."""
     java = str(Path(os.environ["JAVA_HOME"]) / "bin" / "java") if "JAVA_HOME" in os.environ else "java"
@@ -109,18 +127,46 @@ def distributed_shell_command(
     queue = os.environ.get("SWEEPER_YARN_QUEUE")
     if queue:
         arguments += ["-queue", queue]
+    if localize:
+        arguments += ["-localize_files", ",".join(str(path) for path in localize)]
     for key, value in environment.items():
         arguments += ["-shell_env", f"{key}={value}"]
     return arguments
 
 
-def worker_command(scheduler: str, launch: Launch) -> str:
+def unpack_command(archive: Path) -> str:
+    """Shell that unpacks the localized archive (in the container's directory) into ./environment."""
+    name = shlex.quote(archive.name)
+    if archive.name.endswith(".zip"):
+        return f"unzip -q {name} -d {ARCHIVE_LINK}"
+    return f"mkdir -p {ARCHIVE_LINK} && tar -xf {name} -C {ARCHIVE_LINK}"
+
+
+def worker_command(scheduler: str, launch: Launch, archive: Path | None = None) -> str:
     """One Dask worker of the planned shape, named after its YARN container."""
+    python = shlex.quote(sys.executable)
+    unpack = ""
+    if archive is not None:
+        python = f"./{ARCHIVE_LINK}/bin/python"
+        unpack = f"{unpack_command(archive)} && rm -f {shlex.quote(archive.name)} && "
     return (
-        f"exec {shlex.quote(sys.executable)} -m distributed.cli.dask_worker {scheduler} "
+        f"{unpack}exec {python} -m distributed.cli.dask_worker {scheduler} "
         f"--nthreads {launch.cores_per_executor} --memory-limit {launch.executor_memory_mib}MiB "
         "--name $CONTAINER_ID --local-directory $PWD --no-dashboard --host 127.0.0.1"
     )
+
+
+class DaskYarnSession(DaskSession):
+    """Dask workers in the containers of one YARN application."""
+
+    def __init__(self, *args: Any, resource_manager: ResourceManager, name: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.resource_manager = resource_manager
+        self.name = name
+
+    def abort(self) -> None:
+        """Kill the application: its NodeManagers kill the workers, so the running batch fails at once."""
+        _kill_application(self.resource_manager, self.name, client=None)
 
 
 @contextmanager
@@ -128,6 +174,7 @@ def start(launch: Launch, context: LaunchContext) -> Iterator[DaskSession]:
     """Start matched Dask workers on YARN; the application and its containers are gone when the block ends."""
     conf_dir = yarn_conf_dir()
     lib = hadoop_lib()
+    archive = python_archive()
     resource_manager = ResourceManager(conf_dir)
     planned = Granted(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
     scratch = context.run_dir / f"dask-{launch.index}"
@@ -137,21 +184,26 @@ def start(launch: Launch, context: LaunchContext) -> Iterator[DaskSession]:
     client = None
     shell = None
     try:
-        with dask.config.set({"distributed.worker.daemon": False}):
+        register_parallel_backend(BACKEND, FailureReportingDaskBackend)
+        # as on every engine: a fit whose worker died fails its measurement instead of running again elsewhere
+        settings = {"distributed.worker.daemon": False, "distributed.scheduler.allowed-failures": 0}
+        with dask.config.set(settings):
             cluster = LocalCluster(
                 n_workers=0, host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR,
                 local_directory=str(scratch),
             )  # fmt: skip
         client = Client(cluster, set_as_default=True)
         command = distributed_shell_command(
-            conf_dir, lib, name, worker_command(cluster.scheduler_address, launch), launch, context.environment
-        )
+            conf_dir, lib, name, worker_command(cluster.scheduler_address, launch, archive), launch,
+            context.environment, localize=(archive,) if archive is not None else (),
+        )  # fmt: skip
         with open(scratch / "distributedshell.log", "wb") as log:
             shell = subprocess.Popen(command, cwd=scratch, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         _wait_for_workers(client, shell, launch.executors, context.start_timeout_s, scratch)
         granted = granted_workers(client)
         check_granted(planned, granted, "dask")
-        yield DaskSession(cluster, client, granted, n_jobs=launch.total_cores // context.threads_per_fit)
+        n_jobs = launch.total_cores // context.threads_per_fit
+        yield DaskYarnSession(cluster, client, granted, n_jobs, resource_manager=resource_manager, name=name)
     finally:
         _kill_application(resource_manager, name, client)
         if shell is not None:
@@ -163,6 +215,22 @@ def start(launch: Launch, context: LaunchContext) -> Iterator[DaskSession]:
             client.close()
         if cluster is not None:
             cluster.close()
+        _forget_handlers()
+        _remove_staged(conf_dir, lib, name, scratch)
+
+
+def _remove_staged(conf_dir: Path, lib: Path, name: str, scratch: Path) -> None:
+    """Remove what distributedshell staged (its AM jar, the archive) under the file system's home."""
+    if default_fs(conf_dir).startswith("file:"):
+        shutil.rmtree(Path.home() / name, ignore_errors=True)
+        return
+    java = str(Path(os.environ["JAVA_HOME"]) / "bin" / "java") if "JAVA_HOME" in os.environ else "java"
+    command = [java, "-Xmx128m", "-cp", f"{conf_dir}{os.pathsep}{lib / '*'}", "org.apache.hadoop.fs.FsShell",
+               "-rm", "-r", "-f", "-skipTrash", name]  # fmt: skip
+    try:
+        subprocess.run(command, cwd=scratch, stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        logging.getLogger(__name__).warning("could not remove %s from the cluster's file system", name)
 
 
 def _wait_for_workers(

@@ -2,9 +2,17 @@
 
 The cluster is the one ``HADOOP_CONF_DIR`` (or ``YARN_CONF_DIR``) describes. The driver runs here;
 the ApplicationMaster and the executors run in YARN containers of ``executor memory + overhead``
-MiB and ``cores`` vcores. Executors start this machine's pyspark jars in place (``spark.yarn.jars``
-with ``local:``, so nothing is uploaded) and run Python workers with this interpreter, so every
-NodeManager must have the same virtualenv at the same path (true of the test MiniYARNCluster).
+MiB and ``cores`` vcores. Their Python workers run either this interpreter (every NodeManager must
+have the same virtualenv at the same path, true of the test MiniYARNCluster) or, with
+``cluster.python_archive``, the packed environment YARN localizes and unpacks into each container
+as ``./environment`` (``spark.yarn.dist.archives``, what ``spark-submit --archives`` sets on YARN).
+The driver always runs here, in this interpreter (client mode).
+
+Spark's own jars: taken in place from this machine's pyspark (``spark.yarn.jars`` with ``local:``,
+nothing uploaded) when the nodes have them at that path: without an archive (the same venv on every
+node) or on a one-machine cluster (``fs.defaultFS`` is ``file:``). With an archive on a cluster
+with a shared file system, ``spark.yarn.jars`` is left unset and Spark uploads its jars for each
+application, as ``spark-submit`` does (the archive leaves pyspark's jars out).
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ import os
 import re
 import sys
 import time
+import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,6 +44,7 @@ from sweeper.fit_environment import variables_set
 from sweeper.plan import Launch
 
 AM_MEMORY_MIB = 512
+ARCHIVE_LINK = "environment"  # where YARN unpacks cluster.python_archive in every container
 YARN_EXECUTOR_CLASS = "org.apache.spark.executor.YarnCoarseGrainedExecutorBackend"
 
 
@@ -47,11 +57,39 @@ def yarn_conf_dir() -> Path:
     raise LaunchError("manager yarn needs HADOOP_CONF_DIR or YARN_CONF_DIR pointing at a directory with yarn-site.xml")
 
 
+def python_archive() -> Path | None:
+    """``cluster.python_archive`` (the runner passes it as ``SWEEPER_YARN_PYTHON_ARCHIVE``), if set."""
+    value = os.environ.get("SWEEPER_YARN_PYTHON_ARCHIVE")
+    if not value:
+        return None
+    archive = Path(value)
+    if not archive.is_file():
+        raise LaunchError(f"cluster.python_archive {archive} is gone (make it again with: sweeper pack-env {archive})")
+    return archive
+
+
+def container_python(archive: Path | None) -> str:
+    """The Python that runs fits in a container: the unpacked archive's, else this one's same path."""
+    return f"./{ARCHIVE_LINK}/bin/python" if archive is not None else sys.executable
+
+
+def default_fs(conf_dir: Path) -> str:
+    """``fs.defaultFS`` of the cluster's core-site.xml (``file:///`` when unset)."""
+    core = conf_dir / "core-site.xml"
+    if core.is_file():
+        for prop in ElementTree.parse(core).getroot().iter("property"):
+            if prop.findtext("name") == "fs.defaultFS":
+                return prop.findtext("value") or "file:///"
+    return "file:///"
+
+
 def yarn_session_conf(launch: Launch, context: LaunchContext, log4j: Path) -> dict[str, str]:
     """The local launch's Spark configuration, moved onto YARN."""
     import pyspark
 
     conf = session_conf(launch, context, log4j)
+    archive = python_archive()
+    python = container_python(archive)
     conf.update(
         {
             "spark.master": "yarn",
@@ -61,13 +99,18 @@ def yarn_session_conf(launch: Launch, context: LaunchContext, log4j: Path) -> di
             "spark.yarn.am.memory": f"{AM_MEMORY_MIB}m",
             "spark.yarn.am.cores": "1",
             "spark.yarn.maxAppAttempts": "1",
-            "spark.yarn.jars": f"local:{Path(pyspark.__file__).parent / 'jars'}/*",
-            "spark.yarn.stagingDir": (context.run_dir / f"spark-{launch.index}" / "staging").as_uri(),
             "spark.yarn.am.extraJavaOptions": conf["spark.executor.extraJavaOptions"],
-            "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
-            "spark.yarn.appMasterEnv.PYSPARK_PYTHON": sys.executable,
+            "spark.executorEnv.PYSPARK_PYTHON": python,
+            "spark.yarn.appMasterEnv.PYSPARK_PYTHON": python,
         }
     )
+    one_machine = default_fs(yarn_conf_dir()).startswith("file:")
+    if one_machine:  # the NodeManagers read this machine's files: stage into the run's scratch
+        conf["spark.yarn.stagingDir"] = (context.run_dir / f"spark-{launch.index}" / "staging").as_uri()
+    if archive is None or one_machine:
+        conf["spark.yarn.jars"] = f"local:{Path(pyspark.__file__).parent / 'jars'}/*"
+    if archive is not None:
+        conf["spark.yarn.dist.archives"] = f"{archive}#{ARCHIVE_LINK}"
     queue = os.environ.get("SWEEPER_YARN_QUEUE")
     if queue:
         conf["spark.yarn.queue"] = queue
@@ -146,7 +189,8 @@ def start(launch: Launch, context: LaunchContext) -> Iterator[SparkYarnLaunch]:
         "HADOOP_CONF_DIR": str(conf_dir),
         "YARN_CONF_DIR": str(conf_dir),
         "SPARK_LOCAL_IP": "127.0.0.1",
-        "PYSPARK_PYTHON": sys.executable,
+        # the driver sends PYSPARK_PYTHON with every task: the Python the executors start workers with
+        "PYSPARK_PYTHON": container_python(python_archive()),
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "SPARK_LOCAL_DIRS": str(scratch / "local"),
         "SPARK_CONF_DIR": str(scratch),

@@ -1,0 +1,141 @@
+"""Pack this virtualenv into an archive YARN ships to its containers (``cluster.python_archive``).
+
+The archive holds the venv's tree (``bin/``, ``lib/``, ``pyvenv.cfg``) at its root, so YARN's
+``environment`` link gives ``./environment/bin/python``. sweeper itself goes in as a real copy of
+its package: executors unpickle tasks that name ``sweeper.fitting``, and an editable install's
+finder points at a source tree the nodes do not have. Left out, because no process in a container
+needs them: ``__pycache__`` and ``*.pyc`` (Python rebuilds them), type stubs (``*.pyi``), the
+packages' own ``tests/`` directories, pyspark's ``jars/`` (the executor JVMs get Spark's jars from
+``spark.yarn.jars``; the Python workers never start a JVM), and the top-level site-packages
+entries named by ``exclude`` (glob patterns, e.g. ``mypy*``). Fewer files matter: a NodeManager
+without Hadoop's native library sets the permissions of every unpacked file with a ``chmod``
+process of its own (the test MiniYARNCluster: ~25 s per node for a 5,000-file archive).
+
+Limits: a venv's ``bin/python`` is a symlink to its base interpreter, so that same base Python
+(same path, same version) must exist on every node; conda-pack avoids this by shipping the
+interpreter. Console scripts in ``bin/`` keep this machine's path in their ``#!`` line; sweeper
+runs ``python -m`` only.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import sys
+import tarfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sweeper.errors import UserError
+
+PACK_SUFFIXES = (".tar.gz", ".tgz", ".tar")
+ALWAYS_DROPPED = ("__pycache__/", "*.pyc", "*.pyi", "tests/ of packages", "pyspark/jars/", "sweeper editable hooks")
+EDITABLE_MARKERS = ("__editable__", ".egg-link")
+
+
+@dataclass(frozen=True)
+class Packed:
+    """What :func:`pack` wrote."""
+
+    path: Path
+    files: int
+    size_mib: float
+    pack_s: float
+    dropped: tuple[str, ...]
+
+
+def site_packages(prefix: Path) -> Path:
+    """The venv's ``lib/pythonX.Y/site-packages``."""
+    return prefix / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+
+
+def pack(out: Path, *, prefix: Path | None = None, exclude: Sequence[str] = (), compresslevel: int = 6) -> Packed:
+    """Write the venv at ``prefix`` (default: this one) to ``out`` (.tar.gz, .tgz or .tar)."""
+    started = time.perf_counter()
+    prefix = Path(prefix or sys.prefix)
+    if not (prefix / "pyvenv.cfg").is_file():
+        raise UserError(f"{prefix}: not a virtualenv (no pyvenv.cfg); pack-env packs the venv sweeper runs from")
+    if not out.name.endswith(PACK_SUFFIXES):
+        raise UserError(f"{out}: the archive must end with one of {', '.join(PACK_SUFFIXES)}")
+    site = site_packages(prefix)
+    if not site.is_dir():
+        raise UserError(f"{site}: no site-packages for Python {sys.version_info.major}.{sys.version_info.minor}")
+    source = sweeper_source()
+    foreign = [p.name for p in site.iterdir() if _is_editable(p.name) and "sweeper" not in p.name]
+    if foreign:
+        raise UserError(f"{site}: editable installs cannot be shipped to nodes: {', '.join(sorted(foreign))}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(out.name + ".partial")
+    mode = "w:gz" if out.name.endswith((".tar.gz", ".tgz")) else "w"
+    files = 0
+    options = {"compresslevel": compresslevel} if mode == "w:gz" else {}
+    try:
+        with tarfile.open(partial, mode, **options) as archive:  # type: ignore[call-overload]
+            for path, name in _members(prefix, site, source, exclude):
+                archive.add(path, arcname=name, recursive=False)
+                files += 1
+        partial.replace(out)
+    finally:
+        partial.unlink(missing_ok=True)
+    dropped = (*ALWAYS_DROPPED, *exclude)
+    return Packed(out, files, out.stat().st_size / 2**20, time.perf_counter() - started, dropped)
+
+
+def sweeper_source() -> Path:
+    """The directory of the ``sweeper`` package this process imported (a source tree when editable)."""
+    import sweeper
+
+    return Path(sweeper.__file__).resolve().parent
+
+
+def _is_editable(name: str) -> bool:
+    return any(marker in name for marker in EDITABLE_MARKERS)
+
+
+def _members(prefix: Path, site: Path, source: Path, exclude: Sequence[str]) -> Iterator[tuple[Path, str]]:
+    """(path, name in the archive) of everything packed, sweeper's package copied into site-packages."""
+    site_name = site.relative_to(prefix).as_posix()
+    for directory, subdirectories, names in os.walk(prefix):
+        here = Path(directory)
+        relative = here.relative_to(prefix).as_posix()
+        kept = []
+        for sub in sorted(subdirectories):
+            inner = f"{relative}/{sub}" if relative != "." else sub
+            if _dropped(inner, sub, site_name, exclude) or (here / sub).resolve() == source:
+                continue
+            if (here / sub).is_symlink():  # lib64 -> lib: keep the link, do not walk it twice
+                yield here / sub, inner
+                continue
+            kept.append(sub)
+        subdirectories[:] = kept
+        if relative != ".":
+            yield here, relative
+        for name in sorted(names):
+            inner = f"{relative}/{name}" if relative != "." else name
+            if not _dropped(inner, name, site_name, exclude):
+                yield here / name, inner
+    target = f"{site_name}/sweeper"
+    for directory, subdirectories, names in os.walk(source):
+        subdirectories[:] = sorted(d for d in subdirectories if d != "__pycache__")
+        here = Path(directory)
+        inner = f"{target}/{here.relative_to(source).as_posix()}".removesuffix("/.")
+        yield here, inner
+        for name in sorted(names):
+            if not name.endswith(".pyc"):
+                yield here / name, f"{inner}/{name}"
+
+
+def _dropped(inner: str, name: str, site_name: str, exclude: Sequence[str]) -> bool:
+    if name == "__pycache__" or name.endswith((".pyc", ".pyi")):
+        return True
+    if name == "tests" and inner.startswith(site_name + "/"):  # packages' own test suites, never imported
+        return True
+    if inner == f"{site_name}/pyspark/jars":
+        return True
+    if inner.startswith(site_name + "/") and inner.count("/") == site_name.count("/") + 1:
+        if _is_editable(name) and "sweeper" in name:
+            return True
+        return any(fnmatch.fnmatch(name, pattern) for pattern in exclude)
+    return False
