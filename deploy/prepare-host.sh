@@ -58,6 +58,10 @@ check() {  # HOST: 0 when the host is ready
       echo "$host: Java ${major:-?} found; Spark 4 needs 17+ (apt-get install openjdk-17-jre-headless)" >&2; ok=1
     fi
   fi
+  if ! ssh "${ssh_options[@]}" "$host" 'ls /usr/lib/*/libblas.so.3 /usr/lib64/libblas.so.3 /usr/lib/libblas.so.3' \
+      >/dev/null 2>&1; then  # a warning only: spark and dask do not need it
+    echo "$host: no libblas.so.3: spark-mllib would use Java BLAS (apt-get install libopenblas0-pthread)" >&2
+  fi
   [ "$ok" = 0 ] && echo "$host: ready (Python $version at $python, Java $major)"
   return "$ok"
 }

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 
 import dask
 from distributed import Client, Future, LocalCluster
+from distributed.deploy.spec import SpecCluster
 from joblib._dask import DaskDistributedBackend
 from joblib.parallel import register_parallel_backend
 
@@ -51,9 +52,10 @@ class FailureReportingDaskBackend(DaskDistributedBackend):
 
 
 class DaskSession:
-    """A started Dask cluster with its client."""
+    """A started Dask cluster with its client (any manager): batches go through :data:`BACKEND`."""
 
-    def __init__(self, cluster: LocalCluster | None, client: Client, granted: Granted, n_jobs: int) -> None:
+    def __init__(self, cluster: SpecCluster | None, client: Client, granted: Granted, n_jobs: int) -> None:
+        register_parallel_backend(BACKEND, FailureReportingDaskBackend)
         self.cluster = cluster
         self.client = client
         self.granted = granted
@@ -135,7 +137,6 @@ def start(launch: Launch, context: LaunchContext) -> Iterator[DaskSession]:
         # (KilledWorker) instead of timing a batch that partly ran twice on a shrunken cluster.
         "distributed.scheduler.allowed-failures": 0,
     }
-    register_parallel_backend(BACKEND, FailureReportingDaskBackend)
     with new_children() as children, dask.config.set(settings):
         cluster = None
         client = None

@@ -31,13 +31,10 @@ from typing import Any
 import dask
 from distributed import Client
 
-from sweeper.datasets import Data
 from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
-from sweeper.engines.dask_engine import granted_workers
-from sweeper.engines.joblib_session import run_on_backend
+from sweeper.engines.dask_engine import DaskSession, granted_workers
 from sweeper.engines.spark_ssh import cluster_of, on_hosts
 from sweeper.engines.ssh_hosts import SshCluster, check_host, groups_alive, kill_groups, resolve, run_remote
-from sweeper.fitting import FitResult, FitTask
 from sweeper.plan import Launch
 
 MARKER = "sweeper.launch"
@@ -45,19 +42,12 @@ LINGER_S = 30.0  # how long remote workers may take to exit after close() before
 TLS_DIR = "tls"  # in the launch's scratch directory: key.pem and cert.pem (the cert is its own CA)
 
 
-class DaskSshSession:
-    """A Dask cluster on the hosts with its client."""
+class DaskSshSession(DaskSession):
+    """A Dask cluster on the hosts with its client; batches run as on every Dask launch."""
 
     def __init__(self, cluster: Any, client: Client, granted: Granted, n_jobs: int, remote: RemoteGroups) -> None:
-        self.cluster = cluster
-        self.client = client
-        self.granted = granted
-        self.n_jobs = n_jobs
+        super().__init__(cluster, client, granted, n_jobs)
         self.remote = remote
-        self.versions: dict[str, str] = {}
-
-    def run_batch(self, tasks: list[FitTask], data: Data) -> list[FitResult]:
-        return run_on_backend("dask", self.n_jobs, tasks, data)
 
     def abort(self) -> None:
         """Kill the worker process groups on every host (the scheduler stays)."""
@@ -240,6 +230,8 @@ def start(launch: Launch, context: LaunchContext, cluster: SshCluster | None = N
         "distributed.nanny.pre-spawn-environ": dict(context.environment),
         "distributed.nanny.environ": {},
         "distributed.worker.daemon": False,
+        # as on every engine: a fit whose worker died fails its measurement instead of running again elsewhere
+        "distributed.scheduler.allowed-failures": 0,
     }
     security = None
     spec_cluster = None

@@ -36,13 +36,10 @@ from typing import Any
 
 import dask
 from distributed import Client, LocalCluster
-from joblib.parallel import register_parallel_backend
 
 from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
 from sweeper.engines.dask_engine import (
-    BACKEND,
     DaskSession,
-    FailureReportingDaskBackend,
     _forget_handlers,
     granted_workers,
 )
@@ -184,7 +181,6 @@ def start(launch: Launch, context: LaunchContext) -> Iterator[DaskSession]:
     client = None
     shell = None
     try:
-        register_parallel_backend(BACKEND, FailureReportingDaskBackend)
         # as on every engine: a fit whose worker died fails its measurement instead of running again elsewhere
         settings = {"distributed.worker.daemon": False, "distributed.scheduler.allowed-failures": 0}
         with dask.config.set(settings):
