@@ -325,7 +325,7 @@ def test_the_baseline_launch_listens_on_loopback_only(tmp_path: Path, monkeypatc
     item = runner.pending(plan, set())[0][0]
     context = LaunchContext(run_dir=tmp_path / "run", environment=fit_environment(1, {}), threads_per_fit=1)
     with starter(launch.engine, launch.manager)(launch, context) as session:
-        session.run_batch(runner._batch(plan, item, data, epochs=2), data)
+        session.run_batch(runner.batch_for(plan, item.launch, item.point, item.trial, data, epochs=2), data)
         found = listening_addresses(os.getpid())
     exposed = [entry for entry in found if entry[1] not in LOOPBACK]
     assert not exposed, f"the baseline launch listens beyond loopback: {exposed}"
