@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -64,7 +65,13 @@ def test_data_parallel_on_a_real_launch_ships_shards_once_and_only_weights_trave
     engine: str, digits: Data, tmp_path: Path
 ) -> None:
     context = LaunchContext(run_dir=tmp_path, environment={}, threads_per_fit=1)
-    common = {"n_train": digits.n_train, "labels": digits.y_train, "folds": 2, "param_grid": (), "seed": 0}
+    common: dict[str, Any] = {
+        "n_train": digits.n_train,
+        "labels": digits.y_train,
+        "folds": 2,
+        "param_grid": (),
+        "seed": 0,
+    }
     with starter(engine, "local")(launch(engine), context) as session:
         first = session.run_batch(
             make_batch("data-parallel", PARAMS, 30, 0, 1, exact_epochs=False, threads_per_fit=1, shards=2, **common),
@@ -85,7 +92,7 @@ def test_data_parallel_on_a_real_launch_ships_shards_once_and_only_weights_trave
     assert result.accuracy > 0.8  # 2 averaged shards of digits reach 0.86 after 30 rounds (1 shard: 0.91)
     data_bytes = digits.X_train.nbytes + digits.y_train.nbytes
     # a round moves the weights down to each shard and back, far less than the training data
-    assert 0 < result.comm_bytes_per_round < data_bytes / 4
+    assert result.comm_bytes_per_round is not None and 0 < result.comm_bytes_per_round < data_bytes / 4
     assert second[0].rounds == 5
     assert_no_launch_processes()
 

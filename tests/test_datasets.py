@@ -326,7 +326,7 @@ def test_fashion_mnist_from_the_default_directory(tmp_path: Path, monkeypatch: A
 def test_npz_with_its_own_split(tmp_path: Path) -> None:
     arrays = synthetic_split()
     path = tmp_path / "images.npz"
-    np.savez(path, **arrays)
+    np.savez(path, **arrays)  # type: ignore[arg-type]  # numpy's stub reads **kwds as allow_pickle
     check_available(Dataset("path", str(path)))
     data = load(Dataset("path", str(path)))
     assert (data.name, data.source) == ("images.npz", str(path))

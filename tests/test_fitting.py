@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
-from sweeper.datasets import load
-from sweeper.fitting import make_batch, run_fit
+from sweeper.datasets import Data, load
+from sweeper.fitting import FitTask, make_batch, run_fit
 from sweeper.grid import Dataset
 
 
 @pytest.fixture(scope="module")
-def digits():  # type: ignore[no-untyped-def]
+def digits() -> Data:
     return load(Dataset("digits"))
 
 
-def batch(mode: str, **overrides):  # type: ignore[no-untyped-def]
-    arguments = {
+def batch(mode: str, **overrides: Any) -> list[FitTask]:
+    arguments: dict[str, Any] = {
         "n_train": 100,
         "labels": np.arange(100) % 10,
         "folds": 3,

@@ -60,7 +60,7 @@ def existing_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tupl
         [sys.executable, "-m", "distributed.cli.dask_worker", scheduler, "--nworkers", "2", "--nthreads", "1",
          "--memory-limit", "1GiB", "--host", "127.0.0.1", "--no-dashboard"],
     ]  # fmt: skip
-    processes = []
+    processes: list[subprocess.Popen[bytes]] = []
     try:
         for command in commands:
             log = open(work / f"{len(processes)}.log", "w")  # noqa: SIM115 - closed with the process
