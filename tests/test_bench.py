@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -187,3 +189,32 @@ def test_timing_ratios_are_not_judged_on_a_busy_machine() -> None:
     assert "machine busy: 30 %" in found["spark_vs_loky"].note
     assert found["plan_s"].ok is True  # not a timing ratio
     assert "**The machine was busy**" in bench.render_markdown(report)
+
+
+@pytest.mark.integration
+def test_a_quick_bench_runs_every_engine_and_writes_both_files(tmp_path: Path) -> None:
+    """``python -m sweeper.bench --quick``: the whole path of ``make bench`` at tiny sizes."""
+    from tests.conftest import REPO
+    from tests.processes import assert_no_launch_processes
+
+    markdown, report_json = tmp_path / "B.md", tmp_path / "b.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "sweeper.bench", "--quick", "--markdown", str(markdown), "--json", str(report_json)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    report = json.loads(report_json.read_text())
+    assert report["quick"] is True
+    for name in bench.ENGINES:
+        measured = report["engines"][name]
+        assert measured["batch_median_s"] > 0 and measured["worker_processes"] == 2, (name, measured)
+    targets = {target["key"]: target for target in report["targets"]}
+    # the shipping counts hold at any size; the timing ratios are not judged on a quick run
+    assert targets["dask_copies_per_process"]["measured"] == 1
+    assert targets["spark_copies_per_process"]["measured"] == 1
+    text = markdown.read_text()
+    assert "## Targets" in text and "--quick**: smoke-test sizes, targets do not apply" in text
+    assert_no_launch_processes()

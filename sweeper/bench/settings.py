@@ -24,7 +24,9 @@ class Settings:
     quick: bool = False
 
 
-QUICK = Settings(rows=1_000, fits=4, epochs=2, repeats=3, dask_launches=4, spark_launches=1, store_rows=10_000)
+QUICK = Settings(
+    rows=1_000, fits=4, epochs=2, repeats=3, dask_launches=4, spark_launches=1, store_rows=10_000, quick=True
+)
 
 
 def plan_grid(measurements: int) -> dict[str, Any]:
