@@ -10,6 +10,7 @@ import pytest
 from sweeper.datasets import Data, load
 from sweeper.fitting import FitTask, make_batch, run_fit
 from sweeper.grid import Dataset
+from tests.batches import replicas
 
 
 @pytest.fixture(scope="module")
@@ -52,20 +53,7 @@ def test_search_is_every_combination_times_every_fold() -> None:
 
 
 def test_a_fit_reports_time_accuracy_epochs_and_its_environment(digits) -> None:  # type: ignore[no-untyped-def]
-    task = make_batch(
-        "replicas",
-        {"hidden_layer_sizes": (32,)},
-        60,
-        0,
-        1,
-        n_train=digits.n_train,
-        labels=digits.y_train,
-        folds=2,
-        param_grid=(),
-        seed=0,
-        exact_epochs=False,
-        threads_per_fit=1,
-    )[0]
+    task = replicas(digits, 1, epochs=60, hidden=(32,))[0]
     result = run_fit(task, digits)
     assert result.fit_s > 0
     assert 0.85 < result.accuracy <= 1.0

@@ -10,9 +10,9 @@ import pytest
 from sweeper.datasets import load
 from sweeper.engines import starter
 from sweeper.engines.base import LaunchContext
-from sweeper.fitting import make_batch
 from sweeper.grid import Dataset
 from sweeper.plan import Launch
+from tests.batches import replicas
 from tests.processes import assert_no_launch_processes
 
 pytestmark = pytest.mark.integration
@@ -24,10 +24,7 @@ def test_one_executor_of_one_core_runs_the_fits_in_a_worker_process(engine: str,
     data = load(Dataset("digits"), max_train_rows=300)
     launch = Launch(0, engine, "local", 1, "report", 1, 1, 1024, 384, (1,))
     context = LaunchContext(run_dir=tmp_path, environment={}, threads_per_fit=1)
-    tasks = make_batch(
-        "replicas", {"hidden_layer_sizes": (8,)}, 3, 0, 2, n_train=data.n_train, labels=data.y_train,
-        folds=2, param_grid=(), seed=0, exact_epochs=False, threads_per_fit=1,
-    )  # fmt: skip
+    tasks = replicas(data, epochs=3, hidden=(8,))
     with starter(engine, "local")(launch, context) as session:
         results = session.run_batch(tasks, data)
     assert len(results) == 2

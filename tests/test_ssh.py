@@ -19,9 +19,9 @@ from sweeper.datasets import Data, load
 from sweeper.engines import dask_ssh, spark_ssh
 from sweeper.engines.base import Granted, LaunchContext, LaunchError
 from sweeper.engines.ssh_hosts import SshCluster, SshOptions, check_host, run_remote
-from sweeper.fitting import make_batch
 from sweeper.grid import Dataset
 from sweeper.plan import Launch
+from tests.batches import replicas
 from tests.sshd import Sshd, free_port, keygen, sshd_running, sshd_unavailable
 
 pytestmark = [
@@ -102,20 +102,7 @@ def test_a_launch_over_ssh_is_granted_its_plan_runs_fits_and_leaves_nothing(
     engine: str, server: Sshd, digits: Data, tmp_path: Path
 ) -> None:
     launch = small_launch(engine)
-    tasks = make_batch(
-        "replicas",
-        {"hidden_layer_sizes": (16,)},
-        5,
-        0,
-        2,
-        n_train=digits.n_train,
-        labels=digits.y_train,
-        folds=2,
-        param_grid=(),
-        seed=0,
-        exact_epochs=False,
-        threads_per_fit=1,
-    )
+    tasks = replicas(digits)
     start = spark_ssh.start if engine == "spark" else dask_ssh.start
     with start(launch, context(tmp_path), cluster_for(server)) as session:
         assert session.granted == Granted(2, 1, 512)
@@ -229,20 +216,7 @@ def test_dask_over_tls_runs_fits_refuses_clear_text_and_leaves_no_key(
     remote_dir = tmp_path / "remote"
     remote_dir.mkdir()
     cluster = cluster_for(server, dask_tls=True, remote_dir=str(remote_dir))
-    tasks = make_batch(
-        "replicas",
-        {"hidden_layer_sizes": (16,)},
-        5,
-        0,
-        2,
-        n_train=digits.n_train,
-        labels=digits.y_train,
-        folds=2,
-        param_grid=(),
-        seed=0,
-        exact_epochs=False,
-        threads_per_fit=1,
-    )
+    tasks = replicas(digits)
     with dask_ssh.start(small_launch("dask"), context(tmp_path), cluster) as session:
         address = session.client.scheduler.address
         assert address.startswith(f"tls://{server.host}:")

@@ -30,10 +30,10 @@ from sweeper.datasets import load
 from sweeper.engines import dask_ssh, spark_ssh
 from sweeper.engines.base import LaunchContext, LaunchError
 from sweeper.engines.ssh_hosts import SshCluster, SshOptions
-from sweeper.fitting import make_batch
 from sweeper.grid import Dataset
 from sweeper.plan import Launch
 from sweeper.store import COLUMNS
+from tests.batches import replicas
 from tests.conftest import REPO, minimal_grid
 from tests.netns_hosts import NetnsHosts, netns_hosts, netns_unavailable, wait_until_empty
 from tests.processes import assert_no_launch_processes
@@ -252,20 +252,7 @@ def test_dask_over_tls_across_the_namespaced_hosts(hosts: NetnsHosts, tmp_path: 
         workers_per_node=(1, 1),
     )
     digits = load(Dataset("digits"))
-    tasks = make_batch(
-        "replicas",
-        {"hidden_layer_sizes": (16,)},
-        5,
-        0,
-        2,
-        n_train=digits.n_train,
-        labels=digits.y_train,
-        folds=2,
-        param_grid=(),
-        seed=0,
-        exact_epochs=False,
-        threads_per_fit=1,
-    )
+    tasks = replicas(digits)
     context = LaunchContext(run_dir=tmp_path / "run", environment={"OMP_NUM_THREADS": "1"}, threads_per_fit=1)
     with dask_ssh.start(launch, context, cluster) as session:
         assert session.client.scheduler.address.startswith(f"tls://{hosts.addresses[0]}:")

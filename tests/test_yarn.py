@@ -26,9 +26,9 @@ from sweeper import load_results
 from sweeper.datasets import Data, load
 from sweeper.engines import dask_yarn, spark_yarn
 from sweeper.engines.base import Granted, LaunchContext, LaunchError
-from sweeper.fitting import make_batch
 from sweeper.grid import Dataset
 from sweeper.plan import Launch
+from tests.batches import replicas
 from tests.conftest import REPO, minimal_grid, run_cli
 from tests.faults import wait_until_fitting
 from tests.yarn_cluster import BUILD_HINT, YarnCluster, built, mini_yarn
@@ -125,10 +125,7 @@ def test_the_cluster_has_two_node_managers_of_the_asked_size(yarn: YarnCluster) 
 def test_a_launch_on_yarn_is_granted_its_plan_runs_fits_and_leaves_nothing(
     engine: str, on_yarn: YarnCluster, digits: Data, tmp_path: Path
 ) -> None:
-    tasks = make_batch(
-        "replicas", {"hidden_layer_sizes": (16,)}, 5, 0, 2, n_train=digits.n_train, labels=digits.y_train,
-        folds=2, param_grid=(), seed=0, exact_epochs=False, threads_per_fit=1,
-    )  # fmt: skip
+    tasks = replicas(digits)
     start = spark_yarn.start if engine == "spark" else dask_yarn.start
     with start(small_launch(engine), context(tmp_path)) as session:
         assert session.granted == Granted(2, 1, 512)
@@ -217,10 +214,7 @@ def test_with_a_python_archive_the_fits_run_in_the_unpacked_environment(
     engine: str, on_yarn: YarnCluster, packed_env: Path, digits: Data, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SWEEPER_YARN_PYTHON_ARCHIVE", str(packed_env))
-    tasks = make_batch(
-        "replicas", {"hidden_layer_sizes": (16,)}, 5, 0, 2, n_train=digits.n_train, labels=digits.y_train,
-        folds=2, param_grid=(), seed=0, exact_epochs=False, threads_per_fit=1,
-    )  # fmt: skip
+    tasks = replicas(digits)
     start = spark_yarn.start if engine == "spark" else dask_yarn.start
     with start(small_launch(engine), context(tmp_path)) as session:
         staged = Path.home() / getattr(session, "name", "no-such-dir")  # distributedshell's files (the archive)
