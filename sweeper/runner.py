@@ -30,7 +30,7 @@ from sweeper import datasets
 from sweeper.datasets import Data
 from sweeper.engines import check_supported, starter
 from sweeper.engines.base import LaunchContext, Session
-from sweeper.errors import UserError
+from sweeper.errors import UserError, error_text
 from sweeper.fit_environment import applied, fit_environment, variables_set
 from sweeper.fitting import FitResult, FitTask, make_batch
 from sweeper.grid import Grid
@@ -195,14 +195,6 @@ def run(
     return result
 
 
-def _text(error: BaseException) -> str:
-    """An error's message; some (py4j's) fail to print once their JVM is gone: then its type."""
-    try:
-        return str(error)
-    except Exception:
-        return f"{type(error).__name__} (its message could not be read)"
-
-
 def _ssh_cluster(grid: Grid) -> Any:
     from sweeper.engines.ssh_hosts import SshCluster
 
@@ -267,7 +259,9 @@ def _run_launch(
                 for item in left:
                     row = _row(plan, item, None, shared, cluster_start_s=time.perf_counter() - begun)
                     row.update(
-                        status="failed", error_type=type(error).__name__, error=f"launch did not start: {_text(error)}"
+                        status="failed",
+                        error_type=type(error).__name__,
+                        error=f"launch did not start: {error_text(error)}",
                     )
                     yield keep(row)
                 left = []
@@ -336,7 +330,7 @@ def _measure(
     except KeyboardInterrupt:
         raise
     except Exception as error:
-        row.update(status="failed", error_type=type(error).__name__, error=_text(error)[:2000])
+        row.update(status="failed", error_type=type(error).__name__, error=error_text(error)[:2000])
         row["fit_wall_s"] = time.perf_counter() - started
         return row
     row["fit_wall_s"] = time.perf_counter() - started

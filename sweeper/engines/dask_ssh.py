@@ -216,10 +216,8 @@ def start(launch: Launch, context: LaunchContext, cluster: SshCluster | None = N
 
     from distributed.deploy.spec import SpecCluster
 
-    cluster = cluster_of(context, cluster)
+    cluster = cluster_of(launch, context, cluster)
     hosts = list(cluster.hosts)
-    if len(hosts) != len(launch.workers_per_node):
-        raise LaunchError(f"the plan has {len(launch.workers_per_node)} nodes, cluster.hosts lists {len(hosts)}")
     planned = Granted(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
     on_hosts(hosts, lambda host: check_host(host, cluster.options, cluster.python, java=None))
     token = secrets.token_hex(8)

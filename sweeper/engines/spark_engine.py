@@ -28,6 +28,7 @@ from sweeper.datasets import Data
 from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
 from sweeper.engines.joblib_session import run_on_backend
 from sweeper.engines.processes import kill_tree, new_children
+from sweeper.errors import error_text
 from sweeper.fit_environment import variables_set
 from sweeper.fitting import FitResult, FitTask
 from sweeper.plan import Launch
@@ -125,22 +126,31 @@ def _heap_mib(cmdline: list[str]) -> int:
 
 def granted_executors(spark: Any, expected: int, timeout_s: float) -> Granted:
     """Wait until the executors registered, then read their cores (status store) and heap (-Xmx)."""
+    summaries = wait_registered(spark, expected, timeout_s)
+    if len(summaries) < expected:
+        raise LaunchError(f"spark: {len(summaries)} of {expected} executors registered within {timeout_s:.0f} s")
+    return uniform_shape(summaries, {_heap_mib(p.cmdline()) for p in executor_processes(spark)})
+
+
+def wait_registered(spark: Any, expected: int, timeout_s: float) -> list[tuple[int, int]]:
+    """(cores, memory) of the registered executors, once ``expected`` of them are, or when the time is up."""
     deadline = time.monotonic() + timeout_s
     while True:
-        summaries = _executor_summaries(spark)
-        if len(summaries) >= expected and all(memory > 0 for _, memory in summaries):
-            break
-        if time.monotonic() > deadline:
-            raise LaunchError(f"spark: {len(summaries)} of {expected} executors registered within {timeout_s:.0f} s")
+        summaries = [(cores, memory) for cores, memory in _executor_summaries(spark) if memory > 0]
+        if len(summaries) >= expected or time.monotonic() > deadline:
+            return summaries
         time.sleep(0.1)
+
+
+def uniform_shape(summaries: list[tuple[int, int]], heaps_mib: set[int]) -> Granted:
+    """The executors' common shape; executors that differ fail the launch."""
     cores = {c for c, _ in summaries}
-    heaps = {_heap_mib(p.cmdline()) for p in executor_processes(spark)}
-    if len(cores) > 1 or len(heaps) > 1:
-        raise LaunchError(f"spark executors differ in shape: cores {sorted(cores)}, heap MiB {sorted(heaps)}")
+    if len(cores) > 1 or len(heaps_mib) > 1:
+        raise LaunchError(f"spark executors differ in shape: cores {sorted(cores)}, heap MiB {sorted(heaps_mib)}")
     return Granted(
         executors=len(summaries),
         cores_per_executor=cores.pop(),
-        executor_memory_mib=heaps.pop() if heaps else 0,
+        executor_memory_mib=heaps_mib.pop() if heaps_mib else 0,
     )
 
 
@@ -215,11 +225,10 @@ def get_or_create(builder: Any) -> Any:
 def java_message(error: BaseException) -> str:
     """The Java exception behind a py4j error (``java.net.BindException: ...``), else the error's own text."""
     java = getattr(error, "java_exception", None)
-    with contextlib.suppress(Exception):  # the JVM may be gone
-        if java is not None:
+    if java is not None:
+        with contextlib.suppress(Exception):  # the JVM may be gone
             return str(java.toString())
-        return str(error)
-    return type(error).__name__
+    return error_text(error)
 
 
 def stop_spark() -> None:

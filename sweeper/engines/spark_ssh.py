@@ -70,11 +70,13 @@ class Daemons:
         groups.insert(0 if first else len(groups), group)
 
 
-def cluster_of(context: LaunchContext, cluster: SshCluster | None) -> SshCluster:
-    """The hosts of the launch: passed in, or carried by the context as ``context.cluster``."""
+def cluster_of(launch: Launch, context: LaunchContext, cluster: SshCluster | None) -> SshCluster:
+    """The hosts of the launch, one per planned node: passed in, or carried by the context as ``context.cluster``."""
     found = cluster if cluster is not None else getattr(context, "cluster", None)
     if not isinstance(found, SshCluster) or not found.hosts:
         raise LaunchError("manager ssh needs cluster.hosts (and cluster.ssh) from the grid")
+    if len(found.hosts) != len(launch.workers_per_node):
+        raise LaunchError(f"the plan has {len(launch.workers_per_node)} nodes, cluster.hosts lists {len(found.hosts)}")
     return found
 
 
@@ -311,10 +313,8 @@ def start(launch: Launch, context: LaunchContext, cluster: SshCluster | None = N
     """Start the launch's standalone cluster over SSH and its application; nothing is left when the block ends."""
     from sweeper.engines import spark_backend
 
-    cluster = cluster_of(context, cluster)
+    cluster = cluster_of(launch, context, cluster)
     hosts = list(cluster.hosts)
-    if len(hosts) != len(launch.workers_per_node):
-        raise LaunchError(f"the plan has {len(launch.workers_per_node)} nodes, cluster.hosts lists {len(hosts)}")
     planned = Granted(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
     pyspark_dirs = on_hosts(hosts, lambda host: check_host(host, cluster.options, cluster.python, cluster.java))
     token = secrets.token_hex(8)

@@ -9,7 +9,6 @@ starts an executor with exactly ``spark.executor.memory`` or not at all, so the 
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -17,7 +16,7 @@ from urllib.parse import urlparse
 
 from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
 from sweeper.engines.dask_standalone import existing_address
-from sweeper.engines.spark_engine import QUIET_LOG4J, SparkLaunch, _executor_summaries, new_session, stop_spark
+from sweeper.engines.spark_engine import QUIET_LOG4J, SparkLaunch, new_session, stop_spark, wait_registered
 from sweeper.engines.ssh_hosts import address_towards
 from sweeper.fit_environment import variables_set
 from sweeper.plan import Launch
@@ -25,12 +24,7 @@ from sweeper.plan import Launch
 
 def wait_for_executors(spark: Any, launch: Launch, timeout_s: float) -> Granted:
     """The executors the master granted, once the planned number registered (or the time is up)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        summaries = _executor_summaries(spark)
-        if len(summaries) >= launch.executors or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
+    summaries = wait_registered(spark, launch.executors, timeout_s)
     cores = {c for c, _ in summaries}
     if len(summaries) < launch.executors or len(cores) > 1:
         raise LaunchError(

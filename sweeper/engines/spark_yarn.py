@@ -34,11 +34,12 @@ from sweeper.engines.processes import kill_tree
 from sweeper.engines.spark_engine import (
     QUIET_LOG4J,
     SparkLaunch,
-    _executor_summaries,
     _heap_mib,
     new_session,
     session_conf,
     stop_spark,
+    uniform_shape,
+    wait_registered,
 )
 from sweeper.fit_environment import variables_set
 from sweeper.plan import Launch
@@ -133,24 +134,16 @@ def yarn_executor_processes(app_id: str) -> list[psutil.Process]:
 def granted_yarn_executors(spark: Any, expected: int, timeout_s: float) -> Granted:
     """Wait for the executors, then read cores (status store) and heap (-Xmx of their JVMs)."""
     app_id = spark.sparkContext.applicationId
-    deadline = time.monotonic() + timeout_s
-    while True:
-        summaries = _executor_summaries(spark)
-        if len(summaries) >= expected and all(memory > 0 for _, memory in summaries):
-            break
-        if time.monotonic() > deadline:
-            raise LaunchError(
-                f"spark on yarn: {len(summaries)} of {expected} executors registered within {timeout_s:.0f} s "
-                f"(application {app_id}: is the cluster big enough for the executors and the AM?)"
-            )
-        time.sleep(0.2)
-    cores = {c for c, _ in summaries}
+    summaries = wait_registered(spark, expected, timeout_s)
+    if len(summaries) < expected:
+        raise LaunchError(
+            f"spark on yarn: {len(summaries)} of {expected} executors registered within {timeout_s:.0f} s "
+            f"(application {app_id}: is the cluster big enough for the executors and the AM?)"
+        )
     heaps = {_heap_mib(p.cmdline()) for p in yarn_executor_processes(app_id)}
     if not heaps:
         raise LaunchError(f"spark on yarn: no executor JVM of {app_id} on this machine to read its heap from")
-    if len(cores) > 1 or len(heaps) > 1:
-        raise LaunchError(f"spark executors differ in shape: cores {sorted(cores)}, heap MiB {sorted(heaps)}")
-    return Granted(executors=len(summaries), cores_per_executor=cores.pop(), executor_memory_mib=heaps.pop())
+    return uniform_shape(summaries, heaps)
 
 
 class SparkYarnLaunch(SparkLaunch):
