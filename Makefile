@@ -12,7 +12,7 @@ YARN_JAR := deploy/yarn/target/sweeper-miniyarn.jar
 setup: $(BIN)/sweeper check-java test-packages $(YARN_JAR)  ## .venv with sweeper and its test tools, test packages, MiniYARNCluster
 
 $(BIN)/sweeper: setup.cfg pyproject.toml
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "sweeper needs Python 3.10 or newer")'
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "sweeper needs Python 3.11 or newer")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'

@@ -7,11 +7,13 @@
 #   openjdk-17-jdk-headless, maven  build the MiniYARNCluster of the YARN tests (deploy/yarn)
 #   libopenblas0-pthread  libblas.so.3 for Spark ML: without it MLlib falls back to Java BLAS while
 #                   scikit-learn uses OpenBLAS, a bias against spark-mllib in every time comparison
+#   dataset-fashion-mnist  the IDX files `make bench` trains on (without them it falls back to digits
+#                   and its Spark/Dask verdicts are n/a)
 # Idempotent: a no-op when everything is installed; `apt-get update` only when a package is
 # missing and not installable from the current package lists. Root, or sudo otherwise.
 set -euo pipefail
 
-packages=(openssh-server openssh-client iproute2 chromium openjdk-17-jdk-headless maven libopenblas0-pthread)
+packages=(openssh-server openssh-client iproute2 chromium openjdk-17-jdk-headless maven libopenblas0-pthread dataset-fashion-mnist)
 
 installed() {
   dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"

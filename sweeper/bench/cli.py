@@ -38,7 +38,7 @@ def load_data(rows: int) -> tuple[Data, str, str]:
     except UserError as error:
         log(f"Fashion-MNIST is not available ({error}); falling back to the bundled digits")
         data = datasets.load(Dataset("digits"), max_train_rows=rows, seed=0)
-        return data, "digits", "digits (FALLBACK: Fashion-MNIST is not installed; `make datasets`)"
+        return data, "digits", "digits (FALLBACK: Fashion-MNIST is not installed; `make setup` installs it)"
 
 
 def run(settings: Settings, command: str, profile_dir: Path | None = None) -> dict[str, Any]:
