@@ -2,6 +2,10 @@
 
 User errors (:class:`~sweeper.errors.UserError`) are caught here and only here: they print
 a clear message and exit with code 2, without a traceback.
+
+The consoles read no markup and no emoji codes, and user text goes through
+:func:`~sweeper.run_view.plain`: paths, names and messages show as written (``[bold]``, ``[/]``,
+``:smile:`` and terminal escape sequences included); styles come only from :class:`rich.text.Text`.
 """
 
 from __future__ import annotations
@@ -10,15 +14,16 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 
 from sweeper import __version__
 from sweeper import grid as grid_file
 from sweeper.errors import UserError
 from sweeper.plan import make_plan, plan_json
-from sweeper.plan_view import show_plan
+from sweeper.plan_view import show_plan, warning_line
+from sweeper.run_view import plain
 
 USER_ERROR_EXIT = 2
 INTERRUPTED_EXIT = 130
@@ -28,6 +33,8 @@ def cmd_plan(args: argparse.Namespace, console: Console) -> int:
     """``sweeper plan GRID [--json]``."""
     plan = make_plan(grid_file.load(args.grid))
     if args.json:
+        for warning in plan.grid.warnings:  # stdout stays JSON
+            print(f"warning: {warning}", file=sys.stderr)
         print(plan_json(plan))
     else:
         show_plan(plan, console)
@@ -40,17 +47,21 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     from sweeper.dry_run import shrink_plan
     from sweeper.run_view import measurement_line, progress_bar, summary_table
 
-    grid = grid_file.load(args.grid)
+    plan = make_plan(grid_file.load(args.grid))
+    grid = plan.grid
     for warning in grid.warnings:
-        console.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
-    plan = make_plan(grid)
+        console.print(warning_line(warning), soft_wrap=True)
     if args.dry_run:
         plan = shrink_plan(plan)
     store = Path(args.store) if args.store else grid.store
     kind = "dry run" if args.dry_run else "sweep"
     console.print(
-        f"{kind} [bold]{grid.name}[/]: {plan.n_measurements} measurements in {len(plan.launches)} launches, "
-        f"{plan.n_fits} fits each, store {store}"
+        plain(f"{kind} ")
+        + plain(grid.name, "bold")
+        + plain(
+            f": {plan.n_measurements} measurements in {len(plan.launches)} launches, "
+            f"{plan.n_fits} fits each, store {store}"
+        )
     )
     with progress_bar(console, plan.n_measurements) as bar:
 
@@ -65,7 +76,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
             store=store,
             fresh=args.fresh,
             report=report,
-            warn=lambda text: bar.console.print(f"[yellow]warning:[/] {escape(text)}", soft_wrap=True),
+            warn=lambda text: bar.console.print(warning_line(text), soft_wrap=True),
             progress=advance,
         )
     if result.skipped:
@@ -73,9 +84,9 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     if result.rows:
         console.print(summary_table(result.rows))
     failed = sum(1 for row in result.rows if row["status"] != "ok")
-    console.print(f"{len(result.rows)} rows written to {store / grid.name}, {failed} not ok")
+    console.print(plain(f"{len(result.rows)} rows written to {store / grid.name}, {failed} not ok"))
     if result.interrupted:
-        console.print("[red]interrupted[/]: the running launch was torn down; finished rows are kept")
+        console.print(plain("interrupted", "red") + plain(": the running launch was torn down; finished rows are kept"))
         return INTERRUPTED_EXIT
     return 0
 
@@ -88,7 +99,7 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
         args.store, Path(args.out), sweep=args.sweep, cost_per_node_hour=args.cost_per_node_hour
     )
     for path in written:
-        console.print(str(path))
+        console.print(plain(path), soft_wrap=True)
     return 0
 
 
@@ -106,10 +117,12 @@ def cmd_pack_env(args: argparse.Namespace, console: Console) -> int:
 
     packed = pack(Path(args.out), exclude=args.exclude or (), compresslevel=args.level)
     console.print(
-        f"{packed.path}: {packed.files} files, {packed.size_mib:.0f} MiB in {packed.pack_s:.1f} s "
-        f"(left out: {', '.join(packed.dropped)})"
+        plain(
+            f"{packed.path}: {packed.files} files, {packed.size_mib:.0f} MiB in {packed.pack_s:.1f} s "
+            f"(left out: {', '.join(packed.dropped)})"
+        )
     )
-    console.print(f"use it in the grid: cluster.python_archive: {escape(str(packed.path))}")
+    console.print(plain(f"use it in the grid: cluster.python_archive: {packed.path}"), soft_wrap=True)
     return 0
 
 
@@ -156,18 +169,23 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sweeper`` console script."""
     args = build_parser().parse_args(argv)
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
-    errors = Console(stderr=True, highlight=False)
+    console = plain_console(width=None if sys.stdout.isatty() else 120)
+    errors = plain_console(stderr=True)
     try:
         code: int = args.func(args, console)
     except KeyboardInterrupt:
-        errors.print("[red]interrupted[/]")
+        errors.print(plain("interrupted", "red"))
         return INTERRUPTED_EXIT
     except UserError as error:
         for problem in error.problems:
-            errors.print(f"[red]error:[/] {escape(problem)}", soft_wrap=True)
+            errors.print(plain("error:", "red") + plain(f" {problem}"), soft_wrap=True)
         return USER_ERROR_EXIT
     return code
+
+
+def plain_console(**options: Any) -> Console:
+    """A console that prints strings as written: no markup, emoji codes or highlighting."""
+    return Console(markup=False, emoji=False, highlight=False, **options)
 
 
 if __name__ == "__main__":

@@ -8,19 +8,25 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import ipaddress
 import json
+import math
+import os
+import re
+import reprlib
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from sweeper.errors import UserError
+from sweeper.grid_yaml import read_grid_yaml
 from sweeper.sizing import RULES, Cluster, InfeasibleShape, size_executors
 from sweeper.units import SIZE_FORMS, parse_size_mib
 
 MANAGERS = ("local", "yarn", "ssh", "standalone")
 ENGINES = ("spark", "dask", "spark-mllib")
+DEFAULT_ENGINES = ("spark", "dask")
 MODES = ("replicas", "cv", "search", "data-parallel")
 # engines that train one model per measurement across the launch: they take only data-parallel points
 ONE_MODEL_ENGINES = ("spark-mllib",)
@@ -115,6 +121,183 @@ SPARK_CONF_OWNED = (
     "spark.authenticate",
     "spark.authenticate.secret",
 )
+# workload.model keys only spark-mllib reads (scikit-learn's MLPClassifier has no such parameter)
+MLLIB_ONLY_PARAMS = ("mllib_solver",)
+MLLIB_SOLVERS = ("l-bfgs", "gd")  # what Spark ML's MultilayerPerceptronClassifier takes as its solver
+
+# Upper bounds (README, "The grid file"), so that no value in a grid can make planning or a launch explode.
+MAX_NAME_CHARS = 100  # a sweep name (one directory of the store)
+MAX_NAME_BYTES = 255  # ... and the file systems' limit on one name, in UTF-8
+MAX_TEXT_CHARS = 4096  # a path, queue or URL (PATH_MAX)
+MAX_SETTING_CHARS = 32768  # an environment or spark_conf value
+MAX_NODES = 10_000
+MAX_CORES_PER_NODE = 4096
+# memory_per_node and every size: at most 1 PiB (sweeper.units.MAX_SIZE_MIB)
+MAX_APPLICATION_MASTER = 1000
+MAX_EPOCHS = 1_000_000
+MAX_LAYERS = 100
+MAX_LAYER_WIDTH = 100_000
+MAX_PORT = 65535
+MAX_CONNECT_TIMEOUT_S = 3600.0
+# workload integers: default (None: optional), minimum, maximum. A fit's seed is
+# seed + 1000 x trial + its index in the batch, and scikit-learn takes random_state < 2**32.
+WORKLOAD_INTEGERS: dict[str, tuple[int | None, int, int]] = {
+    "trials": (3, 1, 1000),
+    "folds": (3, 2, 100),
+    "n_fits": (None, 1, 10_000),
+    "local_epochs": (1, 1, 10_000),
+    "shards": (None, 1, 10_000),
+    "threads_per_fit": (1, 1, MAX_CORES_PER_NODE),
+    "seed": (0, 0, 2**31 - 1),
+}
+# workload numbers: default, and the interval (low, high] they must lie in
+WORKLOAD_NUMBERS: dict[str, tuple[float, float, float]] = {
+    "timeout_s": (3600, 0.0, 7 * 86400.0),
+    "start_timeout_s": (180, 0.0, 86400.0),
+    "test_size": (0.25, 0.0, 0.9),
+}
+MAX_PROBLEMS = 50  # problems listed for one file; the rest are counted
+MAX_SHOWN_CHARS = 80  # a value quoted in a message
+
+# Control characters (C0, DEL, C1, line/paragraph separators, invisible and bidirectional format
+# characters, lone surrogates): refused in every name, path and Spark value.
+CONTROL_CHARS = r"\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ud800-\udfff"
+_CONTROL = re.compile(f"[{CONTROL_CHARS}]")
+# What a shell gives a meaning to inside or around quotes: refused in values that reach a command line on the hosts.
+SHELL_CHARS = "'\"$`;&|<>\\"
+SHELL_CHARS_TEXT = "quotes, $, backticks, ;, &, |, <, >, backslashes or control characters"
+_SHELL_UNSAFE = re.compile(f"[{CONTROL_CHARS}{re.escape(SHELL_CHARS)}]")
+_NAME_UNSAFE = re.compile(rf"[{CONTROL_CHARS}/\\]")
+_NUL = re.compile("\x00")
+_HOST_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+_IP_TEXT = re.compile(r"[0-9A-Fa-f:.]+(?:%[A-Za-z0-9_.-]+)?")
+_USER = re.compile(r"[a-z_][a-z0-9_.-]{0,31}", re.IGNORECASE)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SPARK_PROPERTY = re.compile(rf"spark\.[^\s={CONTROL_CHARS}]+")
+
+
+class _Shown(reprlib.Repr):
+    """``repr`` cut short: bounded whatever the size, depth or sharing of the value."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel = 3
+        self.maxstring = self.maxother = self.maxlong = MAX_SHOWN_CHARS
+        self.maxlist = self.maxtuple = self.maxdict = self.maxset = self.maxfrozenset = 6
+
+    def repr_bytes(self, value: bytes, level: int) -> str:
+        return repr(value[: self.maxstring]) + ("..." if len(value) > self.maxstring else "")
+
+    def repr_int(self, value: int, level: int) -> str:
+        if value.bit_length() > 256:  # repr of a huge int is slow, and refused past 4300 digits
+            return f"<an integer of {value.bit_length()} bits>"
+        return super().repr_int(value, level)
+
+
+_SHOWN = _Shown()
+
+
+def shown(value: Any) -> str:
+    """A value as messages show it: its ``repr``, cut short when long, deep or self-referencing.
+
+    >>> shown("x" * 1000)[:12], len(shown("x" * 1000)) <= MAX_SHOWN_CHARS, shown([[[[[1]]]]])
+    ("'xxxxxxxxxxx", True, '[[[[...]]]]')
+    """
+    text = _SHOWN.repr(value)
+    return text if len(text) <= MAX_SHOWN_CHARS else text[: MAX_SHOWN_CHARS - 3] + "..."
+
+
+def check_sweep_name(name: object) -> str | None:
+    """What is wrong with a sweep name (None: nothing): it must be ONE safe directory name in the store.
+
+    Shared by the grid's ``name``, the store and the command line's ``--sweep``.
+
+    >>> check_sweep_name("2node") is None
+    True
+    >>> [check_sweep_name(name).split(": ")[-1] for name in ("..", "a/b", "-x", "")]
+    ["it is '..', got '..'", "it contains '/', got 'a/b'", "it starts with '-', got '-x'", "it is blank, got ''"]
+    """
+    rule = (
+        f"must be one directory name (1 to {MAX_NAME_CHARS} characters; no '/', '\\' or control characters; "
+        "not starting with '-', '.' or '_', which readers of the store skip)"
+    )
+    reason = _sweep_name_problem(name)
+    return None if reason is None else f"{rule}: {reason}, got {shown(name)}"
+
+
+def _sweep_name_problem(name: object) -> str | None:
+    if name is None:
+        return "it is missing"
+    if not isinstance(name, str):
+        return "it is not a string"
+    if not name.strip():
+        return "it is blank"
+    if len(name) > MAX_NAME_CHARS:
+        return f"it has {len(name)} characters"
+    found = _NAME_UNSAFE.search(name)
+    if found:
+        return f"it contains {found.group()!r}"
+    if name in (".", ".."):
+        return f"it is {name!r}"
+    if name.startswith(("-", ".", "_")):
+        return f"it starts with {name[0]!r}"
+    if len(name.encode()) > MAX_NAME_BYTES:
+        return f"it is longer than {MAX_NAME_BYTES} bytes in UTF-8"
+    return None
+
+
+def is_host(text: str) -> bool:
+    """Whether ``text`` is a host name (RFC 1123 labels) or an IP address: never an ``ssh`` option.
+
+    >>> [is_host(h) for h in ("node-1.example.org", "10.0.0.2", "::1", "-oProxyCommand=x", "a_b", "")]
+    [True, True, True, False, False, False]
+    """
+    if _IP_TEXT.fullmatch(text):
+        try:
+            ipaddress.ip_address(text)
+            return True
+        except ValueError:
+            pass
+    name = text[:-1] if text.endswith(".") else text
+    return 0 < len(name) <= 253 and all(_HOST_LABEL.fullmatch(label) for label in name.split("."))
+
+
+def _is_scalar(value: Any, max_chars: int = MAX_NAME_CHARS) -> bool:
+    """A string of at most ``max_chars``, a boolean, a 64-bit integer or a finite float."""
+    if isinstance(value, str):
+        return len(value) <= max_chars
+    if isinstance(value, int):
+        return -(2**63) <= value < 2**63
+    return isinstance(value, float) and math.isfinite(value)
+
+
+def _key_name(name: Any) -> str:
+    """A mapping key as a key path shows it: itself when a plain short string, else :func:`shown`."""
+    if isinstance(name, str) and len(name) <= MAX_NAME_CHARS and not _CONTROL.search(name):
+        return name
+    return shown(name)
+
+
+def _did_you_mean(value: Any, allowed: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or len(value) > MAX_NAME_CHARS:
+        return ""
+    close = difflib.get_close_matches(value, allowed, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _file_kind(path: Path) -> str | None:
+    """What ``path`` is: ``file``, ``directory``, ``FIFO``, ``socket`` or ``device``; None if it cannot be seen."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    return "socket" if stat.S_ISSOCK(mode) else "device"
 
 
 @dataclass(frozen=True)
@@ -181,77 +364,88 @@ class Grid:
 
 
 class _Checker:
-    """Collects problems with their key paths, so one run reports them all."""
+    """Collects problems with their key paths, so one run reports them all (the first MAX_PROBLEMS)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.problems: list[str] = []
         self.warnings: list[str] = []
+        self.unlisted = 0
 
     def fail(self, key: str, message: str) -> None:
-        self.problems.append(f"{self.path}: {key}: {message}")
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(f"{self.path}: {key}: {message}")
+        else:
+            self.unlisted += 1
 
     def warn(self, key: str, message: str) -> None:
         self.warnings.append(f"{self.path}: {key}: {message}")
+
+    def error(self) -> UserError:
+        """All problems as one :class:`UserError`."""
+        more = [f"{self.path}: and {self.unlisted} more problems"] if self.unlisted else []
+        return UserError(self.problems + more)
 
     def mapping(self, value: Any, key: str) -> dict[str, Any] | None:
         if value is None:
             return {}
         if not isinstance(value, dict):
-            self.fail(key, f"must be a mapping, got {value!r}")
+            self.fail(key, f"must be a mapping, got {shown(value)}")
             return None
         return value
 
     def known_keys(self, value: dict[str, Any], key: str, allowed: tuple[str, ...]) -> None:
         for name in value:
-            if name in allowed:
+            if isinstance(name, str) and name in allowed:
                 continue
-            where = f"{key}.{name}" if key else str(name)
-            close = difflib.get_close_matches(str(name), allowed, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            self.fail(where, f"unknown key {name!r}{hint} (allowed: {', '.join(allowed)})")
+            where = f"{key}.{_key_name(name)}" if key else _key_name(name)
+            hint = _did_you_mean(name, allowed)
+            self.fail(where, f"unknown key {shown(name)}{hint} (allowed: {', '.join(allowed)})")
 
-    def integer(self, value: Any, key: str, minimum: int = 1) -> int | None:
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(key, f"must be an integer >= {minimum}, got {value!r}")
-            return None
-        if value < minimum:
-            self.fail(key, f"must be an integer >= {minimum}, got {value!r}")
+    def integer(self, value: Any, key: str, *, minimum: int = 1, maximum: int) -> int | None:
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+            self.fail(key, f"must be an integer from {minimum} to {maximum}, got {shown(value)}")
             return None
         return value
 
     def number(self, value: Any, key: str, low: float, high: float, open_low: bool = True) -> float | None:
+        """A finite number in (low, high] (``[low, high]`` unless ``open_low``)."""
         allowed = f"a number in {'(' if open_low else '['}{low}, {high}]"
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            self.fail(key, f"must be {allowed}, got {value!r}")
+            self.fail(key, f"must be {allowed}, got {shown(value)}")
             return None
-        if value > high or value < low or (open_low and value == low):
-            self.fail(key, f"must be {allowed}, got {value!r}")
+        finite = not isinstance(value, float) or math.isfinite(value)
+        if not finite or value > high or value < low or (open_low and value == low):
+            self.fail(key, f"must be {allowed}, got {shown(value)}")
             return None
         return float(value)
 
     def size_mib(self, value: Any, key: str) -> int | None:
+        """A positive size (a string; units bounds it), in MiB."""
         try:
+            if not isinstance(value, str):
+                raise ValueError(value)
             mib = parse_size_mib(value)
         except ValueError:
-            self.fail(key, f"must be {SIZE_FORMS}, got {value!r}")
+            self.fail(key, f"must be {SIZE_FORMS}, got {shown(value)}")
             return None
         if mib <= 0:
-            self.fail(key, f"must be a positive size, got {value!r}")
+            self.fail(key, f"must be a positive size, got {shown(value)}")
             return None
         return mib
 
     def choice(self, value: Any, key: str, allowed: tuple[str, ...]) -> str | None:
-        if value not in allowed:
-            close = difflib.get_close_matches(str(value), allowed, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            self.fail(key, f"must be one of {', '.join(allowed)}, got {value!r}{hint}")
-            return None
-        return str(value)
+        if isinstance(value, str) and value in allowed:
+            return value
+        hint = _did_you_mean(value, allowed)
+        self.fail(key, f"must be one of {', '.join(allowed)}, got {shown(value)}{hint}")
+        return None
 
     def boolean(self, value: Any, key: str) -> bool | None:
         if not isinstance(value, bool):
-            self.fail(key, f"must be true or false, got {value!r}")
+            quoted = isinstance(value, str) and value.lower() in ("true", "false", "yes", "no", "on", "off")
+            hint = " (a YAML boolean: write it without quotes)" if quoted else ""
+            self.fail(key, f"must be true or false{hint}, got {shown(value)}")
             return None
         return value
 
@@ -264,36 +458,48 @@ class _Checker:
             return value
         return [value]
 
+    def text(self, value: Any, key: str, *, shell: bool = False) -> str | None:
+        """A non-empty string of at most MAX_TEXT_CHARS without control characters.
+
+        ``shell``: the value reaches a command line on the hosts, so it holds nothing a shell interprets.
+        """
+        if not isinstance(value, str) or not value:
+            self.fail(key, f"must be a non-empty string, got {shown(value)}")
+            return None
+        if len(value) > MAX_TEXT_CHARS:
+            self.fail(key, f"must be at most {MAX_TEXT_CHARS} characters, got {len(value)}: {shown(value)}")
+            return None
+        found = (_SHELL_UNSAFE if shell else _CONTROL).search(value)
+        if found:
+            refused = f"{SHELL_CHARS_TEXT} (it reaches a command line)" if shell else "control characters"
+            self.fail(key, f"must not contain {refused}, got {found.group()!r} in {shown(value)}")
+            return None
+        return value
+
+    def host(self, value: Any, key: str) -> str | None:
+        if isinstance(value, str) and is_host(value):
+            return value
+        self.fail(key, f"must be a host name (RFC 1123: letters, digits, '-', '.') or IP address, got {shown(value)}")
+        return None
+
 
 def load(path: str | Path) -> Grid:
     """Read, validate and normalise a grid file; raise :class:`UserError` listing all problems."""
     grid_path = Path(path)
-    try:
-        text = grid_path.read_text()
-    except FileNotFoundError:
-        raise UserError(f"{grid_path}: no such grid file") from None
-    except OSError as error:
-        raise UserError(f"{grid_path}: cannot read the grid file: {error.strerror}") from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "somewhere"
-        problem = getattr(error, "problem", None) or str(error)
-        raise UserError(f"{grid_path}: YAML syntax error at {where}: {problem}") from None
-    return parse(raw, grid_path)
+    return parse(read_grid_yaml(grid_path), grid_path)
 
 
 def parse(raw: Any, path: Path) -> Grid:
-    """Validate an already-parsed YAML document."""
+    """Validate an already-parsed YAML document; any value of any type gives a :class:`UserError`, nothing else."""
     check = _Checker(path)
     if not isinstance(raw, dict):
         raise UserError(f"{path}: the grid must be a YAML mapping with keys {', '.join(TOP_KEYS)}")
     check.known_keys(raw, "", TOP_KEYS)
 
     name = raw.get("name")
-    if not isinstance(name, str) or not name.strip() or "/" in name:
-        check.fail("name", f"must be a non-empty name without '/', got {name!r}")
+    problem = check_sweep_name(name)
+    if problem:
+        check.fail("name", problem)
 
     manager, cluster, hosts, ssh = _cluster(check, raw.get("cluster"))
     paths = _cluster_paths(check, raw.get("cluster"))
@@ -301,41 +507,21 @@ def parse(raw: Any, path: Path) -> Grid:
     rule, cores = _sizing(check, raw.get("sizing"), cluster)
     if cluster is not None and "sizing" in raw and isinstance(raw["sizing"], dict):
         cluster = _with_reserve(check, raw["sizing"], cluster)
-    engines = _engines(check, raw.get("engines", list(ENGINES)))
+    engines = _engines(check, raw.get("engines", list(DEFAULT_ENGINES)))
     baseline = check.boolean(raw.get("baseline", True), "baseline")
     workload = _workload(check, raw.get("workload"))
     exclude = _rules(check, raw.get("exclude"), "exclude")
     only = _rules(check, raw.get("only"), "only")
-    store = raw.get("store", "results/")
-    if not isinstance(store, str) or not store:
-        check.fail("store", f"must be a directory path, got {store!r}")
+    store = check.text(raw.get("store", "results/"), "store")
     environment = _environment(check, raw.get("environment"))
     spark_conf = _spark_conf(check, raw.get("spark_conf"))
     if engines and workload:
-        for engine in set(engines) & set(ONE_MODEL_ENGINES):
-            if "data-parallel" not in workload.modes:
-                check.fail(
-                    "engines",
-                    f"{engine!r} trains one model per measurement: add data-parallel to workload.mode "
-                    f"(got {list(workload.modes)})",
-                )
-
+        _engines_and_workload(check, engines, workload)
     if cluster is not None and rule is not None and cores:
-        for index, cpe in enumerate(cores):
-            key = _item_key("sizing.cores_per_executor", index, len(cores))
-            try:
-                size_executors(cluster, cpe, rule)
-            except InfeasibleShape as error:
-                check.fail(key, str(error))
-            if cpe > MAX_RECOMMENDED_CORES_PER_EXECUTOR:
-                check.warn(
-                    key,
-                    f"{cpe} cores per executor: more than {MAX_RECOMMENDED_CORES_PER_EXECUTOR} "
-                    "tends to hurt HDFS throughput (the report's guidance)",
-                )
+        _shapes(check, cluster, rule, cores)
     if check.problems:
-        raise UserError(check.problems)
-    assert cluster and manager and rule and engines is not None and workload and baseline is not None
+        raise check.error()
+    assert cluster and manager and rule and engines is not None and workload and baseline is not None and store
     return Grid(
         path=path,
         name=str(name),
@@ -348,7 +534,7 @@ def parse(raw: Any, path: Path) -> Grid:
         workload=workload,
         exclude=tuple(exclude),
         only=tuple(only),
-        store=Path(str(store)),
+        store=Path(store),
         environment=tuple(sorted(environment.items())),
         spark_conf=tuple(sorted(spark_conf.items())),
         hosts=tuple(hosts),
@@ -358,6 +544,36 @@ def parse(raw: Any, path: Path) -> Grid:
         grid_hash=grid_hash(raw),
         warnings=tuple(check.warnings),
     )
+
+
+def _engines_and_workload(check: _Checker, engines: list[str], workload: Workload) -> None:
+    """One-model engines need data-parallel points; ``model.mllib_solver`` needs spark-mllib to matter."""
+    for engine in [e for e in engines if e in ONE_MODEL_ENGINES]:
+        if "data-parallel" not in workload.modes:
+            check.fail(
+                "engines",
+                f"{engine!r} trains one model per measurement: add data-parallel to workload.mode "
+                f"(got {list(workload.modes)})",
+            )
+    solver_set = any(param in MLLIB_ONLY_PARAMS for param, _ in workload.model_axes)
+    if solver_set and "spark-mllib" not in engines:
+        check.warn("workload.model.mllib_solver", f"only engine spark-mllib reads it, and engines are {engines}")
+
+
+def _shapes(check: _Checker, cluster: Cluster, rule: str, cores: list[int]) -> None:
+    """Every ``cores_per_executor`` gives at least one executor; more than 5 cores warns."""
+    for index, cpe in enumerate(cores):
+        key = _item_key("sizing.cores_per_executor", index, len(cores))
+        try:
+            size_executors(cluster, cpe, rule)
+        except InfeasibleShape as error:
+            check.fail(key, str(error))
+        if cpe > MAX_RECOMMENDED_CORES_PER_EXECUTOR:
+            check.warn(
+                key,
+                f"{cpe} cores per executor: more than {MAX_RECOMMENDED_CORES_PER_EXECUTOR} "
+                "tends to hurt HDFS throughput (the report's guidance)",
+            )
 
 
 def _item_key(key: str, index: int, length: int) -> str:
@@ -381,56 +597,77 @@ def _cluster(check: _Checker, value: Any) -> tuple[str | None, Cluster | None, l
         return None, None, [], {}
     check.known_keys(section, "cluster", CLUSTER_KEYS)
     manager = check.choice(section.get("manager", "local"), "cluster.manager", MANAGERS)
-    hosts: list[str] = []
-    if "hosts" in section:
-        listed = section["hosts"]
-        if not isinstance(listed, list) or not listed or not all(isinstance(h, str) and h for h in listed):
-            check.fail("cluster.hosts", f"must be a non-empty list of host names, got {listed!r}")
-        else:
-            hosts = listed
+    listed = section.get("hosts")
+    hosts = _hosts(check, listed) if "hosts" in section else []
     if manager == "standalone":
         for key, scheme in (("spark_master", "spark://"), ("dask_scheduler", "tcp://")):
-            if not str(section.get(key, "")).startswith(scheme):
+            url = section.get(key)
+            if not isinstance(url, str) or not url.startswith(scheme):
                 check.fail(f"cluster.{key}", f"is required with manager: standalone, e.g. {scheme}HOST:PORT")
-    if manager == "ssh" and not hosts:
+    if manager == "ssh" and "hosts" not in section:
         check.fail("cluster.hosts", "is required with manager: ssh (the first host runs the master)")
     ssh = check.mapping(section.get("ssh"), "cluster.ssh") or {}
     check.known_keys(ssh, "cluster.ssh", SSH_KEYS)
     _ssh_values(check, ssh)
-    nodes = check.integer(section.get("nodes", len(hosts) or None), "cluster.nodes")
-    if hosts and nodes is not None and nodes != len(hosts):
-        check.fail("cluster.nodes", f"is {nodes} but cluster.hosts lists {len(hosts)} hosts")
-    cores = check.integer(section.get("cores_per_node"), "cluster.cores_per_node")
+    n_listed = len(listed) if isinstance(listed, list) and listed else None
+    nodes = check.integer(section.get("nodes", n_listed), "cluster.nodes", maximum=MAX_NODES)
+    if n_listed and nodes is not None and nodes != n_listed:
+        check.fail("cluster.nodes", f"is {nodes} but cluster.hosts lists {n_listed} hosts")
+    cores = check.integer(section.get("cores_per_node"), "cluster.cores_per_node", maximum=MAX_CORES_PER_NODE)
     memory = check.size_mib(section.get("memory_per_node"), "cluster.memory_per_node")
     if nodes is None or cores is None or memory is None:
         return manager, None, hosts, ssh
     return manager, Cluster(nodes=nodes, cores_per_node=cores, memory_per_node_mib=memory), hosts, ssh
 
 
+def _hosts(check: _Checker, listed: Any) -> list[str]:
+    """``cluster.hosts``: at most MAX_NODES host names or IP addresses."""
+    if not isinstance(listed, list) or not listed or len(listed) > MAX_NODES:
+        check.fail("cluster.hosts", f"must be a list of 1 to {MAX_NODES} host names, got {shown(listed)}")
+        return []
+    checked = [check.host(host, _item_key("cluster.hosts", i, len(listed))) for i, host in enumerate(listed)]
+    return [host for host in checked if host is not None]
+
+
 def _ssh_values(check: _Checker, ssh: dict[str, Any]) -> None:
-    """``cluster.ssh.dask_tls`` is true or false; ``cluster.ssh.driver_host`` a host name or address."""
-    if "dask_tls" in ssh:
-        check.boolean(ssh["dask_tls"], "cluster.ssh.dask_tls")
+    """Every ``cluster.ssh`` value, as ``ssh`` and asyncssh take it, with nothing a shell would interpret."""
+    if "user" in ssh and not (isinstance(ssh["user"], str) and _USER.fullmatch(ssh["user"])):
+        check.fail(
+            "cluster.ssh.user",
+            f"must be a user name (a letter or '_', then up to 31 letters, digits, '_', '.', '-'), "
+            f"got {shown(ssh['user'])}",
+        )
+    if "port" in ssh:
+        check.integer(ssh["port"], "cluster.ssh.port", maximum=MAX_PORT)
+    for key in ("identity_file", "known_hosts"):
+        if key in ssh:
+            check.text(ssh[key], f"cluster.ssh.{key}", shell=True)
+    for key in ("strict_host_key_checking", "dask_tls"):
+        if key in ssh:
+            check.boolean(ssh[key], f"cluster.ssh.{key}")
+    if "connect_timeout_s" in ssh:
+        check.number(ssh["connect_timeout_s"], "cluster.ssh.connect_timeout_s", 0.0, MAX_CONNECT_TIMEOUT_S)
     if "driver_host" in ssh:
         value = ssh["driver_host"]
-        if not isinstance(value, str) or not value.strip() or any(c.isspace() for c in value) or value == "0.0.0.0":
+        if not isinstance(value, str) or not is_host(value) or value in ("0.0.0.0", "::"):
             check.fail(
                 "cluster.ssh.driver_host",
-                f"must be this machine's host name or address as the hosts reach it (not 0.0.0.0), got {value!r}",
+                "must be this machine's host name or IP address as the hosts reach it (not 0.0.0.0), "
+                f"got {shown(value)}",
             )
 
 
 def _cluster_paths(check: _Checker, value: Any) -> dict[str, str]:
-    """``cluster.python``, ``java_home``, ``remote_dir`` (ssh) and ``queue``, ``hadoop_conf_dir`` (yarn)."""
+    """``cluster.python``, ``java_home``, ``remote_dir`` (ssh), ``queue``, ``hadoop_conf_dir`` (yarn) and the
+    standalone URLs: they reach command lines, on the hosts too, so none holds a shell metacharacter."""
     if not isinstance(value, dict):
         return {}
     paths = {}
     for key in CLUSTER_PATHS:
         if key in value:
-            if not isinstance(value[key], str) or not value[key]:
-                check.fail(f"cluster.{key}", f"must be a non-empty string, got {value[key]!r}")
-            else:
-                paths[key] = value[key]
+            checked = check.text(value[key], f"cluster.{key}", shell=True)
+            if checked is not None:
+                paths[key] = checked
     return paths
 
 
@@ -441,17 +678,19 @@ def _python_archive(check: _Checker, value: Any, manager: str | None) -> str | N
     archive = value["python_archive"]
     key = "cluster.python_archive"
     if not isinstance(archive, str) or not archive:
-        check.fail(key, f"must be the path of a packed environment (sweeper pack-env OUT.tar.gz), got {archive!r}")
+        check.fail(key, f"must be the path of a packed environment (sweeper pack-env OUT.tar.gz), got {shown(archive)}")
         return None
     if manager is not None and manager != "yarn":
         check.fail(key, f"only applies to manager: yarn, got manager: {manager}")
         return None
+    if check.text(archive, key, shell=True) is None:
+        return None
     path = Path(archive).expanduser()
     if not path.name.endswith(ARCHIVE_SUFFIXES):
-        check.fail(key, f"{archive!r} must end with one of {', '.join(ARCHIVE_SUFFIXES)}")
+        check.fail(key, f"{shown(archive)} must end with one of {', '.join(ARCHIVE_SUFFIXES)}")
         return None
-    if not path.is_file():
-        check.fail(key, f"{archive!r} is not a file (make one with: sweeper pack-env {archive})")
+    if _file_kind(path) != "file":
+        check.fail(key, f"{shown(archive)} is not a file (make one with: sweeper pack-env {archive})")
         return None
     return str(path.resolve())
 
@@ -466,7 +705,7 @@ def _sizing(check: _Checker, value: Any, cluster: Cluster | None) -> tuple[str |
     cores = []
     for index, cpe in enumerate(listed):
         key = _item_key("sizing.cores_per_executor", index, len(listed))
-        checked = check.integer(cpe, key)
+        checked = check.integer(cpe, key, maximum=MAX_CORES_PER_NODE)
         if checked is None:
             continue
         if cluster is not None and checked > cluster.cores_per_node:
@@ -474,21 +713,23 @@ def _sizing(check: _Checker, value: Any, cluster: Cluster | None) -> tuple[str |
             continue
         cores.append(checked)
     if len(set(cores)) != len(cores):
-        check.fail("sizing.cores_per_executor", f"lists a value twice: {listed!r}")
+        check.fail("sizing.cores_per_executor", f"lists a value twice: {shown(listed)}")
     return rule, cores
 
 
 def _with_reserve(check: _Checker, section: dict[str, Any], cluster: Cluster) -> Cluster:
     reserve = check.mapping(section.get("reserve"), "sizing.reserve") or {}
     check.known_keys(reserve, "sizing.reserve", RESERVE_KEYS)
-    cores = check.integer(reserve.get("cores", 1), "sizing.reserve.cores", minimum=0)
+    cores = check.integer(reserve.get("cores", 1), "sizing.reserve.cores", minimum=0, maximum=MAX_CORES_PER_NODE)
     memory = reserve.get("memory", "1GiB")
     memory_mib = 0 if memory in (0, "0") else check.size_mib(memory, "sizing.reserve.memory")
-    am = check.integer(section.get("application_master", 1), "sizing.application_master", minimum=0)
+    am = check.integer(
+        section.get("application_master", 1), "sizing.application_master", minimum=0, maximum=MAX_APPLICATION_MASTER
+    )
     if cores is not None and cores >= cluster.cores_per_node:
         check.fail("sizing.reserve.cores", f"{cores} leaves no core of the {cluster.cores_per_node} per node")
     if memory_mib is not None and memory_mib >= cluster.memory_per_node_mib:
-        check.fail("sizing.reserve.memory", f"{memory!r} leaves no memory on a node")
+        check.fail("sizing.reserve.memory", f"{shown(memory)} leaves no memory on a node")
     return Cluster(
         nodes=cluster.nodes,
         cores_per_node=cluster.cores_per_node,
@@ -499,17 +740,24 @@ def _with_reserve(check: _Checker, section: dict[str, Any], cluster: Cluster) ->
     )
 
 
+def _choices(check: _Checker, value: Any, key: str, allowed: tuple[str, ...]) -> list[str | None]:
+    """A list of choices (engines, modes), each checked, no value twice; None where a value is refused."""
+    checked = [check.choice(one, _item_key(key, i, len(value)), allowed) for i, one in enumerate(value)]
+    valid = [one for one in checked if one is not None]
+    if len(set(valid)) != len(valid):
+        check.fail(key, f"lists a value twice: {shown(value)}")
+    return checked
+
+
 def _engines(check: _Checker, value: Any) -> list[str] | None:
     if not isinstance(value, list) or not value:
-        check.fail("engines", f"must be a non-empty list among {', '.join(ENGINES)}, got {value!r}")
+        check.fail("engines", f"must be a non-empty list among {', '.join(ENGINES)}, got {shown(value)}")
         return None
-    engines = [check.choice(e, f"engines[{i}]", ENGINES) for i, e in enumerate(value)]
-    if len(set(value)) != len(value):
-        check.fail("engines", f"lists an engine twice: {value!r}")
-    return [e for e in engines if e]
+    return [engine for engine in _choices(check, value, "engines", ENGINES) if engine is not None]
 
 
 def _dataset(check: _Checker, value: Any) -> Dataset | None:
+    path_key = "workload.dataset" if isinstance(value, str) else "workload.dataset.path"
     if isinstance(value, str):
         value = {"name": value} if value in DATASETS else {"name": "path", "path": value}
     section = check.mapping(value, "workload.dataset")
@@ -518,34 +766,40 @@ def _dataset(check: _Checker, value: Any) -> Dataset | None:
     check.known_keys(section, "workload.dataset", DATASET_KEYS)
     name = section.get("name", "digits")
     path = section.get("path")
-    if path is not None and not isinstance(path, str):
-        check.fail("workload.dataset.path", f"must be a path, got {path!r}")
+    if path is not None and check.text(path, path_key) is None:
         return None
     if name == "path":
-        if path is None:
-            check.fail("workload.dataset", "a dataset path is required")
-            return None
-        if not Path(path).exists():
-            check.fail(
-                "workload.dataset", f"{path!r} is neither a dataset ({', '.join(DATASETS)}) nor an existing file"
-            )
-            return None
-        return Dataset(name="path", path=path)
+        return _dataset_path(check, path)
     checked = check.choice(name, "workload.dataset.name", DATASETS)
     if checked is None:
         return None
-    if path is not None and not Path(path).is_dir():
-        check.fail("workload.dataset.path", f"{path!r} is not a directory of IDX files")
+    if path is not None and _file_kind(Path(path)) != "directory":
+        check.fail("workload.dataset.path", f"{shown(path)} is not a directory of IDX files")
     return Dataset(name=checked, path=path)
+
+
+def _dataset_path(check: _Checker, path: str | None) -> Dataset | None:
+    """A dataset given as a path: a regular file or a directory (never a FIFO, device or socket)."""
+    if path is None:
+        check.fail("workload.dataset", "a dataset path is required")
+        return None
+    kind = _file_kind(Path(path))
+    if kind is None:
+        check.fail(
+            "workload.dataset", f"{shown(path)} is neither a dataset ({', '.join(DATASETS)}) nor an existing file"
+        )
+        return None
+    if kind not in ("file", "directory"):
+        check.fail("workload.dataset", f"{shown(path)} must be a regular file or a directory, got a {kind}")
+        return None
+    return Dataset(name="path", path=path)
 
 
 def _model(check: _Checker, value: Any) -> tuple[tuple[str, tuple[Any, ...]], ...]:
     section = check.mapping(value, "workload.model")
     if section is None:
         return ()
-    from sklearn.neural_network import MLPClassifier
-
-    allowed = _mlp_params()
+    allowed = _mlp_params() + MLLIB_ONLY_PARAMS
     for owned in MODEL_KEYS_OWNED:
         if owned in section:
             check.fail(
@@ -553,27 +807,51 @@ def _model(check: _Checker, value: Any) -> tuple[tuple[str, tuple[Any, ...]], ..
             )
     check.known_keys({k: v for k, v in section.items() if k not in MODEL_KEYS_OWNED}, "workload.model", allowed)
     merged = {**DEFAULT_MODEL, **{k: v for k, v in section.items() if k in allowed}}
-    axes = []
-    for param, raw in merged.items():
-        key = f"workload.model.{param}"
-        if param == "hidden_layer_sizes":
-            options = raw if isinstance(raw, list) and raw and all(isinstance(x, list) for x in raw) else [raw]
-            values = []
-            for option in options:
-                layers = option if isinstance(option, (list, tuple)) else [option]
-                if not layers or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in layers):
-                    check.fail(key, f"must be positive layer widths such as [100, 50], got {option!r}")
-                    continue
-                values.append(tuple(layers))
-        else:
-            values = check.axis(raw, key) or []
-        for one in values:
-            try:
-                MLPClassifier(**{param: one})._validate_params()
-            except (ValueError, TypeError) as error:
-                check.fail(key, str(error))
-        axes.append((param, tuple(values)))
-    return tuple(axes)
+    return tuple((param, tuple(_model_values(check, param, raw))) for param, raw in merged.items())
+
+
+def _model_values(check: _Checker, param: str, raw: Any) -> list[Any]:
+    """The values of one ``workload.model`` parameter (a list is an axis; layer lists are one value)."""
+    key = f"workload.model.{param}"
+    if param == "hidden_layer_sizes":
+        options = raw if isinstance(raw, list) and raw and all(isinstance(x, list) for x in raw) else [raw]
+        return [layers for layers in (_layers(check, option, key) for option in options) if layers is not None]
+    values = check.axis(raw, key) or []
+    if param == "mllib_solver":
+        return [solver for solver in (check.choice(one, key, MLLIB_SOLVERS) for one in values) if solver is not None]
+    return [one for one in values if _mlp_value(check, param, one, key)]
+
+
+def _layers(check: _Checker, option: Any, key: str) -> tuple[int, ...] | None:
+    """One ``hidden_layer_sizes`` value: one width or a list of widths, each within MAX_LAYER_WIDTH."""
+    layers = option if isinstance(option, (list, tuple)) else [option]
+    if (
+        not layers
+        or len(layers) > MAX_LAYERS
+        or not all(isinstance(n, int) and not isinstance(n, bool) and 0 < n <= MAX_LAYER_WIDTH for n in layers)
+    ):
+        check.fail(
+            key,
+            f"must be 1 to {MAX_LAYERS} layer widths from 1 to {MAX_LAYER_WIDTH}, such as [100, 50], "
+            f"got {shown(option)}",
+        )
+        return None
+    return tuple(layers)
+
+
+def _mlp_value(check: _Checker, param: str, value: Any, key: str) -> bool:
+    """Whether ``MLPClassifier`` takes ``value`` for ``param``; if not, the problem is recorded."""
+    if value is not None and not _is_scalar(value):
+        check.fail(key, f"must be a number, a string or a boolean, got {shown(value)}")
+        return False
+    from sklearn.neural_network import MLPClassifier
+
+    try:
+        MLPClassifier(**{param: value})._validate_params()
+    except (ValueError, TypeError) as error:
+        check.fail(key, str(error))
+        return False
+    return True
 
 
 def _workload(check: _Checker, value: Any) -> Workload | None:
@@ -587,66 +865,45 @@ def _workload(check: _Checker, value: Any) -> Workload | None:
         for f in check.axis(section.get("fraction", 1.0), "workload.fraction") or []
     ]
     epochs = [
-        check.integer(e, "workload.epochs")
+        check.integer(e, "workload.epochs", maximum=MAX_EPOCHS)
         for e in check.axis(section.get("epochs", [10, 100]), "workload.epochs") or []
     ]
-    trials = check.integer(section.get("trials", 3), "workload.trials")
     listed_modes = check.axis(section.get("mode", "replicas"), "workload.mode") or []
-    modes = [
-        check.choice(m, _item_key("workload.mode", i, len(listed_modes)), MODES) for i, m in enumerate(listed_modes)
-    ]
-    if len(set(listed_modes)) != len(listed_modes):
-        check.fail("workload.mode", f"lists a mode twice: {listed_modes!r}")
+    modes = _choices(check, listed_modes, "workload.mode", MODES)
     mode = "search" if "search" in modes else (modes[0] if modes else None)
-    folds = check.integer(section.get("folds", 3), "workload.folds", minimum=2)
+    settings = _workload_settings(check, section, modes)
     param_grid = _param_grid(check, section.get("param_grid"), mode)
-    n_fits = section.get("n_fits")
-    if n_fits is not None:
-        n_fits = check.integer(n_fits, "workload.n_fits")
-        if "replicas" not in modes and n_fits is not None:
-            check.fail("workload.n_fits", f"only applies to mode replicas (modes {modes!r} have their own batch)")
-    local_epochs = check.integer(section.get("local_epochs", 1), "workload.local_epochs")
-    shards = section.get("shards")
-    if shards is not None:
-        shards = check.integer(shards, "workload.shards")
-    exact = check.boolean(section.get("exact_epochs", False), "workload.exact_epochs")
-    threads = check.integer(section.get("threads_per_fit", 1), "workload.threads_per_fit")
-    timeout_s = check.number(section.get("timeout_s", 3600), "workload.timeout_s", 0.0, 7 * 86400.0)
-    start_timeout_s = check.number(section.get("start_timeout_s", 180), "workload.start_timeout_s", 0.0, 86400.0)
-    seed = check.integer(section.get("seed", 0), "workload.seed", minimum=0)
-    test_size = check.number(section.get("test_size", 0.25), "workload.test_size", 0.0, 0.9)
     model = _model(check, section.get("model"))
-    if (
-        None in (dataset, trials, folds, exact, threads, timeout_s, start_timeout_s, seed, test_size, local_epochs)
-        or None in modes
-        or None in fractions
-        or None in epochs
-    ):
+    if dataset is None or settings is None or any(v is None for v in (*modes, *fractions, *epochs)):
         return None
     if len(set(epochs)) != len(epochs):
-        check.fail("workload.epochs", f"lists a value twice: {epochs!r}")
-    assert dataset is not None and trials is not None and folds is not None and local_epochs is not None
-    assert exact is not None and threads is not None and timeout_s is not None and seed is not None
-    assert test_size is not None and start_timeout_s is not None
+        check.fail("workload.epochs", f"lists a value twice: {shown(epochs)}")
     return Workload(
         dataset=dataset,
         fractions=tuple(f for f in fractions if f is not None),
         model_axes=model,
         epochs=tuple(e for e in epochs if e is not None),
-        trials=trials,
         modes=tuple(m for m in modes if m is not None),
-        folds=folds,
         param_grid=param_grid,
-        n_fits=n_fits,
-        local_epochs=local_epochs,
-        shards=shards,
-        exact_epochs=exact,
-        threads_per_fit=threads,
-        timeout_s=timeout_s,
-        start_timeout_s=start_timeout_s,
-        seed=seed,
-        test_size=test_size,
+        **settings,
     )
+
+
+def _workload_settings(check: _Checker, section: dict[str, Any], modes: list[str | None]) -> dict[str, Any] | None:
+    """The workload's bounded integers and numbers (WORKLOAD_INTEGERS, WORKLOAD_NUMBERS) and exact_epochs."""
+    settings: dict[str, Any] = {}
+    for name, (default, minimum, maximum) in WORKLOAD_INTEGERS.items():
+        value = section.get(name, default)
+        key = f"workload.{name}"
+        unset = default is None and value is None
+        settings[name] = None if unset else check.integer(value, key, minimum=minimum, maximum=maximum)
+    for name, (default_number, low, high) in WORKLOAD_NUMBERS.items():
+        settings[name] = check.number(section.get(name, default_number), f"workload.{name}", low, high)
+    settings["exact_epochs"] = check.boolean(section.get("exact_epochs", False), "workload.exact_epochs")
+    if settings["n_fits"] is not None and "replicas" not in modes:
+        check.fail("workload.n_fits", f"only applies to mode replicas (modes {modes!r} have their own batch)")
+    optional = [name for name, (default, _, _) in WORKLOAD_INTEGERS.items() if default is None]
+    return None if any(v is None for k, v in settings.items() if k not in optional) else settings
 
 
 def _param_grid(check: _Checker, value: Any, mode: str | None) -> tuple[tuple[str, tuple[Any, ...]], ...]:
@@ -659,40 +916,44 @@ def _param_grid(check: _Checker, value: Any, mode: str | None) -> tuple[tuple[st
         return ()
     if mode != "search":
         check.fail("workload.param_grid", f"only applies to mode: search, not {mode!r}")
-    from sklearn.neural_network import MLPClassifier
-
     allowed = _mlp_params()
     check.known_keys(section, "workload.param_grid", allowed)
     grid = []
     for param, raw in section.items():
         if param not in allowed:
             continue
-        values = check.axis(raw, f"workload.param_grid.{param}") or []
+        key = f"workload.param_grid.{param}"
+        values = check.axis(raw, key) or []
         if param == "hidden_layer_sizes":
-            values = [tuple(v) if isinstance(v, list) else (v,) for v in values]
-        for one in values:
-            try:
-                MLPClassifier(**{param: one})._validate_params()
-            except (ValueError, TypeError) as error:
-                check.fail(f"workload.param_grid.{param}", str(error))
-        grid.append((param, tuple(values)))
+            layers = [_layers(check, one, key) for one in values]
+            grid.append((param, tuple(one for one in layers if one is not None)))
+        else:
+            grid.append((param, tuple(one for one in values if _mlp_value(check, param, one, key))))
     return tuple(grid)
 
 
 def _rules(check: _Checker, value: Any, key: str) -> list[dict[str, Any]]:
+    """``exclude``/``only``: mappings of axis to a value or a list of values."""
     if value is None:
         return []
     if not isinstance(value, list):
-        check.fail(key, f"must be a list of mappings such as [{{engine: spark, epochs: 10000}}], got {value!r}")
+        check.fail(key, f"must be a list of mappings such as [{{engine: spark, epochs: 10000}}], got {shown(value)}")
         return []
+    allowed = RULE_AXES + tuple(f"model.{p}" for p in _mlp_params() + MLLIB_ONLY_PARAMS)
     rules = []
     for index, rule in enumerate(value):
         where = f"{key}[{index}]"
         if not isinstance(rule, dict) or not rule:
-            check.fail(where, f"must be a non-empty mapping of axis: value, got {rule!r}")
+            check.fail(where, f"must be a non-empty mapping of axis: value, got {shown(rule)}")
             continue
-        allowed = RULE_AXES + tuple(f"model.{p}" for p in _mlp_params())
         check.known_keys(rule, where, allowed)
+        for axis, wanted in rule.items():
+            items = wanted if isinstance(wanted, list) else [wanted]
+            if not items or not all(item is None or _is_scalar(item) for item in items):
+                check.fail(
+                    f"{where}.{_key_name(axis)}",
+                    f"must be a value (a number, string, boolean or null) or a list of values, got {shown(wanted)}",
+                )
         rules.append(rule)
     return rules
 
@@ -704,37 +965,61 @@ def _mlp_params() -> tuple[str, ...]:
     return tuple(k for k in MLPClassifier().get_params() if k not in MODEL_KEYS_OWNED)
 
 
+def _setting(check: _Checker, value: Any, key: str, refused: re.Pattern[str], refused_text: str) -> Any:
+    """An environment or spark_conf value: a string, a finite number or a boolean (None: refused)."""
+    if not _is_scalar(value, MAX_SETTING_CHARS):
+        check.fail(
+            key,
+            f"must be a string of at most {MAX_SETTING_CHARS} characters, a finite number or a boolean, "
+            f"got {shown(value)}",
+        )
+        return None
+    found = refused.search(value) if isinstance(value, str) else None
+    if found:
+        check.fail(key, f"must not contain {refused_text}, got {found.group()!r} in {shown(value)}")
+        return None
+    return value
+
+
 def _environment(check: _Checker, value: Any) -> dict[str, str]:
     section = check.mapping(value, "environment")
     if section is None:
         return {}
     environment = {}
     for name, setting in section.items():
-        if not isinstance(name, str) or not name.replace("_", "").isalnum():
-            check.fail(f"environment.{name}", "must be an environment variable name")
-        elif isinstance(setting, (dict, list)) or setting is None:
-            check.fail(f"environment.{name}", f"must be a string or number, got {setting!r}")
-        else:
-            environment[name] = str(setting)
+        key = f"environment.{_key_name(name)}"
+        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
+            check.fail(key, f"must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*), got {shown(name)}")
+            continue
+        checked = _setting(check, setting, key, _NUL, "NUL characters")
+        if checked is not None:
+            environment[name] = str(checked)
     return environment
 
 
 def _spark_conf(check: _Checker, value: Any) -> dict[str, str]:
-    """Extra Spark properties for every Spark launch; those the plan sets are refused."""
+    """Extra Spark properties for every Spark launch; those the plan sets are refused, whatever their case."""
     section = check.mapping(value, "spark_conf")
     if section is None:
         return {}
+    owned = {name.casefold() for name in SPARK_CONF_OWNED}
     conf = {}
     for name, setting in section.items():
-        key = f"spark_conf.{name}"
-        if not isinstance(name, str) or not name.startswith("spark."):
-            check.fail(key, "must be a Spark property (a name starting with 'spark.')")
-        elif name in SPARK_CONF_OWNED:
+        key = f"spark_conf.{_key_name(name)}"
+        if isinstance(name, str) and name.strip().casefold() in owned:
             check.fail(
-                key, f"is set from the plan for every launch; spark_conf may not set {', '.join(SPARK_CONF_OWNED)}"
+                key,
+                f"is set from the plan for every launch; spark_conf may not set {', '.join(SPARK_CONF_OWNED)} "
+                "(compared ignoring case and surrounding spaces)",
             )
-        elif isinstance(setting, (dict, list)) or setting is None:
-            check.fail(key, f"must be a string, number or boolean, got {setting!r}")
+        elif not isinstance(name, str) or not _SPARK_PROPERTY.fullmatch(name):
+            check.fail(
+                key,
+                "must be a Spark property name (starting with 'spark.', without spaces, '=' or control "
+                f"characters), got {shown(name)}",
+            )
         else:
-            conf[name] = str(setting).lower() if isinstance(setting, bool) else str(setting)
+            checked = _setting(check, setting, key, _CONTROL, "control characters (newlines, NUL, ...)")
+            if checked is not None:
+                conf[name] = str(checked).lower() if isinstance(checked, bool) else str(checked)
     return conf

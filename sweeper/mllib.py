@@ -31,9 +31,10 @@ from sweeper.datasets import Data
 from sweeper.engines.base import Granted, LaunchContext
 from sweeper.fit_environment import observed
 from sweeper.fitting import FitResult, FitTask
+from sweeper.grid import MLLIB_SOLVERS
 from sweeper.plan import Launch
 
-SOLVERS = ("l-bfgs", "gd")
+SOLVERS = MLLIB_SOLVERS  # the grid's workload.model.mllib_solver: checked when the grid is read
 DEFAULT_SOLVER = "l-bfgs"
 DEFAULT_STEP_SIZE = 0.03  # MLlib's default stepSize
 DEFAULT_BLOCK_SIZE = 128  # MLlib's default blockSize

@@ -1,12 +1,23 @@
-"""Render a plan for people: the matched launch table, the workload axes, the hand commands."""
+"""Render a plan for people: the matched launch table, the workload axes, the hand commands.
+
+Everything is printed through :func:`~sweeper.run_view.plain`, never as console markup, so
+names and paths from a grid (``[`` and ``]`` included) show as written.
+"""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from sweeper.plan import BASELINE_ENGINE, Plan, dask_commands, spark_command
+from sweeper.run_view import plain
 from sweeper.units import format_mib
+
+
+def warning_line(text: str) -> Text:
+    """``warning: TEXT``, the text as written (not read as console markup)."""
+    return plain("warning:", "yellow") + plain(f" {text}")
 
 
 def show_plan(plan: Plan, console: Console) -> None:
@@ -14,14 +25,17 @@ def show_plan(plan: Plan, console: Console) -> None:
     grid = plan.grid
     cluster = grid.cluster
     console.print(
-        f"[bold]{grid.name}[/] ({grid.path}): manager {grid.manager}, {cluster.nodes} nodes x "
-        f"{cluster.cores_per_node} cores x {format_mib(cluster.memory_per_node_mib)}; rule "
-        f"{grid.rule}, reserve {cluster.reserve_cores} core(s) + "
-        f"{format_mib(cluster.reserve_memory_mib)} per node, {cluster.application_master} "
-        "slot(s) for the ApplicationMaster / Dask scheduler"
+        plain(grid.name, "bold")
+        + plain(
+            f" ({grid.path}): manager {grid.manager}, {cluster.nodes} nodes x "
+            f"{cluster.cores_per_node} cores x {format_mib(cluster.memory_per_node_mib)}; rule "
+            f"{grid.rule}, reserve {cluster.reserve_cores} core(s) + "
+            f"{format_mib(cluster.reserve_memory_mib)} per node, {cluster.application_master} "
+            "slot(s) for the ApplicationMaster / Dask scheduler"
+        )
     )
     for warning in grid.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+        console.print(warning_line(warning))
     table = Table(title="Matched launches (Spark executors = Dask workers)")
     for column in (
         "#",
@@ -51,22 +65,27 @@ def show_plan(plan: Plan, console: Console) -> None:
     workload = grid.workload
     dataset = workload.dataset.path or workload.dataset.name
     console.print(
-        f"Workload: MLPClassifier on {dataset}, "
-        + ", ".join(f"mode {mode} ({plan.fits(mode)} fits per batch)" for mode in workload.modes)
-        + f", {workload.threads_per_fit} thread(s) per fit; epochs "
-        f"{', '.join(map(str, workload.epochs))}; fraction {', '.join(map(str, workload.fractions))}; "
-        f"{trials} trial(s)"
+        plain(
+            f"Workload: MLPClassifier on {dataset}, "
+            + ", ".join(f"mode {mode} ({plan.fits(mode)} fits per batch)" for mode in workload.modes)
+            + f", {workload.threads_per_fit} thread(s) per fit; epochs "
+            f"{', '.join(map(str, workload.epochs))}; fraction {', '.join(map(str, workload.fractions))}; "
+            f"{trials} trial(s)"
+        )
     )
     for name, values in workload.model_axes:
-        console.print(f"  model.{name}: {', '.join(map(str, values))}")
+        console.print(plain(f"  model.{name}: {', '.join(map(str, values))}"))
     console.print(
-        f"[bold]{plan.n_measurements}[/] measurements in {len(plan.launches)} launches, "
-        f"{sum(plan.fits(p.mode) for points in plan.points.values() for p in points) * trials} fits."
+        plain(plan.n_measurements, "bold")
+        + plain(
+            f" measurements in {len(plan.launches)} launches, "
+            f"{sum(plan.fits(p.mode) for points in plan.points.values() for p in points) * trials} fits."
+        )
     )
     console.print("\nEquivalent hand commands:")
     for launch in plan.launches:
         if launch.engine.startswith("spark"):
-            console.print(f"  [{launch.index + 1}] {spark_command(launch)}", soft_wrap=True)
+            console.print(plain(f"  [{launch.index + 1}] {spark_command(launch)}"), soft_wrap=True)
         elif launch.engine == "dask":
             for line in dask_commands(launch):
-                console.print(f"  [{launch.index + 1}] {line}", soft_wrap=True)
+                console.print(plain(f"  [{launch.index + 1}] {line}"), soft_wrap=True)

@@ -12,6 +12,7 @@ import html
 import io
 import os
 import platform
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,13 +21,13 @@ from typing import Any
 
 import pandas as pd
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from sweeper import compare, report_plots
 from sweeper.errors import UserError
 from sweeper.plan import BASELINE_ENGINE
-from sweeper.store import load_results
+from sweeper.run_view import plain
+from sweeper.store import load_results, sweep_dir, sweeps
 
 REPORT_HTML = "report.html"
 REPORT_MD = "report.md"
@@ -78,22 +79,23 @@ Block = Heading | Paragraph | Bullets | Rows | Picture
 def load_sweep(store: str | Path, sweep: str | None = None) -> pd.DataFrame:
     """The rows of one sweep of a store; a store of several sweeps needs ``sweep``.
 
+    Only that sweep's files are read: a broken file of another sweep does not stop its report.
     Raises :class:`~sweeper.errors.UserError` for a missing or empty store, for several sweeps
-    and no name (listing them), and for a name the store does not hold (listing those it does).
+    and no name (listing them), for a name the store does not hold (listing those it does), and
+    for a file of the sweep that cannot be read (naming it).
     """
     if not Path(store).is_dir():
         raise UserError(f"{store}: no such store directory")
-    df = load_results(store)
+    names = sweeps(store)
+    if sweep is None and len(names) > 1:
+        raise UserError(f"{store} holds {len(names)} sweeps: {', '.join(names)}; pass one with --sweep NAME")
+    if sweep is not None and sweep not in names:
+        sweep_dir(Path(store), sweep)  # a name that is no sweep's directory name is refused as such
+        raise UserError(f"{store}: no sweep {sweep!r}; the store holds: {', '.join(names) or 'no sweep'}")
+    df = load_results(store, sweep or (names[0] if names else None))
     if df.empty:
         raise UserError(f"{store}: the store holds no measurements; run a sweep into it first (sweeper run GRID)")
-    names = sorted(str(name) for name in df["sweep"].dropna().unique())
-    if sweep is None:
-        if len(names) > 1:
-            raise UserError(f"{store} holds {len(names)} sweeps: {', '.join(names)}; pass one with --sweep NAME")
-        return df
-    if sweep not in names:
-        raise UserError(f"{store}: no sweep {sweep!r}; the store holds: {', '.join(names)}")
-    return df[df["sweep"] == sweep].reset_index(drop=True)
+    return df
 
 
 # -- formatting -----------------------------------------------------------------------------
@@ -503,18 +505,23 @@ def _failure_blocks(df: pd.DataFrame) -> list[Block]:
 
 
 def to_markdown(blocks: Sequence[Block]) -> str:
-    """The report as Markdown; figures are linked as PNG files beside it."""
+    """The report as Markdown; figures are linked as PNG files beside it.
+
+    Every text is written through :func:`markdown_text`, so what the store holds (error
+    messages, names) shows as written and never as Markdown or HTML.
+    """
     out: list[str] = []
     for block in blocks:
         if isinstance(block, Heading):
-            out.append(f"{'#' * block.level} {block.text}")
+            text = markdown_text(block.text).replace("#", "\\#")  # a closing '#' would end the heading
+            out.append(f"{'#' * block.level} {text}")
         elif isinstance(block, Paragraph):
-            out.append(block.text)
+            out.append(markdown_text(block.text))
         elif isinstance(block, Bullets):
-            out.append("\n".join(f"- {item}" for item in block.items))
+            out.append("\n".join(f"- {markdown_text(item)}" for item in block.items))
         elif isinstance(block, Rows):
             lines = [
-                f"**{block.caption}**",
+                f"**{markdown_text(block.caption)}**",
                 "",
                 _md_row(block.header),
                 _md_row(["---"] * len(block.header)),
@@ -522,12 +529,28 @@ def to_markdown(blocks: Sequence[Block]) -> str:
             ]
             out.append("\n".join(lines))
         else:
-            out.append(f"![{block.alt}]({block.name})")
+            out.append(f"![{markdown_text(block.alt)}]({block.name})")
     return "\n\n".join(out) + "\n"
 
 
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|&~$])")
+_LINE_BREAKS = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+")
+
+
+def markdown_text(text: str) -> str:
+    r"""Plain text as inline Markdown that shows it as written, on one line.
+
+    Backslash-escapes what would start markup (emphasis, code, links, HTML, entities, table
+    cells, maths) and turns line breaks into spaces, as :func:`to_html` escapes for HTML.
+
+    >>> print(markdown_text("a|b `c` <script> *d*\nnext"))
+    a\|b \`c\` \<script\> \*d\* next
+    """
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", _LINE_BREAKS.sub(" ", text))
+
+
 def _md_row(cells: Sequence[str]) -> str:
-    return "| " + " | ".join(cell.replace("|", "\\|").replace("\n", " ") for cell in cells) + " |"
+    return "| " + " | ".join(markdown_text(cell) for cell in cells) + " |"
 
 
 _CSS = """
@@ -597,39 +620,55 @@ def write_report(
         # [PosixPath('report/report.html'), PosixPath('report/report.md'), PosixPath('report/fit_time_box.png'), ...]
     """
     df = load_sweep(store, sweep)
+    out = _report_directory(Path(out_dir))
     blocks = build_report(df, machine=this_machine(), cost_per_node_hour=cost_per_node_hour)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    pictures = []
-    for block in blocks:
-        if isinstance(block, Picture):
-            (out / block.name).write_bytes(block.png)
-            pictures.append(out / block.name)
-    (out / REPORT_MD).write_text(to_markdown(blocks), encoding="utf-8")
-    (out / REPORT_HTML).write_text(to_html(blocks), encoding="utf-8")
-    return [out / REPORT_HTML, out / REPORT_MD, *pictures]
+    files = {block.name: block.png for block in blocks if isinstance(block, Picture)}
+    files[REPORT_MD] = to_markdown(blocks).encode("utf-8")
+    files[REPORT_HTML] = to_html(blocks).encode("utf-8")
+    for name, content in files.items():
+        try:
+            (out / name).write_bytes(content)
+        except OSError as error:
+            raise UserError(f"{out / name}: cannot write the report: {error.strerror or error}") from None
+    return [out / REPORT_HTML, out / REPORT_MD, *(out / name for name in files if name.endswith(".png"))]
+
+
+def _report_directory(out: Path) -> Path:
+    """The report's directory, created if missing; a file in its way or a place that refuses it is a UserError."""
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out}: exists and is not a directory; --out takes a directory (created if missing)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        where = f" ({error.filename})" if error.filename else ""
+        raise UserError(f"{out}: cannot create the report directory: {error.strerror or error}{where}") from None
+    return out
 
 
 # -- terminal -------------------------------------------------------------------------------
 
 
 def compare_table(df: pd.DataFrame) -> Table:
-    """The Spark vs Dask table for ``sweeper compare`` (rich), failures counted in the caption."""
+    """The Spark vs Dask table for ``sweeper compare`` (rich), failures counted in the caption.
+
+    Every cell goes through :func:`~sweeper.run_view.plain`: no store string is read as console markup.
+    """
     header, lines = engine_rows(df)
     failed = int((~compare.ok_mask(df)).sum())
     caption = f"{failed} failed or timed-out measurement(s) left out; `sweeper report` lists them" if failed else None
-    table = Table(*header, title="Spark vs Dask: median fit time over ok trials", caption=caption)
+    table = Table(title="Spark vs Dask: median fit time over ok trials", caption=caption)
+    for name in header:
+        table.add_column(plain(name))
     for line in lines:
-        table.add_row(
-            *(escape(cell) for cell in line[:-1]), f"[{VERDICT_STYLE.get(line[-1], 'bold')}]{escape(line[-1])}[/]"
-        )
+        table.add_row(*(plain(cell) for cell in line[:-1]), plain(line[-1], VERDICT_STYLE.get(line[-1], "bold")))
     return table
 
 
 def compare_text(df: pd.DataFrame, width: int = 160) -> str:
     """:func:`compare_table` as plain text (no colour), as ``sweeper compare`` prints it."""
     buffer = io.StringIO()
-    Console(file=buffer, width=width, color_system=None, force_terminal=False).print(compare_table(df))
+    console = Console(file=buffer, width=width, color_system=None, force_terminal=False, markup=False, emoji=False)
+    console.print(compare_table(df))
     return buffer.getvalue()
 
 

@@ -31,6 +31,15 @@ def engine_color(engine: str) -> str:
     return ENGINE_COLORS.get(engine, OTHER_COLORS[zlib.crc32(engine.encode()) % len(OTHER_COLORS)])
 
 
+def shown(text: object) -> str:
+    r"""Text from the store (an engine name) as a figure label, as written: a '$' starts no maths.
+
+    >>> shown("spark$x$")
+    'spark\\$x\\$'
+    """
+    return str(text).replace("$", r"\$")
+
+
 def short_config(row: Any) -> str:
     """A configuration in a few characters: cores x executors, memory.
 
@@ -71,7 +80,7 @@ def _shapes(table: pd.DataFrame) -> dict[tuple[Any, ...], tuple[str, str]]:
 
 def _engine_legend(axis: Axes, engines: Any) -> None:
     for engine in sorted(str(e) for e in engines):
-        axis.scatter([], [], color=engine_color(engine), label=engine)
+        axis.scatter([], [], color=engine_color(engine), label=shown(engine))
 
 
 def _series(table: pd.DataFrame) -> Iterator[tuple[str, str, pd.DataFrame]]:
@@ -94,7 +103,7 @@ def box_fit_time(rows: pd.DataFrame) -> bytes:
         data, labels, colors = [], [], []
         for key, group in ok[ok["epochs"] == epoch].groupby(["engine", *CONFIG], dropna=False, sort=True):
             data.append(group["fit_wall_s"].to_numpy(dtype=float, na_value=np.nan))
-            labels.append(f"{key[0]}\n{short_config(group.iloc[0])}")
+            labels.append(f"{shown(key[0])}\n{short_config(group.iloc[0])}")
             colors.append(engine_color(str(key[0])))
         boxes = axis.boxplot(data, patch_artist=True, widths=0.6, medianprops={"color": "black"})
         for patch, color in zip(boxes["boxes"], colors, strict=True):
@@ -119,7 +128,7 @@ def versus_epochs(table: pd.DataFrame) -> bytes:
             "color": engine_color(engine),
             "marker": marker,
             "linestyle": "--" if engine == BASELINE_ENGINE else "-",
-            "label": f"{engine} {label}",
+            "label": f"{shown(engine)} {label}",
         }
         epochs = group["epochs"].to_numpy(dtype=float)
         median = group["median_s"].to_numpy(dtype=float)
@@ -206,7 +215,7 @@ def speedup_cost(speedups: pd.DataFrame, costs: pd.DataFrame) -> bytes:
                 group["speedup"].astype(float),
                 "o-",
                 color=color,
-                label=f"{engine} (COST {cost if cost == NEVER else cost + ' cores'})",
+                label=f"{shown(engine)} (COST {cost if cost == NEVER else cost + ' cores'})",
             )
             if len(cost_row) and not pd.isna(cost_row["cost_cores"].iloc[0]):
                 axis.axvline(float(cost_row["cost_cores"].iloc[0]), color=color, linestyle=":", alpha=0.8)

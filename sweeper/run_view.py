@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterator
@@ -9,31 +10,42 @@ from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
 STATUS_STYLE = {"ok": "green", "failed": "red", "timeout": "yellow"}
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # control characters but tab and newline
 
 
-def measurement_line(row: dict[str, Any]) -> str:
-    """One line for a finished measurement."""
+def plain(text: object, style: str = "") -> Text:
+    r"""Text that prints as written on any console: no markup, no emoji codes, no control characters.
+
+    Control characters (a terminal's escape sequences among them) are shown as ``\xNN``.
+
+    >>> plain("[bold]x :smile:\x1b[2J").plain
+    '[bold]x :smile:\\x1b[2J'
+    """
+    return Text(_UNPRINTABLE.sub(lambda found: f"\\x{ord(found.group()):02x}", str(text)), style=style)
+
+
+def measurement_line(row: dict[str, Any]) -> Text:
+    """One line for a finished measurement (plain text, styled: an error message shows as written)."""
     shape = (
         "baseline"
         if row["engine"] == "local"
         else f"{row['executors']}x{row['cores_per_executor']}c x {row['executor_memory_gib']:g}GiB"
     )
     status = row["status"]
-    head = (
-        f"[{STATUS_STYLE[status]}]{status:>7}[/] {row['engine']:<11} {row['mode']:<13} {shape:<18} "
-        f"epochs {row['epochs']:>5} trial {row['trial']}"
+    head = plain(f"{status:>7}", STATUS_STYLE.get(status, "")) + plain(
+        f" {row['engine']:<11} {row['mode']:<13} {shape:<18} epochs {row['epochs']:>5} trial {row['trial']}"
     )
     if status == "ok":
-        return (
-            f"{head}  fit {row['fit_wall_s']:7.2f} s  acc {row['accuracy']:.4f}  "
+        return head + plain(
+            f"  fit {row['fit_wall_s']:7.2f} s  acc {row['accuracy']:.4f}  "
             f"epochs run {row['epochs_run']}  start {row['cluster_start_s']:.1f} s"
         )
-    return f"{head}  {escape(str(row.get('error_type')))}: {escape(str(row.get('error'))[:200])}"
+    return head + plain(f"  {row.get('error_type')}: {str(row.get('error'))[:200]}")
 
 
 @contextmanager

@@ -35,7 +35,7 @@ from sweeper.fit_environment import applied, fit_environment, variables_set
 from sweeper.fitting import FitResult, FitTask, make_batch
 from sweeper.grid import Grid
 from sweeper.plan import BASELINE_ENGINE, Launch, Plan, Point
-from sweeper.store import compact, completed_keys, remove_sweep, write_rows
+from sweeper.store import check_writable, compact, completed_keys, remove_sweep, write_rows
 from sweeper.versions import versions
 
 
@@ -143,7 +143,7 @@ def run(
     """Take every pending measurement of the plan and write its row to the store.
 
     Everything that can be checked is checked before the first launch: engines and managers,
-    the dataset, the store.
+    the dataset, the store (a probe file written and removed before ``fresh`` deletes anything).
     """
     grid = plan.grid
     if not any(launch.dry_run for launch in plan.launches):
@@ -151,6 +151,7 @@ def run(
             check_supported(launch.engine, launch.manager)
     if plan.max_train_rows is None:  # a dry run falls back to the bundled digits instead
         datasets.check_available(grid.workload.dataset)
+    check_writable(store, grid.name)
     if fresh:
         remove_sweep(store, grid.name)
     todo, skipped = pending(plan, completed_keys(store, grid.name))

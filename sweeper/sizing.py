@@ -17,7 +17,6 @@ from sweeper.units import MIB_PER_GIB
 
 MIN_OVERHEAD_MIB = 384
 REPORT_OVERHEAD_FRACTION = 0.07
-SPARK_OVERHEAD_FRACTION = 0.10
 MIN_EXECUTOR_MEMORY_MIB = MIB_PER_GIB
 RULES = ("report", "spark-default")
 
@@ -45,7 +44,13 @@ class ExecutorShape:
     slot_mib: int
     executor_memory_mib: int
     memory_overhead_mib: int
-    workers_per_node: tuple[int, ...]
+    nodes: int
+    held_back: int
+
+    @property
+    def workers_per_node(self) -> tuple[int, ...]:
+        """Executors on each node (one entry per node, so built only when asked for)."""
+        return workers_per_node(self.executors_per_node, self.nodes, self.held_back)
 
     @property
     def executor_memory_gib(self) -> float:
@@ -77,26 +82,30 @@ def report_overhead_mib(slot_mib: int) -> int:
 def spark_default_heap_mib(slot_mib: int) -> int:
     """Largest whole-MiB heap whose heap + Spark's overhead fits in the slot.
 
-    Spark's overhead is ``max(384, int(0.10 * heap))`` MiB.
+    Spark's overhead is ``max(384, heap // 10)`` MiB (:func:`spark_overhead_mib`); closed form,
+    exact for any slot.
 
     >>> spark_default_heap_mib(15 * 1024)  # 13964 + 1396 = 15360
     13964
     >>> spark_default_heap_mib(2048)  # small slots pay the 384 MiB minimum
     1664
     """
-    heap = math.floor(slot_mib / (1 + SPARK_OVERHEAD_FRACTION))
-    while (heap + 1) + int(SPARK_OVERHEAD_FRACTION * (heap + 1)) <= slot_mib:
-        heap += 1
-    return min(heap, slot_mib - MIN_OVERHEAD_MIB)
+    # heap + heap // 10 is 11q + r for heap = 10q + r (0 <= r <= 9): the largest heap within the slot
+    # is 10q + r for slot = 11q + r, and 10q + 9 when the slot's remainder is 10
+    q, r = divmod(slot_mib, 11)
+    return min(10 * q + min(r, 9), slot_mib - MIN_OVERHEAD_MIB)
 
 
 def spark_overhead_mib(heap_mib: int) -> int:
-    """Spark's default ``spark.executor.memoryOverhead`` for a heap.
+    """Spark's default ``spark.executor.memoryOverhead`` for a heap: ``max(384, 10 % of the heap)``.
+
+    Spark computes ``(0.10 * heap).toLong``; integer arithmetic gives the same for any heap below
+    2**50 MiB and stays exact above.
 
     >>> spark_overhead_mib(13 * 1024), spark_overhead_mib(1024)
     (1331, 384)
     """
-    return max(MIN_OVERHEAD_MIB, int(SPARK_OVERHEAD_FRACTION * heap_mib))
+    return max(MIN_OVERHEAD_MIB, heap_mib // 10)
 
 
 def workers_per_node(executors_per_node: int, nodes: int, held_back: int) -> tuple[int, ...]:
@@ -166,5 +175,6 @@ def size_executors(cluster: Cluster, cores_per_executor: int, rule: str = "repor
         slot_mib=slot_mib,
         executor_memory_mib=memory_mib,
         memory_overhead_mib=overhead_mib,
-        workers_per_node=workers_per_node(executors_per_node, cluster.nodes, cluster.application_master),
+        nodes=cluster.nodes,
+        held_back=cluster.application_master,
     )

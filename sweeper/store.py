@@ -4,11 +4,15 @@ Layout: ``STORE/SWEEP/part-RUNID-LAUNCH-SEQ.parquet``. Each finished measurement
 once under a temporary dot-name and renamed, so a crash loses nothing that finished and readers
 never see half a file; after a launch its files are compacted into one. The files are plain
 Parquet with one schema, readable by pandas, pyarrow.dataset, DuckDB and Spark.
+
+A sweep's name is one safe directory name (see :func:`sweep_dir`), so a sweep's files are
+always a direct child directory of the store, and ``--fresh`` deletes only files directly in it.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -16,9 +20,11 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sweeper.errors import UserError
+from sweeper.grid import check_sweep_name
 
 SCHEMA_VERSION = 3
 # Columns added after version 1: files written before them read with them empty.
@@ -100,7 +106,35 @@ COLUMNS = tuple(SCHEMA.names)
 
 
 def sweep_dir(store: Path, sweep: str) -> Path:
-    return store / sweep
+    """The directory of one sweep: always a direct child of the store (an unsafe name is a UserError)."""
+    problem = check_sweep_name(sweep)
+    if problem:
+        raise UserError(f"sweep name {problem}")
+    return Path(store) / sweep
+
+
+def check_writable(store: Path, sweep: str) -> None:
+    """Create the sweep's directory and write and remove a probe file there, before anything starts.
+
+    Raises :class:`~sweeper.errors.UserError` naming the path and the reason the system gave.
+    """
+    directory = sweep_dir(store, sweep)
+    # as long as the longest name written (the temporary names of write_rows), so a length limit shows here
+    probe = directory / f".probe-{uuid.uuid4().hex}.{uuid.uuid4().hex}.tmp"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"sweeper store probe\n")
+        probe.unlink()
+    except OSError as error:
+        raise UserError(
+            f"store {store}: cannot create and write the sweep directory {directory}: {_os_reason(error)}"
+        ) from None
+
+
+def _os_reason(error: OSError) -> str:
+    """What went wrong, in the system's words, with the path it concerns."""
+    reason = "a file that is not a directory is in the way" if isinstance(error, FileExistsError) else error.strerror
+    return f"{reason or error} ({error.filename})" if error.filename else str(reason or error)
 
 
 def write_rows(store: Path, sweep: str, rows: list[Mapping[str, Any]], stem: str) -> Path:
@@ -133,43 +167,151 @@ def compact(store: Path, sweep: str, files: Iterable[Path], stem: str, **fill: A
     return merged
 
 
-def _files(store: Path, sweep: str | None) -> list[Path]:
-    root = sweep_dir(store, sweep) if sweep else store
-    if not root.exists():
+def sweeps(store: str | Path) -> list[str]:
+    """The sweeps of a store: its subdirectories with a sweep's name that hold store files, by name."""
+    root = Path(store)
+    try:
+        with os.scandir(root) as entries:
+            names = [e.name for e in entries if check_sweep_name(e.name) is None and _is_dir(e)]
+    except (FileNotFoundError, NotADirectoryError):
         return []
-    return sorted(p for p in root.rglob("*.parquet") if not p.name.startswith((".", "_")))
+    except OSError as error:
+        raise UserError(f"{root}: cannot list the store's sweeps: {_os_reason(error)}") from None
+    return sorted(name for name in names if _sweep_files(root / name))
+
+
+def _sweep_files(directory: Path) -> list[Path]:
+    """The store files directly in one sweep's directory (no subdirectory; dot- and underscore-names are not)."""
+    try:
+        with os.scandir(directory) as entries:
+            return sorted(
+                Path(e.path)
+                for e in entries
+                if e.name.endswith(".parquet") and not e.name.startswith((".", "_")) and not _is_dir(e)
+            )
+    except FileNotFoundError:
+        return []
+    except OSError as error:
+        raise UserError(f"{directory}: cannot list the sweep's files: {_os_reason(error)}") from None
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """Whether an entry is a directory or a link to one (a link that leads nowhere is not)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _files(store: Path, sweep: str | None) -> list[Path]:
+    if sweep is not None:
+        return _sweep_files(sweep_dir(store, sweep))
+    return [path for name in sweeps(store) for path in _sweep_files(store / name)]
 
 
 def read_table(store: str | Path, sweep: str | None = None) -> pa.Table:
-    """All rows of a store (or one sweep) as an Arrow table with the store schema."""
+    """All rows of a store (or only those of one sweep's files) as an Arrow table with the store schema.
+
+    A file that is not a sweeper store file this version can read is a
+    :class:`~sweeper.errors.UserError` naming the file.
+    """
     for _ in range(10):
         try:
             return _read_files(_files(Path(store), sweep))
         except FileNotFoundError:
             continue  # a running sweep compacted files between listing and reading them: list again
-    return _read_files(_files(Path(store), sweep))
+    raise UserError(f"{store}: its files kept changing while being read (a sweep running into it?); try again")
 
 
 def _read_files(paths: list[Path]) -> pa.Table:
-    tables = []
-    for path in paths:
-        try:
-            table = pq.read_table(path)
-        except FileNotFoundError:
-            raise
-        except (pa.ArrowInvalid, OSError) as error:
-            raise UserError(f"{path}: not a readable Parquet file of a sweeper store ({error})") from None
-        for name in ADDED_AFTER_VERSION_1:
-            if name not in table.column_names and "measurement_key" in table.column_names:
-                table = table.append_column(name, pa.nulls(table.num_rows, SCHEMA.field(name).type))
-        missing = set(COLUMNS) - set(table.column_names)
-        if missing:
-            raise UserError(
-                f"{path}: not a sweeper store file (missing columns {sorted(missing)[:5]}); "
-                "move it out of the store directory"
-            )
-        tables.append(table.select(list(COLUMNS)).cast(SCHEMA))
+    tables = [_read_file(path) for path in paths]
     return pa.concat_tables(tables) if tables else SCHEMA.empty_table()
+
+
+def _read_file(path: Path) -> pa.Table:
+    """One store file with the store's columns and types (raises FileNotFoundError only when it is gone)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        if path.is_symlink():
+            raise UserError(f"{path}: a symbolic link to a missing file; move it out of the store directory") from None
+        raise
+    except OSError as error:
+        raise UserError(f"{path}: cannot be read: {_os_reason(error)}") from None
+    if not stat.S_ISREG(mode):
+        raise UserError(f"{path}: not a regular file; move it out of the store directory")
+    try:
+        table = pq.read_table(path)
+    except FileNotFoundError:
+        raise
+    except (pa.ArrowException, OSError, ValueError) as error:
+        raise UserError(f"{path}: not a readable Parquet file of a sweeper store ({error})") from None
+    return _conform(path, table)
+
+
+def _conform(path: Path, table: pa.Table) -> pa.Table:
+    """A file's table as the store schema: older files gain the later columns; anything else is refused."""
+    names = table.column_names
+    doubled = sorted({name for name in names if names.count(name) > 1})
+    if doubled:
+        raise UserError(f"{path}: not a sweeper store file (columns {doubled[:5]} appear twice)")
+    _check_version(path, table)
+    for name in ADDED_AFTER_VERSION_1:
+        if name not in names and "measurement_key" in names:
+            table = table.append_column(name, pa.nulls(table.num_rows, SCHEMA.field(name).type))
+    missing = set(COLUMNS) - set(table.column_names)
+    if missing:
+        raise UserError(
+            f"{path}: not a sweeper store file (missing columns {sorted(missing)[:5]}); "
+            "move it out of the store directory"
+        )
+    wrong = [
+        f"{field.name} is {table.schema.field(field.name).type}, not {field.type}"
+        for field in SCHEMA
+        if not _fits(table.schema.field(field.name).type, field.type)
+    ]
+    if wrong:
+        raise UserError(f"{path}: not a sweeper store file (column {'; '.join(wrong[:3])})")
+    try:
+        return table.select(list(COLUMNS)).cast(SCHEMA)
+    except pa.ArrowException as error:
+        raise UserError(f"{path}: values that do not fit the store's column types ({error})") from None
+
+
+def _check_version(path: Path, table: pa.Table) -> None:
+    """A file written by a newer sweeper (a higher ``schema_version``) is refused, not misread."""
+    if "schema_version" not in table.column_names or not pa.types.is_integer(table.schema.field("schema_version").type):
+        return  # a missing or mistyped column is named by the checks that follow
+    newest = pc.max(table.column("schema_version")).as_py()
+    if newest is not None and newest > SCHEMA_VERSION:
+        raise UserError(
+            f"{path}: written by a newer sweeper (schema {newest}, this one reads up to {SCHEMA_VERSION}); "
+            "read it with that sweeper or a newer one"
+        )
+
+
+def _kind(arrow_type: pa.DataType) -> str:
+    """What a column holds, whatever its width, unit or encoding: integer, number, text, timestamp, ..."""
+    if pa.types.is_dictionary(arrow_type):
+        return _kind(arrow_type.value_type)
+    for kind, test in (
+        ("integer", pa.types.is_integer),
+        ("number", pa.types.is_floating),
+        ("text", lambda t: pa.types.is_string(t) or pa.types.is_large_string(t)),
+        ("timestamp", pa.types.is_timestamp),
+        ("boolean", pa.types.is_boolean),
+    ):
+        if test(arrow_type):
+            return kind
+    return str(arrow_type)
+
+
+def _fits(actual: pa.DataType, expected: pa.DataType) -> bool:
+    """Whether a column reads as the store's type without a change of meaning (a wider int, another unit)."""
+    if pa.types.is_null(actual):
+        return True  # a column with no value at all
+    kind, wanted = _kind(actual), _kind(expected)
+    return kind == wanted or (kind, wanted) == ("integer", "number")
 
 
 def load_results(store: str | Path, sweep: str | None = None) -> pd.DataFrame:
@@ -209,8 +351,24 @@ def completed_keys(store: Path, sweep: str) -> set[str]:
 
 
 def remove_sweep(store: Path, sweep: str) -> int:
-    """``--fresh``: delete one sweep's files (never other sweeps'); returns how many."""
-    files = _files(store, sweep)
+    """``--fresh``: delete this sweep's store files, and only those; returns how many.
+
+    Only the files directly in the sweep's own directory go (never a subdirectory's, another
+    sweep's, or what a symbolic link points to); a sweep directory that is itself a symbolic
+    link is refused rather than followed out of the store.
+    """
+    directory = sweep_dir(store, sweep)
+    if directory.is_symlink():
+        raise UserError(
+            f"{directory}: the sweep's directory is a symbolic link; --fresh deletes files only inside the "
+            "store, so delete the sweep's files by hand or run without --fresh"
+        )
+    files = _sweep_files(directory)
     for path in files:
-        path.unlink()
+        try:
+            path.unlink()  # a symbolic link goes, not its target
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            raise UserError(f"--fresh: cannot delete {path}: {_os_reason(error)}") from None
     return len(files)

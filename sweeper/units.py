@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import math
 import re
+from fractions import Fraction
 
 MIB_PER_GIB = 1024
+MIB_PER_TIB = 1024 * MIB_PER_GIB
+# 1 PiB: larger than any one machine's memory, small enough for exact arithmetic everywhere
+MAX_SIZE_MIB = 1024 * MIB_PER_TIB
+# digits of a size's number (with its point): enough for any size up to MAX_SIZE_MIB written in KiB
+MAX_SIZE_DIGITS = 24
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt])(?:i?b)?\s*$", re.IGNORECASE)
-_MIB_PER_UNIT = {"k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
-SIZE_FORMS = "a size such as 64GiB, 64G, 512MiB or 65536m (binary units)"
+_MIB_PER_UNIT = {"k": Fraction(1, 1024), "m": Fraction(1), "g": Fraction(MIB_PER_GIB), "t": Fraction(MIB_PER_TIB)}
+SIZE_FORMS = "a size such as 64GiB, 64G, 512MiB or 65536m (binary units, at most 1024TiB)"
 
 
 def parse_size_mib(text: object) -> int:
@@ -26,14 +32,25 @@ def parse_size_mib(text: object) -> int:
     Traceback (most recent call last):
     ...
     ValueError: 'lots' is not a size
+    >>> parse_size_mib("2048TiB")
+    Traceback (most recent call last):
+    ...
+    ValueError: '2048TiB' is larger than 1024TiB
+    >>> parse_size_mib("9" * 400 + "GiB")
+    Traceback (most recent call last):
+    ...
+    ValueError: '99999999999999999999999999999999999... has more than 24 digits
     """
-    if isinstance(text, bool) or not isinstance(text, (str, int)):
-        raise ValueError(f"{text!r} is not a size")
-    match = _SIZE.match(str(text))
-    if not match:
-        raise ValueError(f"{text!r} is not a size")
+    match = _SIZE.match(text) if isinstance(text, str) else None
+    if match is None:
+        raise ValueError(f"{_shown(text)} is not a size")
     number, unit = match.groups()
-    return math.floor(float(number) * _MIB_PER_UNIT[unit.lower()])
+    if len(number) > MAX_SIZE_DIGITS:
+        raise ValueError(f"{_shown(text)} has more than {MAX_SIZE_DIGITS} digits")
+    mib = math.floor(Fraction(number) * _MIB_PER_UNIT[unit.lower()])
+    if mib > MAX_SIZE_MIB:
+        raise ValueError(f"{_shown(text)} is larger than {MAX_SIZE_MIB // MIB_PER_TIB}TiB")
+    return mib
 
 
 def format_mib(mib: int) -> str:
@@ -56,3 +73,9 @@ def spark_size(mib: int) -> str:
     if mib % MIB_PER_GIB == 0:
         return f"{mib // MIB_PER_GIB}g"
     return f"{mib}m"
+
+
+def _shown(value: object, limit: int = 40) -> str:
+    """``repr(value)``, cut to ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import copy
+import datetime
+import os
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +16,7 @@ import pytest
 from sweeper import grid as grid_file
 from sweeper.cli import main
 from sweeper.errors import UserError
+from sweeper.grid import shown
 from tests.conftest import minimal_grid, run_cli
 
 
@@ -35,7 +40,9 @@ MALFORMED = [
         id="unknown-top-key",
     ),
     pytest.param(
-        {k: v for k, v in minimal_grid().items() if k != "name"}, "name: must be a non-empty name", id="missing-name"
+        {k: v for k, v in minimal_grid().items() if k != "name"},
+        "name: must be one directory name .*it is missing",
+        id="missing-name",
     ),
     pytest.param(
         {k: v for k, v in minimal_grid().items() if k != "cluster"}, "cluster: is required", id="missing-cluster"
@@ -48,15 +55,23 @@ MALFORMED = [
         r"cluster.manager: must be one of .*got 'yarm'; did you mean 'yarn'",
         id="unknown-manager",
     ),
-    pytest.param(_with("cluster", nodes=0), r"cluster.nodes: must be an integer >= 1, got 0", id="zero-nodes"),
-    pytest.param(_with("cluster", nodes=-2), r"cluster.nodes: must be an integer >= 1, got -2", id="negative-nodes"),
     pytest.param(
-        _with("cluster", nodes="two"), r"cluster.nodes: must be an integer >= 1, got 'two'", id="nodes-not-a-number"
+        _with("cluster", nodes=0), r"cluster.nodes: must be an integer from 1 to 10000, got 0", id="zero-nodes"
     ),
-    pytest.param(_with("cluster", nodes=True), r"cluster.nodes: must be an integer >= 1, got True", id="nodes-boolean"),
+    pytest.param(
+        _with("cluster", nodes=-2), r"cluster.nodes: must be an integer from 1 to 10000, got -2", id="negative-nodes"
+    ),
+    pytest.param(
+        _with("cluster", nodes="two"),
+        r"cluster.nodes: must be an integer from 1 to 10000, got 'two'",
+        id="nodes-not-a-number",
+    ),
+    pytest.param(
+        _with("cluster", nodes=True), r"cluster.nodes: must be an integer from 1 to 10000, got True", id="nodes-boolean"
+    ),
     pytest.param(
         _without("cluster", "cores_per_node"),
-        r"cluster.cores_per_node: must be an integer >= 1, got None",
+        r"cluster.cores_per_node: must be an integer from 1 to 4096, got None",
         id="missing-cores",
     ),
     pytest.param(
@@ -87,7 +102,7 @@ MALFORMED = [
     ),
     pytest.param(
         _with("sizing", cores_per_executor=[0]),
-        r"sizing.cores_per_executor: must be an integer >= 1, got 0",
+        r"sizing.cores_per_executor: must be an integer from 1 to 4096, got 0",
         id="zero-cores",
     ),
     pytest.param(
@@ -128,12 +143,12 @@ MALFORMED = [
     ),
     pytest.param(
         {**minimal_grid(), "engines": ["ray"]},
-        r"engines\[0\]: must be one of spark, dask, spark-mllib, got 'ray'",
+        r"engines: must be one of spark, dask, spark-mllib, got 'ray'",
         id="unknown-engine",
     ),
     pytest.param({**minimal_grid(), "engines": []}, r"engines: must be a non-empty list", id="no-engines"),
     pytest.param(
-        {**minimal_grid(), "engines": ["dask", "dask"]}, r"engines: lists an engine twice", id="duplicate-engine"
+        {**minimal_grid(), "engines": ["dask", "dask"]}, r"engines: lists a value twice", id="duplicate-engine"
     ),
     pytest.param(
         {**minimal_grid(), "baseline": "maybe"},
@@ -149,12 +164,16 @@ MALFORMED = [
         id="unknown-dataset-name",
     ),
     pytest.param(
-        _with("workload", epochs=[10, 0]), r"workload.epochs: must be an integer >= 1, got 0", id="zero-epochs"
+        _with("workload", epochs=[10, 0]),
+        r"workload.epochs: must be an integer from 1 to 1000000, got 0",
+        id="zero-epochs",
     ),
     pytest.param(_with("workload", epochs=[]), r"workload.epochs: must not be an empty list", id="empty-epochs"),
     pytest.param(_with("workload", epochs=[10, 10]), r"workload.epochs: lists a value twice", id="duplicate-epochs"),
     pytest.param(
-        _with("workload", trials="3"), r"workload.trials: must be an integer >= 1, got '3'", id="trials-string"
+        _with("workload", trials="3"),
+        r"workload.trials: must be an integer from 1 to 1000, got '3'",
+        id="trials-string",
     ),
     pytest.param(
         _with("workload", mode="bagging"),
@@ -162,7 +181,9 @@ MALFORMED = [
         id="unknown-mode",
     ),
     pytest.param(
-        _with("workload", folds=1, mode="cv"), r"workload.folds: must be an integer >= 2, got 1", id="one-fold"
+        _with("workload", folds=1, mode="cv"),
+        r"workload.folds: must be an integer from 2 to 100, got 1",
+        id="one-fold",
     ),
     pytest.param(
         _with("workload", mode="search"),
@@ -181,7 +202,7 @@ MALFORMED = [
     ),
     pytest.param(
         _with("workload", threads_per_fit=0),
-        r"workload.threads_per_fit: must be an integer >= 1, got 0",
+        r"workload.threads_per_fit: must be an integer from 1 to 4096, got 0",
         id="zero-threads",
     ),
     pytest.param(
@@ -199,7 +220,7 @@ MALFORMED = [
     ),
     pytest.param(
         _with("workload", model={"hidden_layer_sizes": [100, -5]}),
-        r"workload.model.hidden_layer_sizes: must be positive layer widths",
+        r"workload.model.hidden_layer_sizes: must be 1 to 100 layer widths from 1 to 100000",
         id="negative-layer",
     ),
     pytest.param(
@@ -219,7 +240,7 @@ MALFORMED = [
     ),
     pytest.param(
         {**minimal_grid(), "environment": {"OMP_NUM_THREADS": [1]}},
-        r"environment.OMP_NUM_THREADS: must be a string or number",
+        r"environment.OMP_NUM_THREADS: must be a string of at most 32768 characters, a finite number",
         id="bad-environment",
     ),
     pytest.param(
@@ -229,12 +250,12 @@ MALFORMED = [
     ),
     pytest.param(
         {**minimal_grid(), "spark_conf": {"executor.cores": 4}},
-        r"spark_conf.executor.cores: must be a Spark property \(a name starting with 'spark.'\)",
+        r"spark_conf.executor.cores: must be a Spark property name \(starting with 'spark.'",
         id="spark-conf-not-spark",
     ),
     pytest.param(
         {**minimal_grid(), "spark_conf": {"spark.driver.port": [1, 2]}},
-        r"spark_conf.spark.driver.port: must be a string, number or boolean, got \[1, 2\]",
+        r"spark_conf.spark.driver.port: must be a string .*, a finite number or a boolean, got \[1, 2\]",
         id="spark-conf-list",
     ),
     pytest.param(
@@ -269,7 +290,7 @@ def test_all_problems_of_a_file_are_reported_together(write_grid: Callable[..., 
     with pytest.raises(UserError) as caught:
         grid_file.load(write_grid(grid))
     keys = [problem.split(": ")[1] for problem in caught.value.problems]
-    assert keys == ["cluster.nodes", "cluster.memory_per_node", "engines[0]"]
+    assert keys == ["cluster.nodes", "cluster.memory_per_node", "engines"]
 
 
 def test_malformed_grid_from_the_real_command_line_has_no_traceback(write_grid: Callable[..., Path]) -> None:
@@ -338,7 +359,11 @@ def _ssh_grid(**ssh: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("ssh", "match"),
     [
-        pytest.param({"dask_tls": "yes"}, r"cluster.ssh.dask_tls: must be true or false, got 'yes'", id="tls-string"),
+        pytest.param(
+            {"dask_tls": "yes"},
+            r"cluster.ssh.dask_tls: must be true or false \(a YAML boolean: write it without quotes\), got 'yes'",
+            id="tls-string",
+        ),
         pytest.param({"dask_tls": 1}, r"cluster.ssh.dask_tls: must be true or false, got 1", id="tls-number"),
         pytest.param({"dask_tsl": True}, r"cluster.ssh.dask_tsl: unknown key .*did you mean 'dask_tls'", id="tls-typo"),
         pytest.param({"driver_host": ""}, r"cluster.ssh.driver_host: must be this .*got ''", id="driver-empty"),
@@ -408,3 +433,534 @@ def test_a_python_archive_is_kept_as_an_absolute_path(
     grid = grid_file.load(write_grid(minimal_grid(cluster={**YARN_CLUSTER, "python_archive": name})))
     assert grid.python_archive == str(tmp_path / name)
     assert grid_file.load(write_grid(minimal_grid(cluster=YARN_CLUSTER), "plain.yaml")).python_archive is None
+
+
+# --- hardening (issue 12): every family of hostile input is refused by one mechanism ---------------------------------
+
+
+def _problems(raw: dict[str, Any], path: Path = Path("grid.yaml")) -> str:
+    """The problems parse() reports for a document, as one line."""
+    with pytest.raises(UserError) as caught:
+        grid_file.parse(raw, path)
+    return str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        pytest.param(".", "it is '.'", id="dot"),
+        pytest.param("..", "it is '..'", id="dot-dot"),
+        pytest.param("a/b", "it contains '/'", id="slash"),
+        pytest.param("../../etc", "it contains '/'", id="traversal"),
+        pytest.param("a\\b", "it contains '\\\\'", id="backslash"),
+        pytest.param("a\x00b", "it contains '\\x00'", id="nul"),
+        pytest.param("a\nb", "it contains '\\n'", id="newline"),
+        pytest.param("a\u202eb", "it contains '\\u202e'", id="bidi-override"),
+        pytest.param("-rf", "it starts with '-'", id="leading-dash"),
+        pytest.param("", "it is blank", id="empty"),
+        pytest.param("   ", "it is blank", id="blank"),
+        pytest.param("x" * 101, "it has 101 characters", id="101-chars"),
+        pytest.param("\U0001d4b3" * 64, "it is longer than 255 bytes in UTF-8", id="256-bytes"),
+        pytest.param(2024, "it is not a string", id="number"),
+        pytest.param(["a"], "it is not a string", id="list"),
+    ],
+)
+def test_a_sweep_name_must_be_one_safe_directory_name(name: Any, reason: str) -> None:
+    problem = grid_file.check_sweep_name(name)
+    assert problem is not None and problem.startswith("must be one directory name (1 to 100 characters")
+    assert f": {reason}, got " in problem
+    assert f"{Path('g.yaml')}: name: {problem}" in _problems({**minimal_grid(), "name": name}, Path("g.yaml"))
+
+
+@pytest.mark.parametrize("name", ["2node", "sweep-1.2_x", "résumé", "a b", "x" * 100, "é" * 100])
+def test_ordinary_sweep_names_are_accepted(name: str) -> None:
+    assert grid_file.check_sweep_name(name) is None
+    assert grid_file.parse({**minimal_grid(), "name": name}, Path("g.yaml")).name == name
+
+
+SHELL_KEYS = [
+    ("cluster", "remote_dir"),
+    ("cluster", "python"),
+    ("cluster", "java_home"),
+    ("cluster", "queue"),
+    ("cluster", "hadoop_conf_dir"),
+    ("cluster.ssh", "identity_file"),
+    ("cluster.ssh", "known_hosts"),
+]
+
+
+def _ssh_cluster(**values: Any) -> dict[str, Any]:
+    ssh = values.pop("ssh", {})
+    cluster = {"manager": "ssh", "hosts": ["node1"], "cores_per_node": 2, "memory_per_node": "8GiB", "ssh": ssh}
+    return minimal_grid(cluster={**cluster, **values})
+
+
+def _with_shell_value(section: str, key: str, value: Any) -> dict[str, Any]:
+    return _ssh_cluster(ssh={key: value}) if section == "cluster.ssh" else _ssh_cluster(**{key: value})
+
+
+@pytest.mark.parametrize("char", ["'", '"', "$", "`", ";", "&", "|", "<", ">", "\\", "\n", "\r", "\x00", "\x1b"])
+@pytest.mark.parametrize(("section", "key"), SHELL_KEYS)
+def test_a_value_that_reaches_a_remote_shell_refuses_shell_characters(section: str, key: str, char: str) -> None:
+    value = f"/opt/a{char}b"
+    err = _problems(_with_shell_value(section, key, value))
+    assert f"{section}.{key}: must not contain quotes, $, backticks" in err
+    assert f"(it reaches a command line), got {char!r} in {value!r}" in err, err
+
+
+def test_the_issues_remote_dir_injection_is_refused_before_anything_starts(
+    write_grid: Callable[..., Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    marker = tmp_path / "X"
+    remote_dir = f"/tmp/a'; touch {marker}; echo '"
+    raw = {**_ssh_cluster(hosts=["127.0.0.1"], remote_dir=remote_dir), "store": str(tmp_path / "store")}
+    path = write_grid(raw)
+    for command in (["plan", str(path)], ["run", str(path)]):
+        assert main(command) == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert f"{path}: cluster.remote_dir: must not contain quotes" in err
+        assert f"""got "'" in {shown(remote_dir)}""" in err
+    assert not marker.exists() and not (tmp_path / "store").exists()
+
+
+@pytest.mark.parametrize(("section", "key"), SHELL_KEYS)
+def test_ordinary_paths_reach_the_grid_unchanged(section: str, key: str) -> None:
+    value = "~/.ssh/id_ed25519" if section == "cluster.ssh" else "/opt/sweeper env/bin-3.11_x+y,z@1"
+    grid = grid_file.parse(_with_shell_value(section, key, value), Path("g.yaml"))
+    assert (dict(grid.ssh) if section == "cluster.ssh" else {key: getattr(grid, key)})[key] == value
+
+
+BAD_HOSTS = ["-oProxyCommand=touch X", "a b", "a_b", "", "a..b", "x" * 64, "host;id", "fe80::1%$(id)", "-1.2.3.4", 5]
+
+
+@pytest.mark.parametrize("host", BAD_HOSTS)
+def test_hosts_and_driver_host_must_be_host_names_or_addresses(host: Any) -> None:
+    err = _problems(_ssh_cluster(hosts=["node1", host], nodes=2))
+    assert (
+        f"cluster.hosts[1]: must be a host name (RFC 1123: letters, digits, '-', '.') or IP address, got {host!r}"
+        in err
+    )
+    err = _problems(_ssh_cluster(ssh={"driver_host": host}))
+    assert "cluster.ssh.driver_host: must be this machine's host name or IP address as the hosts reach it" in err
+
+
+@pytest.mark.parametrize("host", ["node1", "node-1.example.org", "NODE1.", "10.0.0.2", "::1", "fe80::1%eth0", "x" * 63])
+def test_host_names_and_addresses_are_accepted(host: str) -> None:
+    grid = grid_file.parse(_ssh_cluster(hosts=[host], ssh={"driver_host": host}), Path("g.yaml"))
+    assert grid.hosts == (host,) and dict(grid.ssh)["driver_host"] == host
+
+
+@pytest.mark.parametrize("user", ["-oProxyCommand=x", "root;id", "a b", "", "1abc", "x" * 33, 1000, None])
+def test_the_ssh_user_must_be_a_posix_user_name(user: Any) -> None:
+    err = _problems(_ssh_cluster(ssh={"user": user}))
+    assert "cluster.ssh.user: must be a user name (a letter or '_', then up to 31" in err and f"got {user!r}" in err
+
+
+@pytest.mark.parametrize("user", ["sweeper", "Admin_1", "_svc", "a.b-c", "x" * 32])
+def test_posix_user_names_are_accepted(user: str) -> None:
+    assert dict(grid_file.parse(_ssh_cluster(ssh={"user": user}), Path("g.yaml")).ssh)["user"] == user
+
+
+@pytest.mark.parametrize(
+    ("ssh", "match"),
+    [
+        pytest.param({"port": 0}, r"cluster.ssh.port: must be an integer from 1 to 65535, got 0", id="port-0"),
+        pytest.param(
+            {"port": 65536}, r"cluster.ssh.port: must be an integer from 1 to 65535, got 65536", id="port-big"
+        ),
+        pytest.param({"port": "22"}, r"cluster.ssh.port: must be an integer .*got '22'", id="port-string"),
+        pytest.param({"port": 22.0}, r"cluster.ssh.port: must be an integer .*got 22.0", id="port-float"),
+        pytest.param({"port": True}, r"cluster.ssh.port: must be an integer .*got True", id="port-bool"),
+        pytest.param(
+            {"connect_timeout_s": 0}, r"connect_timeout_s: must be a number in \(0.0, 3600.0\], got 0", id="t0"
+        ),
+        pytest.param({"connect_timeout_s": 3601}, r"connect_timeout_s: must be a number .*got 3601", id="t-big"),
+        pytest.param({"connect_timeout_s": "10"}, r"connect_timeout_s: must be a number .*got '10'", id="t-string"),
+        pytest.param(
+            {"strict_host_key_checking": "false"},
+            r"strict_host_key_checking: must be true or false \(a YAML boolean: write it without quotes\), got 'false'",
+            id="strict-string",
+        ),
+        pytest.param(
+            {"strict_host_key_checking": None}, r"strict_host_key_checking: must be true or false, got None", id="null"
+        ),
+    ],
+)
+def test_ssh_port_timeout_and_host_key_checking_are_validated(ssh: dict[str, Any], match: str) -> None:
+    assert re.search(match, _problems(_ssh_cluster(ssh=ssh)))
+
+
+def test_valid_ssh_settings_reach_the_ssh_options() -> None:
+    from sweeper.engines.ssh_hosts import SshOptions
+
+    ssh = {"port": 65535, "connect_timeout_s": 0.5, "strict_host_key_checking": False, "user": "sweeper"}
+    options = SshOptions.from_grid(grid_file.parse(_ssh_cluster(ssh=ssh), Path("g.yaml")).ssh)
+    assert (options.port, options.connect_timeout_s, options.strict_host_key_checking) == (65535, 0.5, False)
+    assert options.user == "sweeper"
+
+
+NON_FINITE = [float("nan"), float("inf"), float("-inf")]
+
+
+def _at(raw: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
+    """``raw`` with the value at a dotted key path replaced (a mapping made where the path has none)."""
+    raw = copy.deepcopy(raw)
+    *parents, last = dotted.split(".")
+    section = raw
+    for parent in parents:
+        if not isinstance(section.get(parent), dict):
+            section[parent] = {}
+        section = section[parent]
+    section[last] = value
+    return raw
+
+
+@pytest.mark.parametrize("value", NON_FINITE, ids=["nan", "inf", "-inf"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "workload.fraction",
+        "workload.test_size",
+        "workload.timeout_s",
+        "workload.start_timeout_s",
+        "workload.model.alpha",
+        "workload.model.learning_rate_init",
+        "cluster.ssh.connect_timeout_s",
+        "spark_conf.spark.network.timeout",
+        "environment.OMP_NUM_THREADS",
+        "workload.epochs",
+        "cluster.nodes",
+    ],
+)
+def test_nan_and_infinity_are_refused_wherever_a_number_is_expected(key: str, value: float) -> None:
+    raw = _at(_ssh_cluster() if key.startswith("cluster.ssh") else minimal_grid(), key, value)
+    if key == "spark_conf.spark.network.timeout":
+        raw["spark_conf"] = {"spark.network.timeout": value}
+    assert f"grid.yaml: {key}: " in _problems(raw)
+
+
+def test_nan_in_an_exclude_rule_is_refused() -> None:
+    err = _problems({**minimal_grid(), "exclude": [{"fraction": float("nan")}]})
+    assert "exclude[0].fraction: must be a value (a number, string, boolean or null) or a list of values" in err
+    assert err.endswith("got nan")
+
+
+@pytest.mark.parametrize(
+    ("key", "too_big", "maximum"),
+    [
+        ("cluster.nodes", 10_001, 10_000),
+        ("cluster.cores_per_node", 4097, 4096),
+        ("workload.epochs", 1_000_001, 1_000_000),
+        ("workload.trials", 1001, 1000),
+        ("workload.folds", 101, 100),
+        ("workload.n_fits", 10_001, 10_000),
+        ("workload.local_epochs", 10_001, 10_000),
+        ("workload.shards", 10_001, 10_000),
+        ("workload.threads_per_fit", 4097, 4096),
+        ("workload.seed", 2**31, 2**31 - 1),
+        ("sizing.reserve.cores", 4097, 4096),
+        ("sizing.application_master", 1001, 1000),
+        ("sizing.cores_per_executor", 4097, 4096),
+    ],
+)
+def test_every_integer_has_an_upper_bound(key: str, too_big: int, maximum: int) -> None:
+    for value in (too_big, 10**400):
+        err = _problems(_at(minimal_grid(), key, value))
+        assert f"{key}: must be an integer from " in err and f" to {maximum}, got " in err, err
+
+
+def test_integers_at_their_bounds_are_accepted() -> None:
+    raw = _with("workload", trials=1000, seed=2**31 - 1, folds=100, local_epochs=10_000, epochs=[1_000_000])
+    workload = grid_file.parse(raw, Path("g.yaml")).workload
+    assert (workload.trials, workload.seed, workload.folds, workload.epochs) == (1000, 2**31 - 1, 100, (1_000_000,))
+
+
+@pytest.mark.parametrize("size", ["1025T", "99999999999999999999T", "2000000000G", "9" * 400 + "G"])
+def test_memory_per_node_is_at_most_one_pib(size: str) -> None:
+    err = _problems(_with("cluster", memory_per_node=size))
+    assert "cluster.memory_per_node: must be a size such as 64GiB" in err and "at most 1024TiB" in err
+    assert f"got {shown(size)}" in err
+
+
+def test_one_pib_per_node_is_accepted() -> None:
+    assert (
+        grid_file.parse(_with("cluster", memory_per_node="1024T"), Path("g.yaml")).cluster.memory_per_node_mib == 2**30
+    )
+
+
+@pytest.mark.parametrize(
+    ("layers", "ok"),
+    [([100_000], True), ([100_001], False), ([1] * 100, True), ([1] * 101, False), ([10, 2.5], False)],
+)
+def test_hidden_layers_are_bounded(layers: list[Any], ok: bool) -> None:
+    raw = _with("workload", model={"hidden_layer_sizes": layers})
+    if ok:
+        assert dict(grid_file.parse(raw, Path("g.yaml")).workload.model_axes)["hidden_layer_sizes"] == (tuple(layers),)
+    else:
+        assert "workload.model.hidden_layer_sizes: must be 1 to 100 layer widths from 1 to 100000" in _problems(raw)
+
+
+@pytest.mark.parametrize(
+    "name", ["spark.Master", "spark.master ", "SPARK.MASTER", " spark.executor.cores", "Spark.Cores.Max"]
+)
+def test_plan_owned_spark_properties_are_refused_whatever_their_case_and_spaces(name: str) -> None:
+    err = _problems({**minimal_grid(), "spark_conf": {name: "x"}})
+    assert f"spark_conf.{name}: is set from the plan for every launch; spark_conf may not set spark.master, " in err
+    assert "(compared ignoring case and surrounding spaces)" in err
+
+
+@pytest.mark.parametrize("name", ["spark.network timeout", "spark.a=b", "spark.x\ty", "spark.x\x00", "spark.", 7])
+def test_a_spark_conf_key_must_be_a_spark_property_name(name: Any) -> None:
+    err = _problems({**minimal_grid(), "spark_conf": {name: "x"}})
+    assert "must be a Spark property name (starting with 'spark.', without spaces, '=' or control characters)" in err
+
+
+@pytest.mark.parametrize("value", ["a\nb", "a\x00b", "a\rb"])
+def test_a_spark_conf_value_with_a_newline_or_nul_is_refused(value: str) -> None:
+    err = _problems({**minimal_grid(), "spark_conf": {"spark.driver.extraJavaOptions": value}})
+    assert "spark_conf.spark.driver.extraJavaOptions: must not contain control characters" in err
+
+
+def test_spark_properties_the_engines_merge_are_accepted() -> None:
+    conf = {"spark.executor.extraJavaOptions": "-Dx=1", "spark.executorEnv.FOO": "bar", "spark.rdd.compress": False}
+    grid = grid_file.parse({**minimal_grid(), "spark_conf": conf}, Path("g.yaml"))
+    assert dict(grid.spark_conf) == {**conf, "spark.rdd.compress": "false"}
+
+
+@pytest.mark.parametrize("name", ["1ABC", "A-B", "É", "A B", "", "A=B", 5])
+def test_environment_names_must_be_variable_names(name: Any) -> None:
+    err = _problems({**minimal_grid(), "environment": {name: "1"}})
+    assert "must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*)" in err
+
+
+def test_environment_values_with_nul_are_refused_and_others_kept() -> None:
+    err = _problems({**minimal_grid(), "environment": {"OMP_NUM_THREADS": "1\x00"}})
+    assert "environment.OMP_NUM_THREADS: must not contain NUL characters, got '\\x00' in '1\\x00'" in err
+    environment = {"_A1": "x\ny", "MKL_NUM_THREADS": 1, "FLAG": True}
+    grid = grid_file.parse({**minimal_grid(), "environment": environment}, Path("g.yaml"))
+    assert dict(grid.environment) == {"_A1": "x\ny", "MKL_NUM_THREADS": "1", "FLAG": "True"}
+
+
+@pytest.mark.parametrize("key", ["exclude", "only"])
+@pytest.mark.parametrize(
+    "value", [{"a": 1}, [{"a": 1}], [[10]], [], {1, 2}], ids=["mapping", "list-of-mappings", "nested", "empty", "set"]
+)
+def test_a_rule_value_must_be_a_value_or_a_list_of_values(key: str, value: Any) -> None:
+    err = _problems({**minimal_grid(), key: [{"engine": "spark"}, {"epochs": value}]})
+    assert f"{key}[1].epochs: must be a value (a number, string, boolean or null) or a list of values, got " in err
+
+
+def test_rule_values_and_lists_of_values_are_accepted() -> None:
+    rules = [{"engine": ["spark", "dask"], "epochs": 5}, {"model.hidden_layer_sizes": [100, 50], "model.beta_1": None}]
+    assert grid_file.parse({**minimal_grid(), "exclude": rules}, Path("g.yaml")).exclude == tuple(rules)
+
+
+def test_without_an_engines_key_the_engines_are_spark_and_dask() -> None:
+    raw = {k: v for k, v in minimal_grid().items() if k != "engines"}
+    assert grid_file.parse(raw, Path("g.yaml")).engines == ("spark", "dask")
+
+
+def _mllib_grid(**model: Any) -> dict[str, Any]:
+    return {**_with("workload", mode="data-parallel", model=model), "engines": ["spark", "spark-mllib"]}
+
+
+def test_mllib_solver_is_accepted_and_reaches_spark_mls_solver() -> None:
+    from sweeper import mllib
+    from sweeper.fitting import FitTask
+    from sweeper.plan import make_plan
+
+    plan = make_plan(grid_file.parse(_mllib_grid(mllib_solver=["gd", "l-bfgs"]), Path("g.yaml")))
+    [mllib_launch] = [launch for launch in plan.launches if launch.engine == "spark-mllib"]
+    solvers = []
+    for point in plan.points[mllib_launch.index]:
+        task = FitTask(params=point.params, epochs=point.epochs, seed=0, exact_epochs=False, threads_per_fit=1)
+        solvers.append(mllib.mllib_params(task, 64, 10)["solver"])
+    assert solvers == ["gd", "l-bfgs"]
+
+
+def test_mllib_solver_outside_mllibs_solvers_is_refused_and_it_is_an_exclude_axis() -> None:
+    err = _problems(_mllib_grid(mllib_solver="adam"))
+    assert "workload.model.mllib_solver: must be one of l-bfgs, gd, got 'adam'" in err
+    raw = {**_mllib_grid(mllib_solver=["gd", "l-bfgs"]), "exclude": [{"model.mllib_solver": "gd", "engine": "spark"}]}
+    assert grid_file.parse(raw, Path("g.yaml")).exclude == ({"model.mllib_solver": "gd", "engine": "spark"},)
+
+
+def test_mllib_solver_without_the_spark_mllib_engine_warns() -> None:
+    raw = {**_mllib_grid(mllib_solver="gd"), "engines": ["spark"]}
+    [warning] = grid_file.parse(raw, Path("g.yaml")).warnings
+    assert "workload.model.mllib_solver: only engine spark-mllib reads it" in warning
+
+
+def test_a_dataset_path_must_be_a_regular_file_or_a_directory(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    err = _problems(_with("workload", dataset=str(fifo)))
+    assert f"workload.dataset: {str(fifo)!r} must be a regular file or a directory, got a FIFO" in err
+    assert "got a device" in _problems(_with("workload", dataset="/dev/null"))
+    err = _problems(_with("workload", dataset={"name": "mnist", "path": str(fifo)}))
+    assert f"workload.dataset.path: {str(fifo)!r} is not a directory of IDX files" in err
+    (tmp_path / "data.npz").write_bytes(b"")
+    for path in (tmp_path / "data.npz", tmp_path):
+        assert grid_file.parse(_with("workload", dataset=str(path)), Path("g.yaml")).workload.dataset.path == str(path)
+
+
+def test_a_dataset_path_the_file_system_refuses_is_an_error_not_a_traceback() -> None:
+    for path in ("x" * 5000, "a/" + "b" * 300, "a\x00b"):
+        assert "workload.dataset" in _problems(_with("workload", dataset=path))
+
+
+def test_problems_past_the_cap_are_counted_not_listed() -> None:
+    with pytest.raises(UserError) as caught:
+        grid_file.parse(_with("workload", epochs=list(range(-199, 1))), Path("g.yaml"))
+    assert len(caught.value.problems) == grid_file.MAX_PROBLEMS + 1
+    assert caught.value.problems[-1] == "g.yaml: and 150 more problems"
+
+
+def _recursive_list() -> list[Any]:
+    looped: list[Any] = []
+    looped.append(looped)
+    return looped
+
+
+def _deep(depth: int) -> list[Any]:
+    nested: list[Any] = []
+    for _ in range(depth):
+        nested = [nested]
+    return nested
+
+
+def _shared(levels: int) -> list[Any]:
+    """A billion-laughs structure: 10**levels leaves from a few objects."""
+    node: list[Any] = ["lol"]
+    for _ in range(levels):
+        node = [node] * 10
+    return node
+
+
+# every Python value a YAML loader can produce, and some it cannot
+NASTY: list[Any] = [
+    None,
+    True,
+    0,
+    -1,
+    10**400,
+    1.5,
+    float("nan"),
+    float("inf"),
+    "",
+    "x" * 200_000,
+    "\x00",
+    "é\u202e\U0001f600",
+    "-oProxyCommand=x",
+    b"\x00bytes",
+    datetime.date(2024, 1, 1),
+    datetime.datetime(2024, 1, 1, 12, 0),
+    [],
+    {},
+    [{"a": [1]}, {"b": {}}],
+    [[1], [1]],
+    {"x": [1], 1: None, None: 2, datetime.date(2024, 1, 1): b"", 1.5: "y"},
+    {1, 2},
+    frozenset({"a"}),
+    (1, 2),
+    _recursive_list(),
+    _deep(5000),
+    _shared(9),
+]
+
+NASTY_KEYS = [
+    "name",
+    "description",
+    "cluster",
+    "cluster.manager",
+    "cluster.nodes",
+    "cluster.cores_per_node",
+    "cluster.memory_per_node",
+    "cluster.hosts",
+    "cluster.ssh",
+    "cluster.ssh.user",
+    "cluster.ssh.port",
+    "cluster.ssh.identity_file",
+    "cluster.ssh.known_hosts",
+    "cluster.ssh.strict_host_key_checking",
+    "cluster.ssh.connect_timeout_s",
+    "cluster.ssh.driver_host",
+    "cluster.ssh.dask_tls",
+    "cluster.python",
+    "cluster.remote_dir",
+    "cluster.python_archive",
+    "cluster.spark_master",
+    "sizing",
+    "sizing.rule",
+    "sizing.cores_per_executor",
+    "sizing.reserve",
+    "sizing.reserve.cores",
+    "sizing.reserve.memory",
+    "sizing.application_master",
+    "engines",
+    "baseline",
+    "workload",
+    "workload.dataset",
+    "workload.dataset.name",
+    "workload.dataset.path",
+    "workload.fraction",
+    "workload.model",
+    "workload.model.hidden_layer_sizes",
+    "workload.model.solver",
+    "workload.model.alpha",
+    "workload.model.mllib_solver",
+    "workload.epochs",
+    "workload.trials",
+    "workload.mode",
+    "workload.folds",
+    "workload.param_grid",
+    "workload.param_grid.alpha",
+    "workload.param_grid.hidden_layer_sizes",
+    "workload.n_fits",
+    "workload.shards",
+    "workload.exact_epochs",
+    "workload.timeout_s",
+    "workload.seed",
+    "workload.test_size",
+    "exclude",
+    "only",
+    "store",
+    "environment",
+    "environment.A",
+    "spark_conf",
+    "spark_conf.spark.x",
+]
+
+
+def _ssh_base() -> dict[str, Any]:
+    return _ssh_cluster(ssh={"user": "sweeper", "port": 22})
+
+
+@pytest.mark.parametrize("key", NASTY_KEYS)
+def test_any_value_anywhere_gives_a_grid_or_a_user_error_never_another_exception(key: str) -> None:
+    """parse() on raw documents with a nasty value at ``key``; each parse answers fast."""
+    for value in NASTY:
+        for base in (minimal_grid(), _ssh_base()):
+            raw = (
+                _at(base, key, value)
+                if not key.startswith("spark_conf.")
+                else {**base, "spark_conf": {key[11:]: value}}
+            )
+            started = time.perf_counter()
+            try:
+                grid_file.parse(raw, Path("g.yaml"))
+            except UserError as error:
+                assert all(len(problem) < 2000 for problem in error.problems), (key, shown(value))
+            assert time.perf_counter() - started < 5, (key, shown(value))
+
+
+@pytest.mark.parametrize("raw", [value for value in NASTY if not isinstance(value, dict)] + [{(1, 2): "a"}])
+def test_a_document_that_is_not_a_grid_mapping_is_a_user_error(raw: Any) -> None:
+    with pytest.raises(UserError):
+        grid_file.parse(raw, Path("g.yaml"))
+
+
+def test_nasty_lists_in_choice_lists_are_user_errors() -> None:
+    for key in ("engines", "workload.mode", "sizing.cores_per_executor", "workload.epochs", "workload.fraction"):
+        for value in ([[1], [1]], [{"a": 1}, {"a": 1}], [{1, 2}], [None, None]):
+            assert f"g.yaml: {key}" in _problems(_at(minimal_grid(), key, value), Path("g.yaml"))

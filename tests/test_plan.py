@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sweeper import grid as grid_file
-from sweeper.plan import dask_commands, make_plan, spark_command
+from sweeper.cli import main
+from sweeper.errors import UserError
+from sweeper.plan import (
+    MAX_MEASUREMENTS,
+    MAX_RULES,
+    Launch,
+    Plan,
+    Point,
+    dask_commands,
+    make_plan,
+    spark_command,
+)
 from tests.conftest import REPO, minimal_grid, run_cli
 
 REPORT_TABLES = {4: (9, 11), 5: (7, 13), 6: (5, 19)}  # cores -> (executors, memory GiB), Tables 1 and 2
@@ -108,6 +124,27 @@ def test_a_launch_with_nothing_left_to_measure_is_dropped(write_grid: Callable[.
     assert [launch.engine for launch in plan.launches] == ["spark"]
 
 
+def test_mllib_solver_is_an_axis_of_spark_mllib_only(write_grid: Callable[..., Path]) -> None:
+    """scikit-learn's engines ignore mllib_solver: they measure each point once, without it."""
+    grid = minimal_grid(engines=["spark", "dask", "spark-mllib"])
+    grid["workload"] = {
+        **grid["workload"],
+        "mode": ["replicas", "data-parallel"],
+        "model": {"mllib_solver": ["l-bfgs", "gd"]},
+    }
+    plan = make_plan(grid_file.load(write_grid(grid)))
+    for launch in plan.launches:
+        points = plan.points[launch.index]
+        solvers = [p.model_params.get("mllib_solver") for p in points]
+        if launch.engine == "spark-mllib":
+            assert [(p.mode, s) for p, s in zip(points, solvers, strict=True)] == [
+                ("data-parallel", "l-bfgs"),
+                ("data-parallel", "gd"),
+            ]
+        else:
+            assert solvers == [None, None] and [p.mode for p in points] == ["replicas", "data-parallel"]
+
+
 def test_local_spark_command_uses_real_executor_jvms() -> None:
     plan = make_plan(grid_file.load(REPO / "grids/local.yaml"))
     spark = next(launch for launch in plan.launches if launch.engine == "spark")
@@ -121,3 +158,202 @@ def test_version_flag_prints_the_package_version() -> None:
 
     result = run_cli("--version")
     assert result.returncode == 0 and result.stdout.strip() == f"sweeper {__version__}"
+
+
+AXES_GRID: dict[str, Any] = {
+    "name": "t",
+    "cluster": {"manager": "local", "nodes": 2, "cores_per_node": 4, "memory_per_node": "32GiB"},
+    "sizing": {"cores_per_executor": [1, 2], "reserve": {"cores": 0, "memory": "1GiB"}, "application_master": 0},
+    "engines": ["spark", "dask", "spark-mllib"],
+    "workload": {
+        "dataset": "digits",
+        "epochs": [5, 10],
+        "fraction": [0.5, 1.0],
+        "trials": 2,
+        "mode": ["replicas", "data-parallel"],
+        "model": {"alpha": [0.1, 0.01], "hidden_layer_sizes": [[8], [4, 4]]},
+    },
+}
+BASE = grid_file.parse(AXES_GRID, Path("axes.yaml"))
+
+
+def big_grid(epochs: int, fractions: int, alphas: int) -> dict[str, Any]:
+    """A grid whose axes multiply to epochs x fractions x alphas points (x 3 launches, 1 trial)."""
+    grid = minimal_grid()
+    grid["workload"] = {
+        "dataset": "digits",
+        "epochs": list(range(1, epochs + 1)),
+        "fraction": [round((i + 1) / fractions, 6) for i in range(fractions)],
+        "model": {"alpha": [round(0.0001 * (i + 1), 6) for i in range(alphas)]},
+        "trials": 1,
+    }
+    return grid
+
+
+def peak_bytes(call: Callable[[], object]) -> tuple[object, int]:
+    """``call()``'s result (or the exception it raised) and the peak memory it allocated."""
+    tracemalloc.start()
+    try:
+        try:
+            result: object = call()
+        except UserError as error:
+            result = error
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_ten_million_measurements_are_refused_before_any_is_built(
+    write_grid: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_grid(big_grid(epochs=1000, fractions=100, alphas=100))
+    grid = grid_file.load(path)
+    refused, peak = peak_bytes(lambda: make_plan(grid))
+    assert isinstance(refused, UserError)
+    assert peak < 2 * 1024 * 1024, f"planning allocated {peak} bytes before refusing"
+    assert main(["plan", str(path)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert (
+        f"error: {path}: the grid asks for 30,000,000 measurements (axes: 3 launch(es) x 100 model.alpha x "
+        f"100 fraction x 1,000 epochs x 1 trial(s), before exclude/only); at most {MAX_MEASUREMENTS:,}"
+    ) in err, err
+
+
+def test_a_million_measurements_are_planned(write_grid: Callable[..., Path]) -> None:
+    grid = grid_file.load(write_grid({**big_grid(epochs=1000, fractions=1000, alphas=1), "baseline": False}))
+    grid = replace(grid, engines=("dask",))
+    plan, peak = peak_bytes(lambda: make_plan(grid))
+    assert isinstance(plan, Plan) and plan.n_measurements == MAX_MEASUREMENTS
+    assert peak < 250 * 1024 * 1024, f"a plan of a million measurements took {peak} bytes"
+
+
+def test_a_billion_nodes_are_refused_before_they_are_laid_out() -> None:
+    grid = replace(BASE, cluster=replace(BASE.cluster, nodes=10**9))
+    refused, peak = peak_bytes(lambda: make_plan(grid))
+    assert isinstance(refused, UserError)
+    assert "the plan would lay out 6,000,000,000 launch nodes (6 launches x 1,000,000,000 cluster.nodes)" in str(
+        refused
+    )
+    assert peak < 1024 * 1024
+
+
+def test_more_rules_than_the_limit_are_refused() -> None:
+    rules = tuple({"epochs": 5, "fraction": index} for index in range(MAX_RULES + 1))
+    with pytest.raises(UserError, match=f"exclude/only: {MAX_RULES + 1:,} rules; at most {MAX_RULES:,} together"):
+        make_plan(replace(BASE, exclude=rules))
+
+
+@pytest.mark.parametrize(
+    "rules",
+    [
+        pytest.param({"exclude": [{"epochs": 5}]}, id="exclude-all"),
+        pytest.param({"only": [{"engine": "spark"}], "exclude": [{"engine": "spark"}]}, id="only-then-exclude"),
+    ],
+)
+def test_exclude_and_only_that_leave_no_measurement_exit_2(
+    rules: dict[str, Any], write_grid: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_grid({**minimal_grid(), **rules})
+    assert main(["plan", str(path)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"error: {path}: exclude/only leave no measurement of the 3 the axes ask for" in err, err
+
+
+def test_a_rule_that_matches_nothing_is_a_warning_of_sweeper_plan(
+    write_grid: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    rules = {
+        "exclude": [{"engine": "dask"}, {"engine": "spark", "epochs": 10000}],
+        "only": [{"mode": "cv"}, {"epochs": 5}],
+    }
+    path = write_grid({**minimal_grid(), **rules})
+    assert main(["plan", str(path)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"warning: {path}: exclude[1]: matches no measurement of the grid" in out, out
+    assert f"warning: {path}: only[0]: matches no measurement of the grid" in out, out
+    assert "exclude[0]" not in out and "only[1]" not in out
+
+
+def test_points_run_in_axis_order_mode_first_epochs_last() -> None:
+    plan = make_plan(replace(BASE, baseline=False, engines=("dask",), cores_per_executor=(1,)))
+    expected = [
+        (mode, layers, alpha, fraction, epochs)
+        for mode in ("replicas", "data-parallel")
+        for layers in ((8,), (4, 4))
+        for alpha in (0.1, 0.01)
+        for fraction in (0.5, 1.0)
+        for epochs in (5, 10)
+    ]
+    got = [
+        (p.mode, p.model_params["hidden_layer_sizes"], p.model_params["alpha"], p.fraction, p.epochs)
+        for p in plan.points[0]
+    ]
+    assert got == expected
+
+
+RULE_VALUES = {
+    "engine": st.sampled_from(["spark", "dask", "spark-mllib", "local", ["spark", "dask"]]),
+    "cores_per_executor": st.sampled_from([1, 2, 3, [1, 2]]),
+    "mode": st.sampled_from(["replicas", "data-parallel", "cv", ["cv", "replicas"]]),
+    "epochs": st.sampled_from([5, 10, 7, [5, 7]]),
+    "fraction": st.sampled_from([0.5, 1.0, 0.25]),
+    "model.alpha": st.sampled_from([0.1, 0.01, 0.5, [0.1, 0.5]]),
+    "model.hidden_layer_sizes": st.sampled_from([[8], [4, 4], [3]]),
+    "model.activation": st.sampled_from(["relu", "tanh"]),
+    "model.beta_1": st.sampled_from([0.9, None]),
+}
+RULES = st.dictionaries(st.sampled_from(sorted(RULE_VALUES)), st.just(0), min_size=1, max_size=3).flatmap(
+    lambda keys: st.fixed_dictionaries({key: RULE_VALUES[key] for key in keys})
+)
+
+
+def rule_matches(rule: dict[str, Any], launch: Launch, point: Point) -> bool:
+    """The definition: every key of the rule holds the measurement's value (a list: one of them)."""
+    axes = {
+        "engine": launch.engine,
+        "cores_per_executor": launch.cores_per_executor,
+        "mode": point.mode,
+        "epochs": point.epochs,
+        "fraction": point.fraction,
+        **{f"model.{name}": value for name, value in point.params},
+    }
+    for key, wanted in rule.items():
+        if key == "engine" and launch.engine == "local":
+            return False
+        if key == "model.hidden_layer_sizes":
+            wanted = [tuple(wanted)]
+        if axes.get(key) not in (wanted if isinstance(wanted, list) else [wanted]):
+            return False
+    return True
+
+
+@settings(max_examples=150, deadline=None)
+@given(exclude=st.lists(RULES, max_size=3), only=st.lists(RULES, max_size=2))
+def test_exclude_and_only_select_what_their_definition_says(
+    exclude: list[dict[str, Any]], only: list[dict[str, Any]]
+) -> None:
+    everything = make_plan(BASE)
+    candidates = [(launch, point) for launch in everything.launches for point in everything.points[launch.index]]
+    expected: dict[tuple[str, int], list[Point]] = {}
+    for launch, point in candidates:
+        if any(rule_matches(rule, launch, point) for rule in exclude):
+            continue
+        if only and not any(rule_matches(rule, launch, point) for rule in only):
+            continue
+        expected.setdefault((launch.engine, launch.cores_per_executor), []).append(point)
+    unmatched = [
+        f"{kind}[{index}]"
+        for kind, rules in (("exclude", exclude), ("only", only))
+        for index, rule in enumerate(rules)
+        if not any(rule_matches(rule, launch, point) for launch, point in candidates)
+    ]
+    grid = replace(BASE, exclude=tuple(exclude), only=tuple(only))
+    if not expected:
+        with pytest.raises(UserError, match="exclude/only leave no measurement"):
+            make_plan(grid)
+        return
+    plan = make_plan(grid)
+    got = {(launch.engine, launch.cores_per_executor): list(plan.points[launch.index]) for launch in plan.launches}
+    assert got == expected
+    assert [launch.index for launch in plan.launches] == list(range(len(plan.launches)))
+    assert [warning.split(": ")[1] for warning in plan.grid.warnings] == unmatched

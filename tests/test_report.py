@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import html
 import re
 import shutil
 import subprocess
@@ -84,7 +85,7 @@ def test_markdown_tables_per_configuration_statistics_cost_and_failures(written:
     assert "| # Epochs | Spark time (s) | Spark accuracy | Dask time (s) | Dask accuracy |" in md
     assert "| 10 | 12.0 (IQR 2.00, n=5) | 0.9060 (IQR 0.0020) | 7.00 (IQR 2.00, n=5) | 0.9040 (IQR 0.0020) |" in md
     assert "| 100 | 62.0 (IQR 2.00, n=5), 1 failed |" in md
-    assert "| 5 cores, 7 executors, 13 GiB memory | 10 | 12.0 (IQR 2.00, n=5) | 7.00 (IQR 2.00, n=5) | 1.71 [" in md
+    assert "| 5 cores, 7 executors, 13 GiB memory | 10 | 12.0 (IQR 2.00, n=5) | 7.00 (IQR 2.00, n=5) | 1.71 \\[" in md
     assert "| 0.008 | 0.001 | dask faster |" in md
     assert "| too few to tell |" in md and "| no significant difference |" in md
     assert "| spark | 100 | 52.0 | never | – |" in md
@@ -149,9 +150,71 @@ def test_a_sparse_sweep_still_reports_and_escapes_error_text(tmp_path: Path) -> 
     md, page = md_path.read_text(encoding="utf-8"), html_path.read_text(encoding="utf-8")
     assert "Not both engines measured (engines: dask)." in md
     assert "No single-thread baseline in this workload: no speedup, no COST." in md
-    assert "| 50 | 0 | failed | ValueError | bad <b>x</b> \\| y |" in md
+    assert "| 50 | 0 | failed | ValueError | bad \\<b\\>x\\</b\\> \\| y |" in md
     assert "bad &lt;b&gt;x&lt;/b&gt; | y" in page and "<b>x</b>" not in page
     assert all(p.read_bytes().startswith(PNG_SIGNATURE) for p in pngs)
+
+
+HOSTILE_ERROR = (
+    "a | b\nsecond line `rm -rf` <script>alert(1)</script> *bold* _it_ [link](http://x) &amp; $x$ ~~s~~ \\ #"
+)
+
+
+def test_markdown_shows_store_strings_as_written(tmp_path: Path) -> None:
+    """Rendered by a real CommonMark parser (with GFM tables), store text is text: no HTML, link, code or cell."""
+    from markdown_it import MarkdownIt
+
+    rows: list[Mapping[str, Any]] = [
+        {**row, "error": HOSTILE_ERROR, "error_type": "Bad|Type<i>"} if row["status"] != "ok" else row
+        for row in fixture_rows(sweep="we[ir]d_name #")
+    ]
+    write_rows(tmp_path / "store", "we[ir]d_name #", rows, "p")
+    md = report.write_report(tmp_path / "store", tmp_path / "out")[1].read_text(encoding="utf-8")
+    rendered = MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(md)
+    for tag in ("<script", "<a ", "<code", "<em", "<s>", "<del", "<i>"):
+        assert tag not in rendered, tag
+    assert "<h1>sweeper report: we[ir]d_name #</h1>" in rendered
+    error_cells = f"<td>{html.escape('Bad|Type<i>')}</td>\n<td>{html.escape(HOSTILE_ERROR.replace(chr(10), ' '))}</td>"
+    assert rendered.count(error_cells) == 2, rendered[-3000:]
+    failure_rows = [line for line in md.splitlines() if "Bad\\|Type" in line]
+    assert len(failure_rows) == 2 and all(line.count(" | ") == 7 for line in failure_rows)  # 8 cells, one line
+
+
+def test_figures_draw_an_engine_name_with_dollar_signs_as_written(tmp_path: Path) -> None:
+    """A '$' pair in a store string would be parsed as matplotlib maths (and '\\foo' fail to parse)."""
+    rows: list[Mapping[str, Any]] = [
+        {**row, "engine": "$\\foo{$"} if row["engine"] == "dask" else row for row in fixture_rows()
+    ]
+    write_rows(tmp_path / "store", "fixture", rows, "p")
+    _, md_path, *pngs = report.write_report(tmp_path / "store", tmp_path / "out", cost_per_node_hour=1.0)
+    assert len(pngs) == 5 and all(p.read_bytes().startswith(PNG_SIGNATURE) for p in pngs)
+    assert "\\$\\\\foo{\\$" in md_path.read_text(encoding="utf-8")
+
+
+def test_out_that_is_a_file_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    out.write_text("my own file")
+    with pytest.raises(UserError, match=r"report\.html: exists and is not a directory"):
+        report.write_report(STORE, out)
+    with pytest.raises(UserError, match=r"report\.html/sub: cannot create the report directory: Not a directory"):
+        report.write_report(STORE, out / "sub")
+    assert out.read_text() == "my own file" and [p.name for p in tmp_path.iterdir()] == ["report.html"]
+
+
+def test_a_broken_file_in_another_sweep_does_not_stop_the_sweep_asked_for(tmp_path: Path) -> None:
+    store = two_sweeps(tmp_path)
+    broken = store / "other" / "part-other.parquet"
+    broken.write_bytes(b"PAR1 but not really")
+    md_path = report.write_report(store, tmp_path / "out", sweep="fixture")[1]
+    assert md_path.read_text(encoding="utf-8").startswith("# sweeper report: fixture\n")
+    assert "1.71 [1.25, 2.40]" in report.compare_text(report.load_sweep(store, "fixture"), width=200)
+    # without --sweep the sweeps are told apart by their directories: the broken file is not read to list them
+    with pytest.raises(UserError, match=r"holds 2 sweeps: fixture, other; pass one with --sweep NAME"):
+        report.load_sweep(store)
+    with pytest.raises(UserError, match=r"other/part-other\.parquet: not a readable Parquet file"):
+        report.load_sweep(store, "other")
+    with pytest.raises(UserError, match=r"^sweep name must be one directory name .*got '\.\.'"):
+        report.load_sweep(store, "..")
 
 
 def test_compare_text_is_the_side_by_side_engines_table() -> None:

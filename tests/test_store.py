@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
 
 from sweeper import load_results
 from sweeper.errors import UserError
-from sweeper.store import COLUMNS, SCHEMA_VERSION, compact, completed_keys, read_table, remove_sweep, write_rows
+from sweeper.store import (
+    COLUMNS,
+    SCHEMA_VERSION,
+    check_writable,
+    compact,
+    completed_keys,
+    read_table,
+    remove_sweep,
+    sweeps,
+    write_rows,
+)
 
 
 def row(key: str, status: str = "ok", **values: Any) -> dict[str, Any]:
@@ -107,3 +121,180 @@ def test_a_version_1_file_reads_with_the_later_columns_empty(tmp_path: Path) -> 
     pq.write_table(old, path)
     frame = load_results(tmp_path)
     assert frame["rounds"].isna().all() and frame["measurement_key"].tolist() == ["a"]
+
+
+# -- sweep names: a sweep is always one directory of the store, --fresh deletes only its files --------
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("..", id="parent"),
+        pytest.param(".", id="store-itself"),
+        pytest.param("", id="empty"),
+        pytest.param("a/b", id="slash"),
+        pytest.param("a\\b", id="backslash"),
+        pytest.param("-rf", id="option-like"),
+        pytest.param("a\x00b", id="nul"),
+        pytest.param("a\nb", id="newline"),
+        pytest.param("x" * 101, id="101-characters"),
+        pytest.param(".scratch", id="hidden-the-runners-scratch"),
+        pytest.param("_x", id="underscore-hidden-from-pyarrow"),
+    ],
+)
+def test_an_unsafe_sweep_name_is_refused_by_every_store_function(tmp_path: Path, name: str) -> None:
+    store = tmp_path / "store"
+    for action in (
+        lambda: write_rows(store, name, [row("a")], "p1"),
+        lambda: remove_sweep(store, name),
+        lambda: load_results(store, name),
+        lambda: check_writable(store, name),
+    ):
+        with pytest.raises(UserError, match=r"^sweep name must"):
+            action()
+    assert not store.exists()
+
+
+@pytest.mark.parametrize("name", ["2node", "a b", "x" * 100, "ü[bold]x", "v1.2"])
+def test_safe_sweep_names_are_direct_children_of_the_store(tmp_path: Path, name: str) -> None:
+    path = write_rows(tmp_path, name, [row("a", sweep=name)], "p1")
+    assert path.parent.parent == tmp_path and path.parent.name == name
+    assert load_results(tmp_path, name)["measurement_key"].tolist() == ["a"]
+
+
+def plant(path: Path) -> Path:
+    """A real store file (one row) at ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written = write_rows(path.parent.parent, path.parent.name, [row("planted")], path.stem)
+    written.rename(path)
+    return path
+
+
+def test_fresh_never_deletes_a_file_outside_its_own_sweep(tmp_path: Path) -> None:
+    store = tmp_path / "parent" / "store"
+    outside = [
+        plant(tmp_path / "parent" / "beside" / "next-to-the-store.parquet"),
+        plant(tmp_path / "above" / "in-the-grandparent.parquet"),
+        plant(store / "other" / "another-sweep.parquet"),
+        plant(store / "s" / "sub" / "in-a-subdirectory.parquet"),
+    ]
+    (tmp_path / "parent" / "in-the-parent.parquet").write_bytes(outside[0].read_bytes())
+    (store / "in-the-store-itself.parquet").write_bytes(outside[0].read_bytes())
+    outside += [tmp_path / "parent" / "in-the-parent.parquet", store / "in-the-store-itself.parquet"]
+    mine = [write_rows(store, "s", [row("a")], "p1"), write_rows(store, "s", [row("b")], "p2")]
+    link = store / "s" / "link-out.parquet"
+    link.symlink_to(outside[1])
+    for name in ("..", ".", "s/..", "../parent"):
+        with pytest.raises(UserError, match=r"^sweep name must"):
+            remove_sweep(store, name)
+        assert all(path.exists() for path in [*outside, *mine, link])
+    assert remove_sweep(store, "s") == 3
+    assert not any(path.exists() or path.is_symlink() for path in [*mine, link])
+    assert all(path.exists() for path in outside)  # the link went, not what it pointed to
+
+
+def test_fresh_refuses_a_sweep_directory_that_is_a_symbolic_link(tmp_path: Path) -> None:
+    elsewhere = plant(tmp_path / "elsewhere" / "s" / "kept.parquet")
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "s").symlink_to(elsewhere.parent)
+    with pytest.raises(UserError, match=r"store/s: the sweep's directory is a symbolic link"):
+        remove_sweep(tmp_path / "store", "s")
+    assert elsewhere.exists()
+
+
+def test_reading_one_sweep_reads_only_its_directory(tmp_path: Path) -> None:
+    write_rows(tmp_path, "s", [row("a")], "p1")
+    plant(tmp_path / "s" / "sub" / "nested.parquet")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "broken.parquet").write_bytes(b"not parquet")
+    assert load_results(tmp_path, "s")["measurement_key"].tolist() == ["a"]
+    assert completed_keys(tmp_path, "s") == {"a"}
+    with pytest.raises(UserError, match=r"other/broken\.parquet: not a readable Parquet file"):
+        load_results(tmp_path)  # the whole store: every sweep's files
+    assert sweeps(tmp_path) == ["other", "s"]
+
+
+# -- files that are not what this sweeper writes: a UserError naming the file ---------------------------
+
+
+def rewrite(path: Path, change: Callable[[pa.Table], pa.Table]) -> None:
+    pq.write_table(change(pq.read_table(path)), path)
+
+
+def test_a_column_of_the_wrong_type_is_named_with_its_file(tmp_path: Path) -> None:
+    path = write_rows(tmp_path, "s", [row("a")], "p1")
+    index = COLUMNS.index("fit_wall_s")
+    rewrite(path, lambda t: t.set_column(index, "fit_wall_s", pa.array(["1.5"])))
+    with pytest.raises(UserError, match=r"s/p1\.parquet: not a sweeper store file \(column fit_wall_s is string"):
+        load_results(tmp_path)
+    with pytest.raises(UserError, match=r"p1\.parquet"):
+        completed_keys(tmp_path, "s")
+
+
+def test_wider_integers_and_other_time_units_still_read(tmp_path: Path) -> None:
+    """What pandas or another tool writes back (int64, nanoseconds, an all-null column) reads as the store's types."""
+    path = write_rows(tmp_path, "s", [row("a")], "p1")
+    table = pq.read_table(path)
+    table = table.set_column(COLUMNS.index("epochs"), "epochs", table.column("epochs").cast(pa.int64()))
+    started = table.column("started_at").cast(pa.timestamp("ns", tz="UTC"))
+    table = table.set_column(COLUMNS.index("started_at"), "started_at", started)
+    table = table.set_column(COLUMNS.index("accuracy"), "accuracy", pa.nulls(1))
+    pq.write_table(table, path)
+    frame = load_results(tmp_path)
+    assert frame["epochs"].tolist() == [10] and frame["epochs"].dtype == pd.Int32Dtype()
+    assert frame["accuracy"].isna().all()
+
+
+def test_a_value_that_does_not_fit_the_column_is_named_with_its_file(tmp_path: Path) -> None:
+    path = write_rows(tmp_path, "s", [row("a")], "p1")
+    rewrite(path, lambda t: t.set_column(COLUMNS.index("epochs"), "epochs", pa.array([2**40])))
+    with pytest.raises(UserError, match=r"p1\.parquet: values that do not fit the store's column types"):
+        load_results(tmp_path)
+
+
+def test_a_file_of_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = write_rows(tmp_path, "s", [row("a")], "p1")
+    newer = SCHEMA_VERSION + 1
+    rewrite(path, lambda t: t.set_column(0, "schema_version", pa.array([newer], pa.int32())).drop_columns(["error"]))
+    message = rf"p1\.parquet: written by a newer sweeper \(schema {newer}, this one reads up to {SCHEMA_VERSION}\)"
+    with pytest.raises(UserError, match=message):
+        load_results(tmp_path)
+
+
+def test_links_and_special_files_named_like_store_files_are_named_in_the_error(tmp_path: Path) -> None:
+    (tmp_path / "s").mkdir()
+    loop = tmp_path / "s" / "loop.parquet"
+    loop.symlink_to(loop)
+    with pytest.raises(UserError, match=r"s/loop\.parquet: cannot be read: Too many levels of symbolic links"):
+        load_results(tmp_path)
+    loop.unlink()
+    (tmp_path / "s" / "dangling.parquet").symlink_to(tmp_path / "gone.parquet")
+    with pytest.raises(UserError, match=r"s/dangling\.parquet: a symbolic link to a missing file"):
+        load_results(tmp_path, "s")
+    (tmp_path / "s" / "dangling.parquet").unlink()
+    os.mkfifo(tmp_path / "s" / "fifo.parquet")  # reading it would block for ever
+    with pytest.raises(UserError, match=r"s/fifo\.parquet: not a regular file"):
+        load_results(tmp_path)
+    (tmp_path / "s" / "fifo.parquet").unlink()
+    (tmp_path / "s" / "dir.parquet").mkdir()  # a directory is not a store file: not read, not deleted
+    assert load_results(tmp_path).empty and remove_sweep(tmp_path, "s") == 0
+
+
+# -- the store probe ------------------------------------------------------------------------------------
+
+
+def test_the_probe_creates_the_sweep_directory_and_leaves_nothing_in_it(tmp_path: Path) -> None:
+    check_writable(tmp_path / "new" / "store", "s")
+    assert list((tmp_path / "new" / "store" / "s").iterdir()) == []
+
+
+def test_the_probe_names_the_path_and_the_reason(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UserError, match=r"store .*/file: cannot create and write .*: Not a directory"):
+        check_writable(tmp_path / "file", "s")
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "s").write_text("in the way")
+    with pytest.raises(UserError, match=r"a file that is not a directory is in the way \(.*store/s\)"):
+        check_writable(tmp_path / "store", "s")
+    with pytest.raises(UserError, match=r"File name too long"):
+        check_writable(tmp_path / ("x" * 300), "s")

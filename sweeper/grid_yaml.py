@@ -1,0 +1,208 @@
+"""Read a grid file's YAML safely: bounded in size, nesting and alias expansion, and strict about keys.
+
+Only :class:`yaml.SafeLoader` builds the document (plain data, never Python objects). Before anything
+is built, the reader refuses, as a :class:`~sweeper.errors.UserError` naming the file:
+
+- a file larger than :data:`MAX_GRID_BYTES`, one that is not a regular file, or not UTF-8 text;
+- lists and mappings nested more than :data:`MAX_DEPTH` deep (PyYAML composes recursively);
+- a document of more than :data:`MAX_YAML_NODES` nodes (keys, values, lists and mappings), counted
+  with every alias (``*name``) expanded where it is used, so that a "billion laughs" alias bomb is
+  refused from its few hundred bytes; aliases are otherwise allowed anywhere; an alias inside the
+  node it names is refused;
+- a key given twice in one mapping (YAML forbids it), naming the key and both lines.
+"""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Hashable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sweeper.errors import UserError
+
+MAX_GRID_BYTES = 1024 * 1024
+MAX_DEPTH = 64
+MAX_YAML_NODES = 100_000
+_NODES = "YAML nodes (keys, values, lists and mappings)"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _Refused(Exception):
+    """A limit or rule of the reader, and where in the file it was met."""
+
+    def __init__(self, message: str, mark: yaml.Mark | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.mark = mark
+
+    def for_file(self, path: Path) -> str:
+        if self.mark is None:
+            return f"{path}: {self.message}"
+        return f"{path}: line {self.mark.line + 1}, column {self.mark.column + 1}: {self.message}"
+
+
+class GridLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that bounds nesting and nodes while composing and refuses duplicate keys."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.depth = 0
+        self.composed = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        mark = self.peek_event().start_mark
+        self.composed += 1
+        if self.composed > MAX_YAML_NODES:
+            raise _Refused(
+                f"the document has more than {MAX_YAML_NODES:,} {_NODES}; a grid may have at most that", mark
+            )
+        if self.depth >= MAX_DEPTH and self.check_event(yaml.CollectionStartEvent):
+            raise _Refused(f"nested more than {MAX_DEPTH} levels deep; a grid may nest at most {MAX_DEPTH}", mark)
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, OverflowError) as error:  # int('9' * 5000), a 30 February timestamp
+            reason = str(error).split(";")[0]  # not Python's advice on sys.set_int_max_str_digits
+            raise _Refused(f"cannot read the value {_shown(node.value)}: {reason}", node.start_mark) from None
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
+        self._refuse_duplicate_keys(node)
+        return super().construct_mapping(node, deep)
+
+    def _refuse_duplicate_keys(self, node: yaml.MappingNode) -> None:
+        first_seen: dict[Any, str] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == _MERGE_TAG:  # `<<: *base` keys may be overridden: that is what merging is
+                continue
+            key = self.construct_object(key_node, deep=True)
+            mark = key_node.start_mark
+            where = f"line {mark.line + 1}, column {mark.column + 1}"
+            try:
+                seen = first_seen.get(key)
+            except TypeError:  # an unhashable key: SafeConstructor refuses it with its own message
+                continue
+            if seen is not None:
+                raise _Refused(
+                    f"duplicate key {_shown(key)} at {seen} and again at {where}; "
+                    "YAML allows each key once in a mapping"
+                )
+            first_seen[key] = where
+
+
+def read_grid_yaml(path: Path) -> Any:
+    """The one YAML document of a grid file as plain Python data (``None`` when empty)."""
+    text = _grid_text(path)
+    try:
+        loader = GridLoader(text)  # PyYAML's reader refuses control characters here
+    except yaml.YAMLError as error:
+        raise UserError(_yaml_error(path, text, error)) from None
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        check_expansion(node)
+        return loader.construct_document(node)
+    except _Refused as refused:
+        raise UserError(refused.for_file(path)) from None
+    except yaml.YAMLError as error:
+        raise UserError(_yaml_error(path, text, error)) from None
+    finally:
+        loader.dispose()
+
+
+def _grid_text(path: Path) -> str:
+    """The file's text: a regular file of at most MAX_GRID_BYTES bytes of UTF-8."""
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise UserError(f"{path}: is not a regular file (a directory, device or pipe); a grid is a YAML file")
+        with path.open("rb") as file:
+            data = file.read(MAX_GRID_BYTES + 1)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such grid file") from None
+    except OSError as error:
+        raise UserError(f"{path}: cannot read the grid file: {error.strerror}") from None
+    if len(data) > MAX_GRID_BYTES:
+        raise UserError(f"{path}: is larger than {MAX_GRID_BYTES // 1024} KiB; a grid file may be at most that")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise UserError(
+            f"{path}: is not UTF-8 text: byte {error.start} (line {line}) is 0x{data[error.start]:02x}; "
+            "save the grid as UTF-8"
+        ) from None
+
+
+def check_expansion(root: yaml.Node) -> None:
+    """Refuse a node graph whose aliases expand it past MAX_YAML_NODES nodes or MAX_DEPTH levels, or into a cycle.
+
+    Iterative and memoised per node, so linear in the nodes and aliases as written, however much
+    they would expand.
+    """
+    expanded: dict[int, tuple[int, int]] = {}  # id(node) -> (nodes, depth) once expanded
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if children_done:
+            open_nodes.discard(id(node))
+            expanded[id(node)] = _expanded_size(node, expanded)
+        elif id(node) in open_nodes:
+            raise _Refused("an alias refers to a value that contains it (a recursive alias)", node.start_mark)
+        elif id(node) not in expanded:
+            open_nodes.add(id(node))
+            stack.append((node, True))
+            stack.extend((child, False) for child in _children(node))
+
+
+def _expanded_size(node: yaml.Node, expanded: dict[int, tuple[int, int]]) -> tuple[int, int]:
+    sizes = [expanded[id(child)] for child in _children(node)]
+    nodes = 1 + sum(count for count, _ in sizes)
+    depth = 1 + max((levels for _, levels in sizes), default=0) if isinstance(node, yaml.CollectionNode) else 0
+    if nodes > MAX_YAML_NODES:
+        raise _Refused(
+            f"with its aliases (*name) expanded, this value has more than {MAX_YAML_NODES:,} {_NODES}; "
+            "a grid may have at most that",
+            node.start_mark,
+        )
+    if depth > MAX_DEPTH:
+        raise _Refused(
+            f"with its aliases (*name) expanded, this value nests more than {MAX_DEPTH} levels deep; "
+            f"a grid may nest at most {MAX_DEPTH}",
+            node.start_mark,
+        )
+    return nodes, depth
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [child for pair in node.value for child in pair]
+    return []
+
+
+def _yaml_error(path: Path, text: str, error: yaml.YAMLError) -> str:
+    """A PyYAML error as "FILE: YAML syntax error at line L, column C: problem"."""
+    if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
+        mark = error.problem_mark
+        return f"{path}: YAML syntax error at line {mark.line + 1}, column {mark.column + 1}: {error.problem}"
+    if isinstance(error, yaml.reader.ReaderError):
+        line = text.count("\n", 0, error.position) + 1
+        return f"{path}: line {line}: character U+{error.character:04X} is not allowed in YAML: {error.reason}"
+    return f"{path}: YAML syntax error: {error}"
+
+
+def _shown(value: object, limit: int = 80) -> str:
+    """``repr(value)``, cut to ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

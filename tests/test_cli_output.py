@@ -1,0 +1,288 @@
+"""The command line on hostile paths, names and stores: exit 0 or 2, an ``error:`` line, never a traceback.
+
+User text (grid, dataset, store and ``--out`` paths, sweep names, error messages) is printed as
+written: ``[bold]``, ``[/]`` and ``:smile:`` are not read as console markup or emoji codes. A store
+that cannot be written stops ``sweeper run`` before any data is loaded or anything starts, and
+before ``--fresh`` deletes anything.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from rich.console import Console
+
+from sweeper import runner
+from sweeper.cli import main
+from sweeper.plan_view import warning_line
+from sweeper.run_view import measurement_line
+from sweeper.store import COLUMNS, SCHEMA_VERSION, write_rows
+from tests.conftest import minimal_grid
+from tests.fixtures.make_fixture_store import STORE, fixture_rows
+
+MARKUP = "[bold]n[red]:smile:"  # a tag, a style, an emoji code: all must show as written
+
+
+def flat(text: str) -> str:
+    """Output with its line wrapping undone."""
+    return " ".join(text.split())
+
+
+def write_grid(path: Path, **overrides: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(minimal_grid(**overrides), sort_keys=False))
+    return path
+
+
+def exits(code: int, argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[str, str]:
+    """Run the CLI in-process; assert its exit code and that no traceback was printed; (stdout, stderr)."""
+    assert main(argv) == code, capsys.readouterr()
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    if code == 2:
+        assert err.startswith("error: "), err
+    return out, err
+
+
+@pytest.fixture
+def no_launch(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Records (and refuses) any launch start or data load of ``sweeper run``."""
+    calls: list[str] = []
+
+    def refuse(what: str) -> Any:
+        def called(*args: Any, **kwargs: Any) -> Any:
+            calls.append(what)
+            raise AssertionError(f"{what} was called")
+
+        return called
+
+    monkeypatch.setattr(runner, "starter", refuse("starter"))
+    monkeypatch.setattr(runner, "load_data", refuse("load_data"))
+    return calls
+
+
+# -- markup in paths and names ----------------------------------------------------------------------------
+
+
+def test_plan_prints_markup_in_the_grid_path_and_name_as_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    grid = write_grid(tmp_path / "[bold]x[/]" / "g:smile:.yaml", name=MARKUP)
+    out, _ = exits(0, ["plan", str(grid)], capsys)
+    assert flat(out).startswith(f"{MARKUP} ({grid}): manager local")
+
+
+def test_a_refused_name_with_markup_is_printed_as_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    grid = write_grid(tmp_path / "[red]" / "g.yaml", name="a[/]b")
+    _, err = exits(2, ["plan", str(grid)], capsys)
+    assert f"error: {grid}: name: " in flat(err) and "got 'a[/]b'" in err
+
+
+def test_run_report_and_compare_print_markup_in_paths_and_names_as_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real (baseline-only, one fit) dry run into a store at a markup path, then its report and table."""
+    grid = write_grid(tmp_path / "[bold]x[/]" / "g.yaml", name=MARKUP, exclude=[{"engine": ["spark", "dask"]}])
+    store = tmp_path / "[x]:smile:"
+    out, _ = exits(0, ["run", str(grid), "--dry-run", "--store", f"{store}/"], capsys)
+    assert f"dry run {MARKUP}: 1 measurements in 1 launches" in flat(out)
+    assert f"1 rows written to {store / MARKUP}, 0 not ok" in flat(out)
+    assert (store / MARKUP).is_dir()
+
+    report_dir = tmp_path / "[y]" / "[/]"
+    out, _ = exits(0, ["report", str(store), "--out", str(report_dir)], capsys)
+    assert out.splitlines()[:2] == [str(report_dir / "report.html"), str(report_dir / "report.md")]
+    assert (report_dir / "report.md").read_text(encoding="utf-8").startswith("# sweeper report: \\[bold\\]n\\[red\\]")
+
+    out, _ = exits(0, ["compare", str(store), "--sweep", MARKUP], capsys)
+    assert "Spark vs Dask" in out
+    _, err = exits(2, ["compare", str(store), "--sweep", "[nope]"], capsys)
+    assert f"no sweep '[nope]'; the store holds: {MARKUP}" in flat(err)
+
+
+def test_error_rows_and_warnings_show_their_text_as_written_on_any_console() -> None:
+    """Markup, emoji codes and a terminal escape sequence in an error message: shown, not obeyed."""
+    row = {
+        "status": "failed",
+        "engine": "spark",
+        "mode": "replicas",
+        "executors": 2,
+        "cores_per_executor": 1,
+        "executor_memory_gib": 2.0,
+        "epochs": 5,
+        "trial": 0,
+        "error_type": "Py4JJavaError",
+        "error": "[/] [bold]boom :smile: \x1b[31mred",
+    }
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=300, color_system=None)  # markup and emoji on, as rich's default
+    console.print(measurement_line(row))
+    console.print(warning_line("dataset [/]x :smile:"))
+    text = buffer.getvalue()
+    assert "Py4JJavaError: [/] [bold]boom :smile: \\x1b[31mred" in text and "\x1b" not in text
+    assert "warning: dataset [/]x :smile:" in text
+
+
+# -- the store is checked before anything starts --------------------------------------------------------------
+
+
+@pytest.fixture
+def read_only_store(tmp_path: Path) -> Iterator[Path]:
+    """A store holding one file of sweep ``t`` that this process really cannot write.
+
+    Root ignores file modes, so as root it is a read-only bind mount (what a read-only NFS or
+    container volume is); otherwise a directory of mode 0555.
+    """
+    source = tmp_path / "source"
+    write_rows(source, "t", [fixture_rows()[0]], "part-old")
+    target = tmp_path / "read-only"
+    if os.geteuid() != 0:
+        for path in (source / "t", source):
+            path.chmod(0o555)
+        yield source
+        for path in (source, source / "t"):
+            path.chmod(0o755)
+        return
+    target.mkdir()
+    if shutil.which("mount") is None or subprocess.run(["mount", "--bind", source, target]).returncode:
+        pytest.skip("cannot bind-mount here (a read-only store needs mount as root, or a non-root user)")
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", target], check=True)
+        yield target
+    finally:
+        subprocess.run(["umount", target], check=True)
+
+
+@pytest.mark.parametrize(
+    ("case", "reason"),
+    [
+        pytest.param("file", "Not a directory", id="store-is-a-file"),
+        pytest.param("file-in-the-way", "a file that is not a directory is in the way", id="sweep-dir-is-a-file"),
+        pytest.param("proc", "No such file or directory", id="under-proc"),
+        pytest.param("long-name", "File name too long", id="300-character-name"),
+    ],
+)
+def test_an_unusable_store_stops_run_before_anything_starts(
+    case: str, reason: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], no_launch: list[str]
+) -> None:
+    grid = write_grid(tmp_path / "g.yaml")
+    (tmp_path / "file").write_text("not a store")
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "t").write_text("not a sweep")
+    store = {
+        "file": tmp_path / "file",
+        "file-in-the-way": tmp_path / "store",
+        "proc": Path("/proc/sweeper-store"),
+        "long-name": tmp_path / ("x" * 300),
+    }[case]
+    _, err = exits(2, ["run", str(grid), "--store", str(store), "--fresh"], capsys)
+    assert f"error: store {store}: cannot create and write the sweep directory {store / 't'}: {reason}" in flat(err)
+    assert no_launch == []
+    assert (tmp_path / "file").read_text() == "not a store" and (tmp_path / "store" / "t").read_text() == "not a sweep"
+
+
+def test_a_read_only_store_stops_run_and_fresh_deletes_nothing(
+    read_only_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], no_launch: list[str]
+) -> None:
+    with pytest.raises(OSError):  # the fixture is what it claims to be
+        (read_only_store / "t" / "probe").write_text("x")
+    grid = write_grid(tmp_path / "g.yaml")
+    _, err = exits(2, ["run", str(grid), "--store", str(read_only_store), "--fresh"], capsys)
+    assert f"error: store {read_only_store}: cannot create and write the sweep directory" in flat(err)
+    assert ("Read-only file system" if os.geteuid() == 0 else "Permission denied") in err
+    assert no_launch == []
+    assert [p.name for p in (read_only_store / "t").iterdir()] == ["part-old.parquet"]
+
+
+@pytest.mark.parametrize("name", ["..", "."])
+def test_a_sweep_named_dot_or_dot_dot_deletes_nothing_outside_its_sweep(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], no_launch: list[str]
+) -> None:
+    store = tmp_path / "parent" / "store"
+    planted = [
+        write_rows(tmp_path / "parent", "beside", [fixture_rows()[0]], "next-to-the-store"),
+        write_rows(store, "other", [fixture_rows()[0]], "another-sweep"),
+    ]
+    shutil.copy(planted[0], tmp_path / "parent" / "in-the-parent.parquet")
+    grid = write_grid(tmp_path / "g.yaml", name=name)
+    _, err = exits(2, ["run", str(grid), "--store", str(store), "--fresh"], capsys)
+    assert f"got '{name}'" in err
+    assert all(path.exists() for path in [*planted, tmp_path / "parent" / "in-the-parent.parquet"])
+    assert no_launch == []
+
+
+@pytest.mark.parametrize("command", ["report", "compare"])
+@pytest.mark.parametrize("name", ["..", ".", "a/b", "-x"])
+def test_report_and_compare_refuse_a_sweep_that_is_no_directory_name(
+    command: str, name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    extra = ["--out", str(tmp_path / "out")] if command == "report" else []
+    _, err = exits(2, [command, str(STORE), f"--sweep={name}", *extra], capsys)
+    assert "sweep name must be one directory name" in flat(err)
+    assert not (tmp_path / "out").exists()
+
+
+# -- report --out and broken store files --------------------------------------------------------------------
+
+
+def test_report_out_that_is_a_file_is_an_error_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "[o]" / "report.html"
+    out.parent.mkdir()
+    out.write_text("mine")
+    _, err = exits(2, ["report", str(STORE), "--out", str(out)], capsys)
+    assert f"error: {out}: exists and is not a directory" in flat(err)
+    assert out.read_text() == "mine" and list(out.parent.iterdir()) == [out]
+
+
+def wrong_type(path: Path) -> str:
+    table = pq.read_table(path)
+    index = COLUMNS.index("fit_wall_s")
+    pq.write_table(table.set_column(index, "fit_wall_s", table.column(index).cast(pa.string())), path)
+    return "not a sweeper store file (column fit_wall_s is string, not double)"
+
+
+def link_to_itself(path: Path) -> str:
+    path.unlink()
+    path.symlink_to(path)
+    return "cannot be read: Too many levels of symbolic links"
+
+
+def newer_schema(path: Path) -> str:
+    table = pq.read_table(path)
+    newer = pa.array([SCHEMA_VERSION + 1] * table.num_rows, pa.int32())
+    pq.write_table(table.set_column(0, "schema_version", newer), path)
+    return f"written by a newer sweeper (schema {SCHEMA_VERSION + 1}, this one reads up to {SCHEMA_VERSION})"
+
+
+@pytest.mark.parametrize("breakage", [wrong_type, link_to_itself, newer_schema])
+def test_a_broken_store_file_is_named_and_other_sweeps_still_report(
+    breakage: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "[s]"
+    shutil.copytree(STORE, store)
+    rows: list[Mapping[str, Any]] = [*fixture_rows(sweep="other")]
+    broken = write_rows(store, "other", rows, "part-other")
+    problem = breakage(broken)
+    report_other = ["report", str(store), "--sweep", "other", "--out", str(tmp_path / "no")]
+    for argv in (["compare", str(store), "--sweep", "other"], report_other):
+        _, err = exits(2, argv, capsys)
+        assert f"error: {broken}: {problem}" in flat(err)
+    assert not (tmp_path / "no").exists()
+    exits(0, ["compare", str(store), "--sweep", "fixture"], capsys)
+    out, _ = exits(0, ["report", str(store), "--sweep", "fixture", "--out", str(tmp_path / "out")], capsys)
+    assert str(tmp_path / "out" / "report.md") in out.splitlines() and (tmp_path / "out" / "report.md").exists()
+    # without --sweep, the sweeps are listed by directory: the broken file is not read to name them
+    _, err = exits(2, ["compare", str(store)], capsys)
+    assert "holds 2 sweeps: fixture, other; pass one with --sweep NAME" in flat(err)
