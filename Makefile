@@ -54,7 +54,7 @@ dry-run: setup  ## any grid, shrunk to this machine: make dry-run GRID=grids/2no
 	$(BIN)/sweeper run $(GRID) --dry-run
 
 bench: setup  ## loky vs the sweeper's Dask and Spark launches, plan/store/memory costs -> BENCHMARKS.md, bench.json
-	$(BIN)/python -m sweeper.bench
+	$(BIN)/python -m tests.bench
 
 report: setup  ## report a store: make report STORE=results/ OUT=report/ [SWEEP=name]
 	$(BIN)/sweeper report $(STORE) --out $(OUT) $(if $(SWEEP),--sweep $(SWEEP))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sweeper.bench.targets import MIN_FITS
+from tests.bench.targets import MIN_FITS
 
 
 @dataclass(frozen=True)

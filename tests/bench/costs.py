@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sweeper.bench.settings import plan_grid
-from sweeper.bench.stats import median
+from tests.bench.settings import plan_grid
+from tests.bench.stats import median
 
 
 def time_planning(measurements: int, runs: int = 5) -> dict[str, Any]:

@@ -7,9 +7,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sweeper.bench.engine_run import EngineRun
 from sweeper.datasets import Data
 from sweeper.fitting import FitResult, FitTask, run_fit
+from tests.bench.engine_run import EngineRun
 
 
 class LokySession:

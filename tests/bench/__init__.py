@@ -1,6 +1,6 @@
 """``make bench``: the sweeper's launches against plain joblib/loky, and its planning, store and memory costs.
 
-Run as ``python -m sweeper.bench [--quick]``. One run measures, side by side on the same batch of fits:
+Run as ``python -m tests.bench [--quick]``. One run measures, side by side on the same batch of fits:
 
 - **loky**: ``joblib.Parallel(n_jobs=2)`` with joblib's default backend over the same ``FitTask``s and
   the same ``Data`` (the peer to beat on one machine);
@@ -17,17 +17,17 @@ The package, a module a job: ``settings`` (sizes and grids), ``stats`` (arithmet
 facts, CPU and memory accounting), ``engine_run``, ``loky``, ``shipping`` and ``batches`` (the batch
 comparison), ``costs`` (planning and store), ``memory`` (driver memory over launches), ``targets`` (targets
 and findings), ``render`` (BENCHMARKS.md and bench.json), ``text`` (formatting, progress) and ``cli``
-(the run and ``main``). Their public names are importable from ``sweeper.bench`` as before the split.
+(the run and ``main``). Their public names are importable from ``tests.bench`` as before the split.
 """
 
 from __future__ import annotations
 
-from sweeper.bench.batches import ENGINES, compare_engines, profile_batches
-from sweeper.bench.cli import load_data, main, run
-from sweeper.bench.costs import synthetic_rows, time_planning, time_store
-from sweeper.bench.engine_run import EngineRun
-from sweeper.bench.loky import LokySession, loky_started
-from sweeper.bench.machine import (
+from tests.bench.batches import ENGINES, compare_engines, profile_batches
+from tests.bench.cli import load_data, main, run
+from tests.bench.costs import synthetic_rows, time_planning, time_store
+from tests.bench.engine_run import EngineRun
+from tests.bench.loky import LokySession, loky_started
+from tests.bench.machine import (
     CPU_PARTS,
     FOREIGN,
     cpu_by_part,
@@ -36,12 +36,12 @@ from sweeper.bench.machine import (
     machine_cores,
     machine_facts,
 )
-from sweeper.bench.memory import MEMORY_WARMUP_LAUNCHES, memory_over_launches
-from sweeper.bench.render import render_markdown, write_outputs
-from sweeper.bench.settings import QUICK, Settings, launch_grid, plan_grid
-from sweeper.bench.shipping import LOKY_MAX_NBYTES, dask_shipping, data_nbytes, loky_shipping, spark_shipping
-from sweeper.bench.stats import bytes_per_fit, median, ratio, robust_slope, rotation, slope
-from sweeper.bench.targets import (
+from tests.bench.memory import MEMORY_WARMUP_LAUNCHES, memory_over_launches
+from tests.bench.render import render_markdown, write_outputs
+from tests.bench.settings import QUICK, Settings, launch_grid, plan_grid
+from tests.bench.shipping import LOKY_MAX_NBYTES, dask_shipping, data_nbytes, loky_shipping, spark_shipping
+from tests.bench.stats import bytes_per_fit, median, ratio, robust_slope, rotation, slope
+from tests.bench.targets import (
     BUSY_LIMIT,
     FULL_LAUNCHES,
     MIN_FIT_S,
@@ -52,7 +52,7 @@ from sweeper.bench.targets import (
     evaluate,
     machine_busy_share,
 )
-from sweeper.bench.text import MIB, log
+from tests.bench.text import MIB, log
 
 __all__ = [
     "BUSY_LIMIT",

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 
-from sweeper.bench.text import MIB
+from tests.bench.text import MIB
 
 CPU_PARTS = ("fit workers", "driver", "JVMs", "other processes")
 FOREIGN = "not this bench"  # machine-wide busy CPU minus this process tree: CI jobs, other users

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from sweeper.bench.engine_run import EngineRun
-from sweeper.bench.stats import bytes_per_fit
-from sweeper.bench.text import _size
 from sweeper.datasets import Data
+from tests.bench.engine_run import EngineRun
+from tests.bench.stats import bytes_per_fit
+from tests.bench.text import _size
 
 LOKY_MAX_NBYTES = 1024 * 1024  # joblib.Parallel's default max_nbytes="1M": larger arrays are memory-mapped
 

@@ -6,8 +6,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from sweeper.bench.machine import CPU_PARTS, FOREIGN, machine_cores
-from sweeper.bench.stats import median
+from tests.bench.machine import CPU_PARTS, FOREIGN, machine_cores
+from tests.bench.stats import median
 
 
 @dataclass

@@ -11,15 +11,15 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from sweeper.bench.engine_run import EngineRun
-from sweeper.bench.loky import _shutdown_loky, loky_started
-from sweeper.bench.machine import FOREIGN, cpu_by_part, cpu_snapshot, machine_busy_s, machine_cores
-from sweeper.bench.settings import Settings, launch_grid
-from sweeper.bench.shipping import _dask_key, _spark_broadcast, dask_shipping, loky_shipping, spark_shipping
-from sweeper.bench.stats import rotation
-from sweeper.bench.text import log
 from sweeper.datasets import Data
 from sweeper.fitting import FitResult, FitTask
+from tests.bench.engine_run import EngineRun
+from tests.bench.loky import _shutdown_loky, loky_started
+from tests.bench.machine import FOREIGN, cpu_by_part, cpu_snapshot, machine_busy_s, machine_cores
+from tests.bench.settings import Settings, launch_grid
+from tests.bench.shipping import _dask_key, _spark_broadcast, dask_shipping, loky_shipping, spark_shipping
+from tests.bench.stats import rotation
+from tests.bench.text import log
 
 ENGINES = ("loky", "dask", "spark")
 

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sweeper.bench.machine import CPU_PARTS
-from sweeper.bench.stats import ratio
-from sweeper.bench.text import _fmt
+from tests.bench.machine import CPU_PARTS
+from tests.bench.stats import ratio
+from tests.bench.text import _fmt
 
 # The targets of issue 7, as (key, what, limit, unit); a measured value <= limit passes.
 TARGETS: tuple[tuple[str, str, float, str], ...] = (

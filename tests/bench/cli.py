@@ -13,16 +13,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sweeper.bench.batches import compare_engines
-from sweeper.bench.costs import time_planning, time_store
-from sweeper.bench.machine import machine_facts
-from sweeper.bench.memory import memory_over_launches
-from sweeper.bench.render import _verdict, write_outputs
-from sweeper.bench.settings import QUICK, Settings
-from sweeper.bench.shipping import data_nbytes
-from sweeper.bench.targets import evaluate
-from sweeper.bench.text import _fmt, log
 from sweeper.datasets import Data
+from tests.bench.batches import compare_engines
+from tests.bench.costs import time_planning, time_store
+from tests.bench.machine import machine_facts
+from tests.bench.memory import memory_over_launches
+from tests.bench.render import _verdict, write_outputs
+from tests.bench.settings import QUICK, Settings
+from tests.bench.shipping import data_nbytes
+from tests.bench.targets import evaluate
+from tests.bench.text import _fmt, log
 
 
 def load_data(rows: int) -> tuple[Data, str, str]:
@@ -82,11 +82,11 @@ def run(settings: Settings, command: str, profile_dir: Path | None = None) -> di
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m sweeper.bench [--quick] [--markdown BENCHMARKS.md] [--json bench.json]``."""
-    from sweeper import bench
+    """``python -m tests.bench [--quick] [--markdown BENCHMARKS.md] [--json bench.json]``."""
+    from tests import bench
 
     description = (bench.__doc__ or "").split("\n\n")[0]
-    parser = argparse.ArgumentParser(prog="python -m sweeper.bench", description=description)
+    parser = argparse.ArgumentParser(prog="python -m tests.bench", description=description)
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run (targets do not apply)")
     parser.add_argument("--markdown", type=Path, default=Path("BENCHMARKS.md"), help="default: BENCHMARKS.md")
     parser.add_argument("--json", type=Path, default=Path("bench.json"), help="default: bench.json")
@@ -106,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = dataclasses.replace(settings, **overrides)
     if settings.repeats < 3:
         parser.error("--repeats must be at least 3")
-    command = " ".join(["python -m sweeper.bench", *(argv if argv is not None else sys.argv[1:])])
+    command = " ".join(["python -m tests.bench", *(argv if argv is not None else sys.argv[1:])])
     report = run(settings, command, args.profile)
     write_outputs(report, args.markdown, args.json)
     for check in evaluate(report):

@@ -8,13 +8,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sweeper.bench.machine import _rss_mib
-from sweeper.bench.settings import launch_grid
-from sweeper.bench.shipping import data_nbytes
-from sweeper.bench.stats import median, robust_slope, slope
-from sweeper.bench.text import _size, log
 from sweeper.datasets import Data
 from sweeper.fitting import FitTask
+from tests.bench.machine import _rss_mib
+from tests.bench.settings import launch_grid
+from tests.bench.shipping import data_nbytes
+from tests.bench.stats import median, robust_slope, slope
+from tests.bench.text import _size, log
 
 MEMORY_WARMUP_LAUNCHES = 3  # launches left out of the RSS slope: first-use caches and imports
 

@@ -1,8 +1,0 @@
-"""``python -m sweeper.bench``."""
-
-import sys
-
-from sweeper.bench.cli import main
-
-if __name__ == "__main__":
-    sys.exit(main())
