@@ -93,7 +93,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
     """``sweeper report STORE [--sweep NAME] --out DIR``."""
-    from sweeper import report
+    from sweeper.results import report
 
     written = report.write_report(
         args.store, Path(args.out), sweep=args.sweep, cost_per_node_hour=args.cost_per_node_hour
@@ -105,7 +105,7 @@ def cmd_report(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_compare(args: argparse.Namespace, console: Console) -> int:
     """``sweeper compare STORE [--sweep NAME]``: Spark vs Dask side by side."""
-    from sweeper import report
+    from sweeper.results import report
 
     console.print(report.compare_table(report.load_sweep(args.store, args.sweep)))
     return 0

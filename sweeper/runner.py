@@ -35,7 +35,7 @@ from sweeper.fit_environment import applied, fit_environment, variables_set
 from sweeper.fitting import FitResult, FitTask, make_batch
 from sweeper.grid import Grid
 from sweeper.plan import BASELINE_ENGINE, Launch, Plan, Point
-from sweeper.store import check_writable, compact, completed_keys, remove_sweep, write_rows
+from sweeper.results.store import check_writable, compact, completed_keys, remove_sweep, write_rows
 from sweeper.versions import versions
 
 

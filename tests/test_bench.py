@@ -12,7 +12,7 @@ import pytest
 
 from sweeper.grid import parse
 from sweeper.plan import make_plan
-from sweeper.store import COLUMNS, load_results, write_rows
+from sweeper.results.store import COLUMNS, load_results, write_rows
 from tests import bench
 
 

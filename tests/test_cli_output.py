@@ -25,8 +25,8 @@ from rich.console import Console
 from sweeper import runner
 from sweeper.cli import main
 from sweeper.plan_view import warning_line
+from sweeper.results.store import COLUMNS, SCHEMA_VERSION, write_rows
 from sweeper.run_view import measurement_line
-from sweeper.store import COLUMNS, SCHEMA_VERSION, write_rows
 from tests.conftest import minimal_grid
 from tests.fixtures.make_fixture_store import STORE, fixture_rows
 

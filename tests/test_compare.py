@@ -1,4 +1,4 @@
-"""sweeper.compare against the committed fixture store, whose numbers are in tests/fixtures/make_fixture_store.py."""
+"""sweeper.results.statistics on the committed fixture store (its numbers: tests/fixtures/make_fixture_store.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from sweeper import compare, load_results
+from sweeper import load_results
 from sweeper.errors import UserError
+from sweeper.results import statistics
 from tests.fixtures.make_fixture_store import STORE, TIMES_S, fixture_rows
 
 A, B, C = (5, 7, 13.0), (4, 9, 11.0), (6, 5, 19.0)  # the fixture's configurations: cores, executors, GiB
@@ -30,7 +31,7 @@ def one(table: pd.DataFrame, **where: Any) -> pd.Series:
     mask = pd.Series(True, index=table.index)
     for column, value in where.items():
         if column == "config":
-            for name, part in zip(compare.CONFIG, value, strict=True):
+            for name, part in zip(statistics.CONFIG, value, strict=True):
                 mask &= table[name] == part
         else:
             mask &= table[column] == value
@@ -53,7 +54,7 @@ def test_committed_fixture_store_holds_exactly_the_generator_rows(df: pd.DataFra
 
 
 def test_spark_vs_dask_on_fully_separated_samples(df: pd.DataFrame) -> None:
-    row = one(compare.engines(df), config=A, epochs=10)
+    row = one(statistics.engines(df), config=A, epochs=10)
     spark, dask = times("spark", A, 10), times("dask", A, 10)
     assert (row.spark_n, row.dask_n, row.spark_median_s, row.dask_median_s) == (5, 5, 12.0, 7.0)
     assert row.spark_iqr_s == 2.0 and row.total_cores == 35
@@ -66,17 +67,17 @@ def test_spark_vs_dask_on_fully_separated_samples(df: pd.DataFrame) -> None:
 
 
 def test_ratio_intervals_bracket_the_estimate_and_are_reproducible(df: pd.DataFrame) -> None:
-    first, again = compare.engines(df), compare.engines(df)
+    first, again = statistics.engines(df), statistics.engines(df)
     pd.testing.assert_frame_equal(first, again)
     assert (first.ratio_low <= first.ratio).all() and (first.ratio <= first.ratio_high).all()
     # the seed is what makes it reproducible: with few resamples another seed gives another interval
     spark, dask = times("spark", A, 10), times("dask", A, 10)
-    assert compare.ratio_of_medians(spark, dask, n_bootstrap=20, seed=0) == (
+    assert statistics.ratio_of_medians(spark, dask, n_bootstrap=20, seed=0) == (
         12 / 7,
         pytest.approx(1.2354, abs=1e-4),
         2.4,
     )
-    assert compare.ratio_of_medians(spark, dask, n_bootstrap=20, seed=1) != compare.ratio_of_medians(
+    assert statistics.ratio_of_medians(spark, dask, n_bootstrap=20, seed=1) != statistics.ratio_of_medians(
         spark, dask, n_bootstrap=20, seed=0
     )
     # the bootstrap medians lie within the samples, so the interval lies within min/max ratios
@@ -85,7 +86,7 @@ def test_ratio_intervals_bracket_the_estimate_and_are_reproducible(df: pd.DataFr
 
 
 def test_interleaved_samples_are_no_significant_difference(df: pd.DataFrame) -> None:
-    row = one(compare.engines(df), config=B, epochs=10)
+    row = one(statistics.engines(df), config=B, epochs=10)
     expected = stats.mannwhitneyu(times("spark", B, 10), times("dask", B, 10), alternative="two-sided").pvalue
     assert row.mwu_p == pytest.approx(expected) and row.mwu_p > 0.05
     assert row.verdict == "no significant difference"
@@ -94,44 +95,44 @@ def test_interleaved_samples_are_no_significant_difference(df: pd.DataFrame) -> 
 
 def test_spark_faster_when_spark_is_faster(df: pd.DataFrame) -> None:
     swapped = df.assign(engine=df["engine"].replace({"spark": "dask", "dask": "spark"}))
-    row = one(compare.engines(swapped), config=A, epochs=10)
+    row = one(statistics.engines(swapped), config=A, epochs=10)
     assert row.ratio == pytest.approx(7 / 12) and row.verdict == "spark faster"
 
 
 def test_fewer_than_five_trials_are_too_few_to_tell(df: pd.DataFrame) -> None:
-    table = compare.engines(df)
+    table = statistics.engines(df)
     for epochs in (10, 100):
         row = one(table, config=C, epochs=epochs)
         assert (row.spark_n, row.dask_n) == (3, 3)
         assert row.verdict == "too few to tell"
         assert row.mwu_p == pytest.approx(0.1)  # reported, but no verdict from it
-    assert one(compare.engines(df, min_trials=3), config=C, epochs=10).verdict == "no significant difference"
+    assert one(statistics.engines(df, min_trials=3), config=C, epochs=10).verdict == "no significant difference"
 
 
 def test_failed_rows_are_counted_and_listed_never_in_statistics(df: pd.DataFrame) -> None:
-    table = compare.engines(df)
+    table = statistics.engines(df)
     row = one(table, config=A, epochs=100)
     assert (row.spark_n, row.spark_failed, row.spark_median_s) == (5, 1, 62.0)
     assert one(table, config=C, epochs=100).dask_failed == 1
-    failures = compare.failures(df)
+    failures = statistics.failures(df)
     assert failures[["engine", "epochs", "status", "error_type"]].values.tolist() == [
         ["spark", 100, "failed", "Py4JJavaError"],
         ["dask", 100, "timeout", "TimeoutError"],
     ]
     assert failures.config.tolist() == ["5 cores, 7 executors, 13 GiB memory", "6 cores, 5 executors, 19 GiB memory"]
     assert "Java heap space" in failures.error.iloc[0]
-    assert compare.summary(df).failed.sum() == 2
+    assert statistics.summary(df).failed.sum() == 2
 
 
 def test_summary_medians_and_quartiles(df: pd.DataFrame) -> None:
-    row = one(compare.summary(df), engine="local", epochs=100)
+    row = one(statistics.summary(df), engine="local", epochs=100)
     assert (row.n, row.median_s, row.q1_s, row.q3_s, row.iqr_s) == (5, 52.0, 51.0, 53.0, 2.0)
     assert row.config == "single thread (baseline)"
     assert row.accuracy == pytest.approx(0.962)
 
 
 def test_configs_names_the_fastest_and_by_how_much(df: pd.DataFrame) -> None:
-    row = one(compare.configs(df), engine="dask", epochs=10)
+    row = one(statistics.configs(df), engine="dask", epochs=10)
     samples = [times("dask", config, 10) for config in (B, A, C)]  # ordered as the store sorts them
     assert row.n_configs == 3
     assert row.fastest == "5 cores, 7 executors, 13 GiB memory" and row.fastest_median_s == 7.0
@@ -141,20 +142,20 @@ def test_configs_names_the_fastest_and_by_how_much(df: pd.DataFrame) -> None:
     assert row.kruskal_p == pytest.approx(stats.kruskal(*samples).pvalue)
     assert row.anova_p == pytest.approx(stats.f_oneway(*samples).pvalue)
     assert row.verdict == "too few to tell"  # C has 3 trials
-    assert set(compare.configs(df).engine) == {"spark", "dask"}  # the baseline is not a configuration
+    assert set(statistics.configs(df).engine) == {"spark", "dask"}  # the baseline is not a configuration
 
 
 def test_configs_verdicts_without_the_three_trial_configuration(df: pd.DataFrame) -> None:
-    table = compare.configs(df[df.cores_per_executor != 6])
+    table = statistics.configs(df[df.cores_per_executor != 6])
     row = one(table, engine="spark", epochs=100)
     assert row.kruskal_p == pytest.approx(stats.kruskal(times("spark", B, 100), times("spark", A, 100)).pvalue)
     assert row.verdict == "configurations differ"
-    single = compare.configs(df[df.cores_per_executor == 5])
+    single = statistics.configs(df[df.cores_per_executor == 5])
     assert set(single.verdict) == {"one configuration"} and single.second_over_fastest.isna().all()
 
 
 def test_speedup_over_the_single_thread(df: pd.DataFrame) -> None:
-    table = compare.speedup(df)
+    table = statistics.speedup(df)
     row = one(table, engine="dask", config=A, epochs=10)
     assert row.baseline_median_s == 22.0
     assert row.speedup == pytest.approx(22 / 7)
@@ -163,7 +164,7 @@ def test_speedup_over_the_single_thread(df: pd.DataFrame) -> None:
 
 
 def test_cost_is_the_fewest_cores_that_beat_one_thread_or_never(df: pd.DataFrame) -> None:
-    table = compare.cost(df)
+    table = statistics.cost(df)
     got = {(r.engine, r.epochs): (r.cost, r.cost_cores) for r in table.itertuples()}
     assert got[("dask", 10)] == ("30", 30)  # C (30 cores) already beats 22 s
     assert got[("spark", 10)] == ("35", 35)  # C is slower than one thread, A (35) is not
@@ -175,13 +176,13 @@ def test_cost_is_the_fewest_cores_that_beat_one_thread_or_never(df: pd.DataFrame
 
 
 def test_cost_without_a_baseline(df: pd.DataFrame) -> None:
-    table = compare.cost(df[df.engine != "local"])
+    table = statistics.cost(df[df.engine != "local"])
     assert set(table.cost) == {"no baseline"}
-    assert compare.speedup(df[df.engine != "local"]).speedup.isna().all()
+    assert statistics.speedup(df[df.engine != "local"]).speedup.isna().all()
 
 
 def test_price_and_the_time_cost_frontier(df: pd.DataFrame) -> None:
-    table = compare.price(df, cost_per_node_hour=2.5)
+    table = statistics.price(df, cost_per_node_hour=2.5)
     row = one(table, engine="dask", config=A, epochs=10)
     assert row.median_cost == pytest.approx(7 / 3600 * 2 * 2.5)
     assert one(table, engine="local", epochs=100).median_cost == pytest.approx(52 / 3600 * 1 * 2.5)
@@ -192,27 +193,27 @@ def test_price_and_the_time_cost_frontier(df: pd.DataFrame) -> None:
         ("local", 100, 1),  # one node: slower but cheaper than every cluster at 100 epochs
     ]
     with pytest.raises(UserError, match="positive"):
-        compare.price(df, cost_per_node_hour=0)
+        statistics.price(df, cost_per_node_hour=0)
 
 
 def test_workloads_are_compared_apart(df: pd.DataFrame) -> None:
     slower = df.assign(n_train=999, fit_wall_s=df.fit_wall_s * 2)
     both = pd.concat([df, slower], ignore_index=True)
-    table = compare.engines(both)
-    assert len(table) == 2 * len(compare.engines(df))
+    table = statistics.engines(both)
+    assert len(table) == 2 * len(statistics.engines(df))
     assert one(table, config=A, epochs=10, n_train=999).spark_median_s == 24.0
-    speedups = compare.speedup(both)
+    speedups = statistics.speedup(both)
     assert one(speedups, engine="dask", config=A, epochs=10, n_train=999).speedup == pytest.approx(22 / 7)
 
 
 def test_missing_engine_and_all_failed_groups_give_no_verdict_and_no_warning(df: pd.DataFrame) -> None:
-    only_spark = compare.engines(df[df.engine == "spark"])
+    only_spark = statistics.engines(df[df.engine == "spark"])
     assert set(only_spark.verdict) == {"too few to tell"} and (only_spark.dask_n == 0).all()
     assert only_spark.ratio.isna().all() and only_spark.mwu_p.isna().all()
     failed = df.assign(status="failed")
-    assert (compare.summary(failed).n == 0).all()
-    assert set(compare.configs(failed).verdict) == {"no ok measurements"}
-    assert compare.cost(failed).empty
+    assert (statistics.summary(failed).n == 0).all()
+    assert set(statistics.configs(failed).verdict) == {"no ok measurements"}
+    assert statistics.cost(failed).empty
 
 
 @pytest.mark.parametrize(
@@ -226,13 +227,13 @@ def test_missing_engine_and_all_failed_groups_give_no_verdict_and_no_warning(df:
     ],
 )
 def test_pareto_front(x: list[float], y: list[float], front: list[bool]) -> None:
-    assert compare.pareto_front(x, y).tolist() == front
+    assert statistics.pareto_front(x, y).tolist() == front
 
 
 def test_statistics_helpers_on_edge_cases() -> None:
-    assert compare.mann_whitney([1, 1, 1], [1, 1]) == (3.0, 1.0)
-    assert all(np.isnan(v) for v in compare.mann_whitney([], [1.0]))
-    assert np.isnan(compare.welch_p([1.0], [2.0, 3.0]))
-    assert np.isnan(compare.welch_p([1.0, 1.0], [1.0, 1.0]))
-    assert all(np.isnan(v) for v in compare.ratio_of_medians([1.0], []))
-    assert compare.ratio_of_medians([4.0], [2.0]) == (2.0, 2.0, 2.0)
+    assert statistics.mann_whitney([1, 1, 1], [1, 1]) == (3.0, 1.0)
+    assert all(np.isnan(v) for v in statistics.mann_whitney([], [1.0]))
+    assert np.isnan(statistics.welch_p([1.0], [2.0, 3.0]))
+    assert np.isnan(statistics.welch_p([1.0, 1.0], [1.0, 1.0]))
+    assert all(np.isnan(v) for v in statistics.ratio_of_medians([1.0], []))
+    assert statistics.ratio_of_medians([4.0], [2.0]) == (2.0, 2.0, 2.0)

@@ -104,7 +104,7 @@ def test_a_sweep_of_every_engine_and_mode_is_reported_side_by_side(tmp_path: Pat
     from sweeper import grid as grid_file
     from sweeper import load_results, runner
     from sweeper.plan import make_plan
-    from sweeper.report import write_report
+    from sweeper.results.report import write_report
 
     spec = {
         "name": "everything",

@@ -28,7 +28,7 @@ from sweeper.engines import starter
 from sweeper.engines.base import LaunchContext
 from sweeper.fit_environment import fit_environment
 from sweeper.plan import make_plan
-from sweeper.store import write_rows
+from sweeper.results.store import write_rows
 from tests.conftest import REPO, minimal_grid
 from tests.faults import (
     LOOPBACK,

@@ -1,4 +1,4 @@
-"""sweeper.report: the HTML/Markdown/PNG report of the fixture store, sweep selection, the terminal table."""
+"""sweeper.results.report: the HTML/Markdown/PNG report of the fixture store, sweep selection, the terminal table."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ import matplotlib.image
 import pandas as pd
 import pytest
 
-from sweeper import load_results, report
+from sweeper import load_results
 from sweeper.errors import UserError
-from sweeper.store import write_rows
+from sweeper.results import report
+from sweeper.results.store import write_rows
 from tests.fixtures.make_fixture_store import STORE, fixture_rows
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -17,7 +17,7 @@ import psutil
 import pytest
 import yaml
 
-from sweeper.store import load_results
+from sweeper.results.store import load_results
 from tests.conftest import REPO, minimal_grid
 from tests.sshd import Sshd, sshd_running, sshd_unavailable
 

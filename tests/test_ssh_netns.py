@@ -32,7 +32,7 @@ from sweeper.engines.base import LaunchContext, LaunchError
 from sweeper.engines.ssh_hosts import SshCluster, SshOptions
 from sweeper.grid import Dataset
 from sweeper.plan import Launch
-from sweeper.store import COLUMNS
+from sweeper.results.store import COLUMNS
 from tests.batches import replicas
 from tests.conftest import REPO, minimal_grid
 from tests.netns_hosts import NetnsHosts, netns_hosts, netns_unavailable, wait_until_empty

@@ -23,16 +23,17 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from sweeper import compare, report_plots
+from sweeper.results import statistics
+from sweeper.results.report import plots
 from sweeper.errors import UserError
 from sweeper.plan import BASELINE_ENGINE
 from sweeper.run_view import plain
-from sweeper.store import load_results, sweep_dir, sweeps
+from sweeper.results.store import load_results, sweep_dir, sweeps
 
 REPORT_HTML = "report.html"
 REPORT_MD = "report.md"
 ENGINE_ORDER = ("spark", "dask")
-VERDICT_STYLE = {"dask faster": "cyan", "spark faster": "yellow", compare.TOO_FEW: "dim"}
+VERDICT_STYLE = {"dask faster": "cyan", "spark faster": "yellow", statistics.TOO_FEW: "dim"}
 
 
 # -- blocks ---------------------------------------------------------------------------------
@@ -162,7 +163,7 @@ def build_report(df: pd.DataFrame, machine: str = "", cost_per_node_hour: float 
     blocks: list[Block] = [Heading(f"sweeper report: {sweep}", level=1)]
     blocks += [Heading("What was measured"), Bullets(tuple(_provenance(df, machine)))]
     blocks += [Heading("Method"), Bullets(_METHOD)]
-    groups = list(df.groupby(compare.workload_keys(df), dropna=False, sort=True))
+    groups = list(df.groupby(statistics.workload_keys(df), dropna=False, sort=True))
     for index, (_, rows) in enumerate(groups, start=1):
         prefix = f"workload{index}_" if len(groups) > 1 else ""
         blocks += [Heading(f"Results: {_workload_label(rows)}")]
@@ -176,9 +177,9 @@ _METHOD = (
     "accuracy of the batch's fits. Only ok measurements enter a statistic.",
     "Tables give the median over trials and the interquartile range (IQR) as spread.",
     f"Spark vs Dask: ratio of median times (above 1: Dask faster) with a 95 % percentile-bootstrap interval "
-    f"({compare.N_BOOTSTRAP:,} resamples, seed {compare.SEED}); the verdict is Mann-Whitney U, two-sided, "
-    f"at alpha {compare.ALPHA}; Welch's t p-value shown too. Fewer than {compare.MIN_TRIALS} ok trials on "
-    f"either side: {compare.TOO_FEW}.",
+    f"({statistics.N_BOOTSTRAP:,} resamples, seed {statistics.SEED}); the verdict is Mann-Whitney U, two-sided, "
+    f"at alpha {statistics.ALPHA}; Welch's t p-value shown too. Fewer than {statistics.MIN_TRIALS} ok trials on "
+    f"either side: {statistics.TOO_FEW}.",
     "Configurations of one engine: Kruskal-Wallis (one-way ANOVA shown too); the fastest by median, and how "
     "many times slower the second fastest and the slowest are.",
     "Speedup = the single-thread baseline's median time / the median time. COST (McSherry, Isard and Murray, "
@@ -191,16 +192,16 @@ def _provenance(df: pd.DataFrame, machine: str) -> list[str]:
     started = pd.to_datetime(df["started_at"]).dropna()
     dates = f"{started.min():%Y-%m-%d %H:%M:%S} to {started.max():%Y-%m-%d %H:%M:%S} UTC" if len(started) else "unknown"
     cluster = df[df["engine"] != BASELINE_ENGINE]
-    shapes = compare.summary(cluster).drop_duplicates("config") if len(cluster) else pd.DataFrame()
+    shapes = statistics.summary(cluster).drop_duplicates("config") if len(cluster) else pd.DataFrame()
     versions = [
         f"{column.removesuffix('_version')} {'/'.join(_distinct(df, column)) or '?'}"
         for column in df.columns
         if column.endswith("_version") and column != "schema_version"
     ]
-    trials = compare.summary(df)
+    trials = statistics.summary(df)
     status = df["status"].fillna("unknown").value_counts()
     dry = df["dry_run"].fillna(False).astype(bool)
-    baseline_ok = int((compare.ok_mask(df) & (df["engine"] == BASELINE_ENGINE)).sum())
+    baseline_ok = int((statistics.ok_mask(df) & (df["engine"] == BASELINE_ENGINE)).sum())
     lines = [
         f"Sweep {', '.join(_distinct(df, 'sweep'))}; grid hash {', '.join(_distinct(df, 'grid_hash')) or '?'}; "
         f"runs {', '.join(_distinct(df, 'run_id')) or '?'}",
@@ -256,28 +257,28 @@ def _text(value: Any) -> str:
 
 
 def _workload_blocks(rows: pd.DataFrame, prefix: str, cost_per_node_hour: float | None) -> list[Block]:
-    table = compare.summary(rows)
+    table = statistics.summary(rows)
     blocks: list[Block] = [Heading("Time and accuracy per configuration", level=3)]
     blocks += _config_tables(table)
     blocks.append(
         Picture(
             f"{prefix}fit_time_box.png",
             "Box plots of fit time per configuration and engine",
-            report_plots.box_fit_time(rows),
+            plots.box_fit_time(rows),
         )
     )
     blocks.append(
         Picture(
             f"{prefix}time_accuracy_vs_epochs.png",
             "Median time and accuracy against epochs",
-            report_plots.versus_epochs(table),
+            plots.versus_epochs(table),
         )
     )
     blocks.append(
         Picture(
             f"{prefix}accuracy_vs_time.png",
             "Accuracy against time, Pareto front marked",
-            report_plots.accuracy_vs_time(table),
+            plots.accuracy_vs_time(table),
         )
     )
     blocks += _engine_blocks(rows)
@@ -293,7 +294,7 @@ def _config_tables(table: pd.DataFrame) -> list[Block]:
     blocks: list[Block] = []
     cluster = table[table["engine"] != BASELINE_ENGINE]
     engines = _engine_order(cluster["engine"].unique().tolist())
-    for _, group in cluster.groupby(list(compare.CONFIG), dropna=False, sort=True):
+    for _, group in cluster.groupby(list(statistics.CONFIG), dropna=False, sort=True):
         config, total_cores = group["config"].iloc[0], group["total_cores"].iloc[0]
         header = ["# Epochs"] + [f"{e.capitalize()} {what}" for e in engines for what in ("time (s)", "accuracy")]
         lines = []
@@ -331,8 +332,8 @@ def engine_rows(df: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ...]
 
     When ``df`` holds several workloads (or sweeps), a first column tells them apart.
     """
-    table = compare.engines(df)
-    varying = [c for c in compare.workload_keys(table) if table[c].nunique(dropna=False) > 1]
+    table = statistics.engines(df)
+    varying = [c for c in statistics.workload_keys(table) if table[c].nunique(dropna=False) > 1]
     header: tuple[str, ...] = (
         "Config",
         "# Epochs",
@@ -373,7 +374,7 @@ def _engine_blocks(rows: pd.DataFrame) -> list[Block]:
 
 
 def _config_comparison_blocks(rows: pd.DataFrame) -> list[Block]:
-    table = compare.configs(rows)
+    table = statistics.configs(rows)
     if table.empty:
         return []
     lines = [
@@ -404,10 +405,10 @@ def _config_comparison_blocks(rows: pd.DataFrame) -> list[Block]:
 
 def _speedup_blocks(rows: pd.DataFrame, prefix: str) -> list[Block]:
     blocks: list[Block] = [Heading("Speedup over the single thread, and COST", level=3)]
-    speedups = compare.speedup(rows)
+    speedups = statistics.speedup(rows)
     if speedups["baseline_median_s"].isna().all():
         return [*blocks, Paragraph("No single-thread baseline in this workload: no speedup, no COST.")]
-    costs = compare.cost(rows)
+    costs = statistics.cost(rows)
     cost_lines = [
         (
             str(row["engine"]),
@@ -446,13 +447,13 @@ def _speedup_blocks(rows: pd.DataFrame, prefix: str) -> list[Block]:
         Picture(
             f"{prefix}speedup_cost.png",
             "Speedup over the single thread against total cores, COST marked",
-            report_plots.speedup_cost(speedups, costs),
+            plots.speedup_cost(speedups, costs),
         ),
     ]
 
 
 def _price_blocks(rows: pd.DataFrame, prefix: str, cost_per_node_hour: float) -> list[Block]:
-    prices = compare.price(rows, cost_per_node_hour)
+    prices = statistics.price(rows, cost_per_node_hour)
     lines = [
         (
             str(row["engine"]),
@@ -470,13 +471,13 @@ def _price_blocks(rows: pd.DataFrame, prefix: str, cost_per_node_hour: float) ->
         Heading(f"Time vs cost at {cost_per_node_hour:g} per node hour", level=3),
         Rows("Cost = fit time / 3600 x nodes x cost per node hour", header, tuple(lines)),
         Picture(
-            f"{prefix}time_vs_cost.png", "Time against cost, Pareto frontier marked", report_plots.time_vs_price(prices)
+            f"{prefix}time_vs_cost.png", "Time against cost, Pareto frontier marked", plots.time_vs_price(prices)
         ),
     ]
 
 
 def _failure_blocks(df: pd.DataFrame) -> list[Block]:
-    bad = compare.failures(df)
+    bad = statistics.failures(df)
     blocks: list[Block] = [Heading("Failed measurements")]
     if bad.empty:
         return [*blocks, Paragraph("None: every measurement finished ok.")]
@@ -654,7 +655,7 @@ def compare_table(df: pd.DataFrame) -> Table:
     Every cell goes through :func:`~sweeper.run_view.plain`: no store string is read as console markup.
     """
     header, lines = engine_rows(df)
-    failed = int((~compare.ok_mask(df)).sum())
+    failed = int((~statistics.ok_mask(df)).sum())
     caption = f"{failed} failed or timed-out measurement(s) left out; `sweeper report` lists them" if failed else None
     table = Table(title="Spark vs Dask: median fit time over ok trials", caption=caption)
     for name in header:

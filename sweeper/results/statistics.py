@@ -14,10 +14,10 @@ Examples
 In a notebook, after a sweep::
 
     import sweeper
-    from sweeper import compare
+    from sweeper.results import statistics
     df = sweeper.load_results("results/")
-    compare.engines(df)[["config", "epochs", "ratio", "ratio_low", "ratio_high", "verdict"]]
-    compare.cost(df)
+    statistics.engines(df)[["config", "epochs", "ratio", "ratio_low", "ratio_high", "verdict"]]
+    statistics.cost(df)
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The report's figures, drawn with matplotlib's object API (no pyplot state, Agg canvas).
 
-Each function takes tables of :mod:`sweeper.compare` (or the rows, for the box plots) of one
+Each function takes tables of :mod:`sweeper.results.statistics` (or the rows, for the box plots) of one
 workload and returns PNG bytes.
 """
 
@@ -17,7 +17,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from sweeper.compare import CONFIG, NEVER, ok_mask, pareto_front
+from sweeper.results.statistics import CONFIG, NEVER, ok_mask, pareto_front
 from sweeper.plan import BASELINE_ENGINE
 
 ENGINE_COLORS = {"spark": "#e8710a", "dask": "#1f77b4", BASELINE_ENGINE: "#555555"}
