@@ -37,8 +37,8 @@ from typing import IO, Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from sweeper.config.grid import Dataset
 from sweeper.errors import UserError
-from sweeper.grid import Dataset
 
 __all__ = [
     "FASHION_MNIST_DIR",

@@ -27,11 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from sweeper.config.grid import MLLIB_SOLVERS
 from sweeper.datasets import Data
 from sweeper.engines.base import Granted, LaunchContext
 from sweeper.fit_environment import observed
 from sweeper.fitting import FitResult, FitTask
-from sweeper.grid import MLLIB_SOLVERS
 from sweeper.plan import Launch
 
 SOLVERS = MLLIB_SOLVERS  # the grid's workload.model.mllib_solver: checked when the grid is read

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from sweeper.config.grid import MLLIB_ONLY_PARAMS, ONE_MODEL_ENGINES, Grid, Workload, shown
 from sweeper.errors import UserError
-from sweeper.grid import MLLIB_ONLY_PARAMS, ONE_MODEL_ENGINES, Grid, Workload, shown
 from sweeper.sizing import ExecutorShape, size_executors
 from sweeper.units import MIB_PER_GIB, format_mib, spark_size
 

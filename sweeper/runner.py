@@ -27,13 +27,13 @@ from types import FrameType
 from typing import Any
 
 from sweeper import datasets
+from sweeper.config.grid import Grid
 from sweeper.datasets import Data
 from sweeper.engines import check_supported, starter
 from sweeper.engines.base import LaunchContext, Session
 from sweeper.errors import UserError, error_text
 from sweeper.fit_environment import applied, fit_environment, variables_set
 from sweeper.fitting import FitResult, FitTask, make_batch
-from sweeper.grid import Grid
 from sweeper.plan import BASELINE_ENGINE, Launch, Plan, Point
 from sweeper.results.store import check_writable, compact, completed_keys, remove_sweep, write_rows
 from sweeper.versions import versions

@@ -8,12 +8,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from sweeper.config.grid import Dataset
 from sweeper.data_parallel import Weights, average, shard_rows, train_in_process
 from sweeper.datasets import Data, load
 from sweeper.engines import starter
 from sweeper.engines.base import LaunchContext
 from sweeper.fitting import make_batch
-from sweeper.grid import Dataset
 from sweeper.plan import Launch
 from tests.processes import assert_no_launch_processes
 
@@ -101,8 +101,8 @@ def test_data_parallel_on_a_real_launch_ships_shards_once_and_only_weights_trave
 def test_a_sweep_of_every_engine_and_mode_is_reported_side_by_side(tmp_path: Path) -> None:
     import yaml
 
-    from sweeper import grid as grid_file
     from sweeper import load_results, runner
+    from sweeper.config import grid as grid_file
     from sweeper.plan import make_plan
     from sweeper.results.report import write_report
 

@@ -31,9 +31,9 @@ import yaml
 from sklearn.utils import Bunch
 
 from sweeper import datasets
+from sweeper.config.grid import Dataset
 from sweeper.datasets import FASHION_MNIST_DIR, IDX_FILES, Data, check_available, load, read_idx
 from sweeper.errors import UserError
-from sweeper.grid import Dataset
 from tests.conftest import REPO, minimal_grid, run_cli
 
 N_CLASSES = 10
@@ -761,7 +761,7 @@ BOMB_SCRIPT = """
 import sys
 from sweeper.datasets import check_available, load
 from sweeper.errors import UserError
-from sweeper.grid import Dataset
+from sweeper.config.grid import Dataset
 for call in (check_available, load):
     try:
         call(Dataset("mnist", sys.argv[1]))

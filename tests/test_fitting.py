@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from sweeper.config.grid import Dataset
 from sweeper.datasets import Data, load
 from sweeper.fitting import FitTask, make_batch, run_fit
-from sweeper.grid import Dataset
 from tests.batches import replicas
 
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from sweeper import grid as grid_file
 from sweeper.cli import main
+from sweeper.config import grid as grid_file
+from sweeper.config.grid import shown
 from sweeper.errors import UserError
-from sweeper.grid import shown
 from tests.conftest import minimal_grid, run_cli
 
 

@@ -13,11 +13,11 @@ import psutil
 import pytest
 
 from sweeper import mllib
+from sweeper.config.grid import Dataset
 from sweeper.datasets import Data, load
 from sweeper.engines.base import LaunchContext
 from sweeper.engines.spark_engine import driver_process, executor_processes
 from sweeper.fitting import FitTask
-from sweeper.grid import Dataset
 from sweeper.plan import Launch
 from tests.processes import assert_no_launch_processes
 

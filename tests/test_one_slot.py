@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from sweeper.config.grid import Dataset
 from sweeper.datasets import load
 from sweeper.engines import starter
 from sweeper.engines.base import LaunchContext
-from sweeper.grid import Dataset
 from sweeper.plan import Launch
 from tests.batches import replicas
 from tests.processes import assert_no_launch_processes

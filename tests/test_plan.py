@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sweeper import grid as grid_file
 from sweeper.cli import main
+from sweeper.config import grid as grid_file
 from sweeper.errors import UserError
 from sweeper.plan import (
     MAX_MEASUREMENTS,

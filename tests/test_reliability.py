@@ -22,8 +22,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sweeper import grid as grid_file
 from sweeper import load_results, runner
+from sweeper.config import grid as grid_file
 from sweeper.engines import starter
 from sweeper.engines.base import LaunchContext
 from sweeper.fit_environment import fit_environment

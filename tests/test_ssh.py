@@ -15,11 +15,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from sweeper.config.grid import Dataset
 from sweeper.datasets import Data, load
 from sweeper.engines import dask_ssh, spark_ssh
 from sweeper.engines.base import Granted, LaunchContext, LaunchError
 from sweeper.engines.ssh_hosts import SshCluster, SshOptions, check_host, run_remote
-from sweeper.grid import Dataset
 from sweeper.plan import Launch
 from tests.batches import replicas
 from tests.sshd import Sshd, free_port, keygen, sshd_running, sshd_unavailable

@@ -26,11 +26,11 @@ import pytest
 import yaml
 
 from sweeper import load_results
+from sweeper.config.grid import Dataset
 from sweeper.datasets import load
 from sweeper.engines import dask_ssh, spark_ssh
 from sweeper.engines.base import LaunchContext, LaunchError
 from sweeper.engines.ssh_hosts import SshCluster, SshOptions
-from sweeper.grid import Dataset
 from sweeper.plan import Launch
 from sweeper.results.store import COLUMNS
 from tests.batches import replicas

@@ -15,8 +15,8 @@ import pyspark
 import pytest
 import yaml
 
-from sweeper import grid as grid_file
 from sweeper import runner
+from sweeper.config import grid as grid_file
 from sweeper.plan import make_plan
 from tests.conftest import minimal_grid
 

@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from sweeper import grid as grid_file
 from sweeper import load_results, runner
+from sweeper.config import grid as grid_file
 from sweeper.plan import make_plan
 from tests.conftest import REPO, minimal_grid
 from tests.processes import assert_no_launch_processes

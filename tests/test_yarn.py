@@ -23,10 +23,10 @@ import pytest
 import yaml
 
 from sweeper import load_results
+from sweeper.config.grid import Dataset
 from sweeper.datasets import Data, load
 from sweeper.engines import dask_yarn, spark_yarn
 from sweeper.engines.base import Granted, LaunchContext, LaunchError
-from sweeper.grid import Dataset
 from sweeper.plan import Launch
 from tests.batches import replicas
 from tests.conftest import REPO, minimal_grid, run_cli
@@ -259,7 +259,7 @@ def yarn_grid(tmp: Path, cluster: YarnCluster, name: str, **workload: Any) -> Pa
 def test_the_grid_hands_the_python_archive_to_the_yarn_engines(
     yarn: YarnCluster, packed_env: Path, tmp_path: Path
 ) -> None:
-    from sweeper import grid as grid_file
+    from sweeper.config import grid as grid_file
     from sweeper.runner import _yarn_variables
 
     spec = yaml.safe_load(yarn_grid(tmp_path, yarn, "handed", epochs=[3]).read_text())

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sweeper.errors import UserError
-from sweeper.grid import check_sweep_name
+from sweeper.config.grid import check_sweep_name
 
 SCHEMA_VERSION = 3
 # Columns added after version 1: files written before them read with them empty.

@@ -35,7 +35,7 @@ def compare_engines(
     settings: Settings, data: Data, dataset: str, run_dir: Path, profile_dir: Path | None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The batch comparison: loky, Dask and Spark up together, taking turns batch by batch."""
-    from sweeper import grid as grids
+    from sweeper.config import grid as grids
     from sweeper.engines import starter
     from sweeper.engines.base import LaunchContext
     from sweeper.fit_environment import fit_environment

@@ -28,8 +28,8 @@ from tests.bench.text import _fmt, log
 def load_data(rows: int) -> tuple[Data, str, str]:
     """Fashion-MNIST (a stratified ``rows``-row subset), else the bundled digits, saying so."""
     from sweeper import datasets
+    from sweeper.config.grid import Dataset
     from sweeper.errors import UserError
-    from sweeper.grid import Dataset
 
     try:
         datasets.check_available(Dataset("fashion-mnist"))

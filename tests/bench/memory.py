@@ -25,7 +25,7 @@ def memory_over_launches(
     """The driver's RSS after each of ``launches`` consecutive launches of 1 worker x 2 cores with a 2-fit batch."""
     import psutil
 
-    from sweeper import grid as grids
+    from sweeper.config import grid as grids
     from sweeper.engines import starter
     from sweeper.engines.base import LaunchContext
     from sweeper.fit_environment import fit_environment

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sweeper.config.reader import read_grid_yaml
 from sweeper.errors import UserError
-from sweeper.grid_yaml import read_grid_yaml
 from sweeper.sizing import RULES, Cluster, InfeasibleShape, size_executors
 from sweeper.units import SIZE_FORMS, parse_size_mib
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from sweeper.cli import main
+from sweeper.config.reader import MAX_DEPTH, MAX_GRID_BYTES, MAX_YAML_NODES, read_grid_yaml
 from sweeper.errors import UserError
-from sweeper.grid_yaml import MAX_DEPTH, MAX_GRID_BYTES, MAX_YAML_NODES, read_grid_yaml
 from tests.conftest import REPO
 
 GRID = """\
