@@ -17,8 +17,8 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from sweeper.results.statistics import CONFIG, NEVER, ok_mask, pareto_front
 from sweeper.plan import BASELINE_ENGINE
+from sweeper.results.statistics import CONFIG, NEVER, ok_mask, pareto_front
 
 ENGINE_COLORS = {"spark": "#e8710a", "dask": "#1f77b4", BASELINE_ENGINE: "#555555"}
 OTHER_COLORS = ("#2ca02c", "#9467bd", "#8c564b", "#e377c2")

@@ -1,0 +1,39 @@
+"""``sweeper compare``: the Spark vs Dask table of the report, on the terminal (rich)."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from sweeper.results import statistics
+from sweeper.results.report.content import engine_rows
+from sweeper.run_view import plain
+
+VERDICT_STYLE = {"dask faster": "cyan", "spark faster": "yellow", statistics.TOO_FEW: "dim"}
+
+
+def compare_table(df: pd.DataFrame) -> Table:
+    """The Spark vs Dask table for ``sweeper compare`` (rich), failures counted in the caption.
+
+    Every cell goes through :func:`~sweeper.run_view.plain`: no store string is read as console markup.
+    """
+    header, lines = engine_rows(df)
+    failed = int((~statistics.ok_mask(df)).sum())
+    caption = f"{failed} failed or timed-out measurement(s) left out; `sweeper report` lists them" if failed else None
+    table = Table(title="Spark vs Dask: median fit time over ok trials", caption=caption)
+    for name in header:
+        table.add_column(plain(name))
+    for line in lines:
+        table.add_row(*(plain(cell) for cell in line[:-1]), plain(line[-1], VERDICT_STYLE.get(line[-1], "bold")))
+    return table
+
+
+def compare_text(df: pd.DataFrame, width: int = 160) -> str:
+    """:func:`compare_table` as plain text (no colour), as ``sweeper compare`` prints it."""
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, color_system=None, force_terminal=False, markup=False, emoji=False)
+    console.print(compare_table(df))
+    return buffer.getvalue()
