@@ -92,6 +92,12 @@ def test_load_results_of_one_sweep(tmp_path: Path) -> None:
     assert len(load_results(tmp_path)) == 2
 
 
+def test_a_sweep_directory_given_as_the_store_is_named_with_the_way_out(tmp_path: Path) -> None:
+    write_rows(tmp_path, "s", [row("a")], "p1")
+    with pytest.raises(UserError, match=r"s: holds store files itself.*pass its parent as the store, with --sweep s"):
+        load_results(tmp_path / "s")
+
+
 def test_an_empty_store_reads_as_an_empty_typed_frame(tmp_path: Path) -> None:
     frame = load_results(tmp_path / "nothing")
     assert frame.empty and list(frame.columns) == list(COLUMNS)

@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sweeper.errors import UserError
 from sweeper.config.grid import check_sweep_name
+from sweeper.errors import UserError
 
 SCHEMA_VERSION = 3
 # Columns added after version 1: files written before them read with them empty.
@@ -35,7 +35,6 @@ ADDED_AFTER_VERSION_1 = (
     "comm_bytes_per_round",
     "cluster_hosts",  # version 3: the hosts of manager ssh
 )
-STATUSES = ("ok", "failed", "timeout")
 
 SCHEMA = pa.schema(
     [
@@ -177,7 +176,13 @@ def sweeps(store: str | Path) -> list[str]:
         return []
     except OSError as error:
         raise UserError(f"{root}: cannot list the store's sweeps: {_os_reason(error)}") from None
-    return sorted(name for name in names if _sweep_files(root / name))
+    found = sorted(name for name in names if _sweep_files(root / name))
+    if not found and _sweep_files(root):
+        raise UserError(
+            f"{root}: holds store files itself, so it looks like one sweep's directory; "
+            f"pass its parent as the store, with --sweep {root.name}"
+        )
+    return found
 
 
 def _sweep_files(directory: Path) -> list[Path]:
