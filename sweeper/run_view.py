@@ -14,19 +14,26 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from sweeper.text import UNPRINTABLE
+
 STATUS_STYLE = {"ok": "green", "failed": "red", "timeout": "yellow"}
-_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # control characters but tab and newline
 
 
 def plain(text: object, style: str = "") -> Text:
     r"""Text that prints as written on any console: no markup, no emoji codes, no control characters.
 
-    Control characters (a terminal's escape sequences among them) are shown as ``\xNN``.
+    Control characters (a terminal's escape sequences among them) are shown as ``\xNN`` (``\uNNNN``
+    for the invisible ones that reorder or hide text, such as U+202E).
 
     >>> plain("[bold]x :smile:\x1b[2J").plain
     '[bold]x :smile:\\x1b[2J'
     """
-    return Text(_UNPRINTABLE.sub(lambda found: f"\\x{ord(found.group()):02x}", str(text)), style=style)
+    return Text(UNPRINTABLE.sub(_escaped, str(text)), style=style)
+
+
+def _escaped(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def measurement_line(row: dict[str, Any]) -> Text:

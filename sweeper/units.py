@@ -10,6 +10,8 @@ import math
 import re
 from fractions import Fraction
 
+from sweeper.text import shown
+
 MIB_PER_GIB = 1024
 MIB_PER_TIB = 1024 * MIB_PER_GIB
 # 1 PiB: larger than any one machine's memory, small enough for exact arithmetic everywhere
@@ -39,17 +41,17 @@ def parse_size_mib(text: object) -> int:
     >>> parse_size_mib("9" * 400 + "GiB")
     Traceback (most recent call last):
     ...
-    ValueError: '99999999999999999999999999999999999... has more than 24 digits
+    ValueError: '9999999999999999999999999999999999999...99999999999999999999999999999999999GiB' has more than 24 digits
     """
     match = _SIZE.match(text) if isinstance(text, str) else None
     if match is None:
-        raise ValueError(f"{_shown(text)} is not a size")
+        raise ValueError(f"{shown(text)} is not a size")
     number, unit = match.groups()
     if len(number) > MAX_SIZE_DIGITS:
-        raise ValueError(f"{_shown(text)} has more than {MAX_SIZE_DIGITS} digits")
+        raise ValueError(f"{shown(text)} has more than {MAX_SIZE_DIGITS} digits")
     mib = math.floor(Fraction(number) * _MIB_PER_UNIT[unit.lower()])
     if mib > MAX_SIZE_MIB:
-        raise ValueError(f"{_shown(text)} is larger than {MAX_SIZE_MIB // MIB_PER_TIB}TiB")
+        raise ValueError(f"{shown(text)} is larger than {MAX_SIZE_MIB // MIB_PER_TIB}TiB")
     return mib
 
 
@@ -73,9 +75,3 @@ def spark_size(mib: int) -> str:
     if mib % MIB_PER_GIB == 0:
         return f"{mib // MIB_PER_GIB}g"
     return f"{mib}m"
-
-
-def _shown(value: object, limit: int = 40) -> str:
-    """``repr(value)``, cut to ``limit`` characters."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."

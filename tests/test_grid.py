@@ -6,7 +6,6 @@ import copy
 import datetime
 import os
 import re
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,8 +14,8 @@ import pytest
 
 from sweeper.cli import main
 from sweeper.config import grid as grid_file
-from sweeper.config.grid import shown
 from sweeper.errors import UserError
+from sweeper.text import shown
 from tests.conftest import minimal_grid, run_cli
 
 
@@ -165,7 +164,7 @@ MALFORMED = [
     ),
     pytest.param(
         _with("workload", epochs=[10, 0]),
-        r"workload.epochs: must be an integer from 1 to 1000000, got 0",
+        r"workload.epochs\[1\]: must be an integer from 1 to 1000000, got 0",
         id="zero-epochs",
     ),
     pytest.param(_with("workload", epochs=[]), r"workload.epochs: must not be an empty list", id="empty-epochs"),
@@ -530,34 +529,81 @@ def test_ordinary_paths_reach_the_grid_unchanged(section: str, key: str) -> None
     assert (dict(grid.ssh) if section == "cluster.ssh" else {key: getattr(grid, key)})[key] == value
 
 
-BAD_HOSTS = ["-oProxyCommand=touch X", "a b", "a_b", "", "a..b", "x" * 64, "host;id", "fe80::1%$(id)", "-1.2.3.4", 5]
+# What OpenSSH itself refuses (ssh.c): a leading '-', whitespace, control and shell characters; a host has no '/',
+# ':' (but in an IPv6 address), '@' or ','. Each with the reason the message gives.
+BAD_HOSTS = [
+    pytest.param("-oProxyCommand=touch X", "it starts with '-'", id="option"),
+    pytest.param("-1.2.3.4", "it starts with '-'", id="dash-address"),
+    pytest.param("a b", "it contains ' '", id="space"),
+    pytest.param("a\tb", "it contains '\\t'", id="tab"),
+    pytest.param("a\u202eb", "it contains '\\u202e'", id="bidi"),
+    pytest.param("", "it is empty", id="empty"),
+    pytest.param("host;id", "it contains ';'", id="semicolon"),
+    pytest.param("$(id)", "it contains '$'", id="command-substitution"),
+    pytest.param("a`id`", "it contains '`'", id="backtick"),
+    pytest.param("a'b", 'it contains "\'"', id="quote"),
+    pytest.param("a(b)", "it contains '('", id="parenthesis"),
+    pytest.param("a\\b", "it contains '\\\\'", id="backslash"),
+    pytest.param("fe80::1%$(id)", "it contains ':'", id="bad-zone"),
+    pytest.param("node:22", "it contains ':'", id="port"),
+    pytest.param("root@node1", "it contains '@'", id="user-at"),
+    pytest.param("a/b", "it contains '/'", id="slash"),
+    pytest.param("a,b", "it contains ','", id="comma"),
+    pytest.param("x" * 256, "it has 256 characters", id="256-chars"),
+    pytest.param(5, "it is not a string", id="number"),
+]
 
 
-@pytest.mark.parametrize("host", BAD_HOSTS)
-def test_hosts_and_driver_host_must_be_host_names_or_addresses(host: Any) -> None:
+@pytest.mark.parametrize(("host", "reason"), BAD_HOSTS)
+def test_hosts_and_driver_host_refuse_what_ssh_or_a_shell_would_interpret(host: Any, reason: str) -> None:
     err = _problems(_ssh_cluster(hosts=["node1", host], nodes=2))
-    assert (
-        f"cluster.hosts[1]: must be a host name (RFC 1123: letters, digits, '-', '.') or IP address, got {host!r}"
-        in err
-    )
+    assert "cluster.hosts[1]: must be a host name or IP address (1 to 255 characters, not starting with '-'" in err
+    assert f"{reason}, got {shown(host)}" in err, err
     err = _problems(_ssh_cluster(ssh={"driver_host": host}))
     assert "cluster.ssh.driver_host: must be this machine's host name or IP address as the hosts reach it" in err
 
 
-@pytest.mark.parametrize("host", ["node1", "node-1.example.org", "NODE1.", "10.0.0.2", "::1", "fe80::1%eth0", "x" * 63])
+GOOD_HOSTS = [
+    *("node1", "node-1.example.org", "NODE1.", "x" * 63),
+    *("node_1.lan", "my_app_1", "a..b", "x" * 64, "x" * 255, "1node", "nœud"),  # /etc/hosts, Docker, IDN names
+    *("10.0.0.2", "::1", "fe80::1%eth0", "2001:db8::a"),
+]
+
+
+@pytest.mark.parametrize("host", GOOD_HOSTS)
 def test_host_names_and_addresses_are_accepted(host: str) -> None:
     grid = grid_file.parse(_ssh_cluster(hosts=[host], ssh={"driver_host": host}), Path("g.yaml"))
     assert grid.hosts == (host,) and dict(grid.ssh)["driver_host"] == host
 
 
-@pytest.mark.parametrize("user", ["-oProxyCommand=x", "root;id", "a b", "", "1abc", "x" * 33, 1000, None])
-def test_the_ssh_user_must_be_a_posix_user_name(user: Any) -> None:
+@pytest.mark.parametrize(
+    ("user", "reason"),
+    [
+        pytest.param("-oProxyCommand=x", "it starts with '-'", id="option"),
+        pytest.param("root;id", "it contains ';'", id="semicolon"),
+        pytest.param("a b", "it contains ' '", id="space"),
+        pytest.param("a\nb", "it contains '\\n'", id="newline"),
+        pytest.param("$(id)", "it contains '$'", id="command-substitution"),
+        pytest.param("a|b", "it contains '|'", id="pipe"),
+        pytest.param("CORP\\john", "it contains '\\\\'", id="backslash"),
+        pytest.param("", "it is empty", id="empty"),
+        pytest.param("x" * 256, "it has 256 characters", id="256-chars"),
+        pytest.param(1000, "it is not a string", id="number"),
+        pytest.param(None, "it is not a string", id="null"),
+    ],
+)
+def test_the_ssh_user_refuses_what_ssh_or_a_shell_would_interpret(user: Any, reason: str) -> None:
     err = _problems(_ssh_cluster(ssh={"user": user}))
-    assert "cluster.ssh.user: must be a user name (a letter or '_', then up to 31" in err and f"got {user!r}" in err
+    assert (
+        "cluster.ssh.user: must be a user name (1 to 255 characters, not starting with '-', without whitespace" in err
+    )
+    assert f"{reason}, got {shown(user)}" in err, err
 
 
-@pytest.mark.parametrize("user", ["sweeper", "Admin_1", "_svc", "a.b-c", "x" * 32])
-def test_posix_user_names_are_accepted(user: str) -> None:
+@pytest.mark.parametrize(
+    "user", ["sweeper", "Admin_1", "_svc", "a.b-c", "x" * 32, "1ops", "john.doe@corp.example.com", "x" * 255, "jöns"]
+)
+def test_user_names_of_posix_sssd_and_active_directory_are_accepted(user: str) -> None:
     assert dict(grid_file.parse(_ssh_cluster(ssh={"user": user}), Path("g.yaml")).ssh)["user"] == user
 
 
@@ -938,7 +984,7 @@ def _ssh_base() -> dict[str, Any]:
 
 @pytest.mark.parametrize("key", NASTY_KEYS)
 def test_any_value_anywhere_gives_a_grid_or_a_user_error_never_another_exception(key: str) -> None:
-    """parse() on raw documents with a nasty value at ``key``; each parse answers fast."""
+    """parse() on raw documents with a nasty value at ``key``: a grid or a UserError of bounded lines."""
     for value in NASTY:
         for base in (minimal_grid(), _ssh_base()):
             raw = (
@@ -946,12 +992,10 @@ def test_any_value_anywhere_gives_a_grid_or_a_user_error_never_another_exception
                 if not key.startswith("spark_conf.")
                 else {**base, "spark_conf": {key[11:]: value}}
             )
-            started = time.perf_counter()
             try:
                 grid_file.parse(raw, Path("g.yaml"))
             except UserError as error:
                 assert all(len(problem) < 2000 for problem in error.problems), (key, shown(value))
-            assert time.perf_counter() - started < 5, (key, shown(value))
 
 
 @pytest.mark.parametrize("raw", [value for value in NASTY if not isinstance(value, dict)] + [{(1, 2): "a"}])
@@ -964,3 +1008,126 @@ def test_nasty_lists_in_choice_lists_are_user_errors() -> None:
     for key in ("engines", "workload.mode", "sizing.cores_per_executor", "workload.epochs", "workload.fraction"):
         for value in ([[1], [1]], [{"a": 1}, {"a": 1}], [{1, 2}], [None, None]):
             assert f"g.yaml: {key}" in _problems(_at(minimal_grid(), key, value), Path("g.yaml"))
+
+
+# --- axes: bounded before their values are checked, each distinct value checked once, no value twice ------------------
+
+AXES = [
+    pytest.param("workload.fraction", 0.5, id="fraction"),
+    pytest.param("workload.epochs", 5, id="epochs"),
+    pytest.param("workload.mode", "cv", id="mode"),
+    pytest.param("workload.model.alpha", 0.1, id="model-alpha"),
+    pytest.param("workload.model.activation", "tanh", id="model-activation"),
+    pytest.param("workload.model.mllib_solver", "gd", id="model-mllib-solver"),
+    pytest.param("workload.model.hidden_layer_sizes", [64], id="model-layers"),
+    pytest.param("workload.param_grid.alpha", 0.1, id="param-grid-alpha"),
+    pytest.param("workload.param_grid.hidden_layer_sizes", [64, 32], id="param-grid-layers"),
+    pytest.param("sizing.cores_per_executor", 1, id="cores-per-executor"),
+    pytest.param("engines", "dask", id="engines"),
+]
+
+
+def _axis_grid(key: str, values: list[Any]) -> dict[str, Any]:
+    """A minimal grid with ``values`` as the axis at ``key`` (mode search for a param_grid axis)."""
+    raw = minimal_grid()
+    if key.startswith("workload.param_grid."):
+        raw["workload"] = {**raw["workload"], "mode": "search"}
+    return _at(raw, key, values)
+
+
+@pytest.mark.parametrize(("key", "value"), AXES)
+def test_a_value_listed_twice_on_any_axis_is_refused(key: str, value: Any) -> None:
+    assert grid_file.parse(_axis_grid(key, [value]), Path("g.yaml"))  # once is fine
+    err = _problems(_axis_grid(key, [value, copy.deepcopy(value)]))
+    assert f"grid.yaml: {key}: lists a value twice: {shown(value)} at [0] and [1]; an axis lists each value once" in err
+
+
+@pytest.mark.parametrize(("key", "value"), AXES)
+def test_an_axis_over_the_limit_is_refused_before_any_of_its_values_is_checked(key: str, value: Any) -> None:
+    refused = [0] if key.endswith("hidden_layer_sizes") else {"not": "a value"}  # ([0]: a list of lists is an axis)
+    too_long = [refused] * (grid_file.MAX_AXIS_VALUES + 1)  # each would be a problem of its own
+    with pytest.raises(UserError) as caught:
+        grid_file.parse(_axis_grid(key, too_long), Path("g.yaml"))
+    assert caught.value.problems == [f"g.yaml: {key}: lists 1,001 values; an axis may list at most 1,000: shorten it"]
+
+
+@pytest.mark.parametrize(
+    ("key", "values", "again"),
+    [
+        pytest.param("workload.fraction", [1, 1.0], "1.0", id="int-and-float"),
+        pytest.param("workload.param_grid.hidden_layer_sizes", [64, [64]], "[64]", id="width-and-layer-list"),
+        pytest.param("workload.model.alpha", [0.001, 1e-3], "0.001", id="two-spellings"),
+    ],
+)
+def test_one_value_written_two_ways_is_listed_twice(key: str, values: list[Any], again: str) -> None:
+    assert f"{key}: lists a value twice: {again} at [0] and [1]" in _problems(_axis_grid(key, values))
+
+
+def test_each_distinct_model_value_is_checked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long axis of repeats costs one scikit-learn check per distinct value, and is refused for its repeats."""
+    from sklearn.neural_network import MLPClassifier
+
+    checked: list[float] = []
+    validate = MLPClassifier._validate_params
+
+    def counting(self: Any) -> None:
+        checked.append(self.alpha)
+        validate(self)
+
+    monkeypatch.setattr(MLPClassifier, "_validate_params", counting)
+    err = _problems(_axis_grid("workload.model.alpha", [0.1, 0.2] * 500))
+    assert "workload.model.alpha: lists a value twice: 0.1 at [0] and [2] (998 repeats in all)" in err
+    assert sorted(alpha for alpha in checked if alpha != MLPClassifier().alpha) == [0.1, 0.2]
+
+
+def test_unhashable_values_on_an_axis_are_refused_as_values() -> None:
+    """Mappings, sets and nested lists cannot be compared: each is checked, and refused, never a TypeError."""
+    values = [{"a": 1}, {"a": 1}, {1, 2}, {1, 2}, [[1]], [[1]]]
+    for key in ("workload.fraction", "workload.epochs", "workload.model.alpha", "workload.param_grid.alpha", "engines"):
+        err = _problems(_axis_grid(key, values))
+        assert f"grid.yaml: {key}[0]: " in err and f"grid.yaml: {key}[2]: " in err, err
+
+
+def test_axes_at_the_limit_plan(write_grid: Callable[..., Path]) -> None:
+    alphas = [round(0.0001 * (i + 1), 6) for i in range(grid_file.MAX_AXIS_VALUES)]
+    grid = grid_file.load(write_grid(_axis_grid("workload.model.alpha", alphas)))
+    assert dict(grid.workload.model_axes)["alpha"] == tuple(alphas)
+
+
+# --- the baseline is not an engine of exclude/only rules --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["exclude", "only"])
+@pytest.mark.parametrize("engine", ["local", ["spark", "local"]], ids=["local", "in-a-list"])
+def test_the_baseline_in_an_engine_rule_is_an_error_naming_baseline_false(
+    kind: str, engine: Any, write_grid: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_grid({**minimal_grid(), kind: [{"engine": engine}]})
+    assert main(["plan", str(path)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert (
+        f"error: {path}: {kind}[0].engine: 'local' is the baseline, not an engine of exclude/only rules (they select "
+        "among spark, dask, spark-mllib); to measure without the baseline, use baseline: false"
+    ) in err, err
+
+
+def test_a_rule_engine_must_be_an_engine_but_need_not_be_in_the_grid() -> None:
+    err = _problems({**minimal_grid(), "exclude": [{"engine": "sprak"}]})
+    assert "exclude[0].engine: must be one of spark, dask, spark-mllib, got 'sprak'; did you mean 'spark'?" in err
+    grid = grid_file.parse({**minimal_grid(), "exclude": [{"engine": "spark-mllib"}]}, Path("g.yaml"))
+    assert grid.exclude == ({"engine": "spark-mllib"},)  # matches nothing here: sweeper plan warns
+
+
+# --- sizing.reserve.memory: 0 ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("memory", [0, "0"])
+def test_no_reserved_memory_is_written_0(memory: Any) -> None:
+    grid = grid_file.parse(_with("sizing", reserve={"cores": 0, "memory": memory}), Path("g.yaml"))
+    assert grid.cluster.reserve_memory_mib == 0
+
+
+@pytest.mark.parametrize("memory", [False, 0.0, "0.0", None])
+def test_false_or_a_float_zero_is_not_a_reserved_memory(memory: Any) -> None:
+    err = _problems(_with("sizing", reserve={"cores": 0, "memory": memory}))
+    assert "sizing.reserve.memory: must be a size such as 64GiB" in err and f"got {memory!r}" in err, err

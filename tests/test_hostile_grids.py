@@ -2,8 +2,10 @@
 
 Hypothesis starts from valid grids of every manager, replaces, deletes, wraps or nests values at
 random key paths with hostile ones (wrong types, NaN, huge numbers, unicode, control characters,
-shell metacharacters, deep nesting, shared objects that YAML writes as aliases) and also corrupts
-the YAML text itself. ``plan`` never starts anything, so every example runs in-process.
+shell metacharacters, deep nesting, shared objects that YAML writes as aliases, long lists of
+repeated or distinct numbers, values listed twice) and also corrupts the YAML text itself. A refusal
+(exit 2) is an ``error:`` line. ``plan`` never starts anything, so every example runs in-process.
+No example is timed (a busy machine would make that flaky); the grid tests bound what planning costs.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import copy
 import io
 import math
 import tempfile
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,14 @@ BASES: tuple[dict[str, Any], ...] = (
             "ssh": {"user": "sweeper", "port": 22, "connect_timeout_s": 10, "strict_host_key_checking": True},
         },
         sizing={"rule": "spark-default", "cores_per_executor": [1, 2]},
-        workload={"dataset": "digits", "epochs": [5, 10], "trials": 2, "fraction": [0.5, 1.0], "timeout_s": 60},
+        workload={
+            "dataset": "digits",
+            "epochs": [5, 10],
+            "trials": 2,
+            "fraction": [0.5, 1.0],
+            "timeout_s": 60,
+            "model": {"alpha": [0.0001, 0.001], "hidden_layer_sizes": [[64], [32, 16]]},
+        },
         exclude=[{"engine": "spark", "epochs": 10}],
         spark_conf={"spark.executor.extraJavaOptions": "-Dx=1"},
         environment={"OMP_NUM_THREADS": 1},
@@ -47,6 +55,9 @@ BASES: tuple[dict[str, Any], ...] = (
         engines=["spark", "dask", "spark-mllib"],
         workload={"epochs": [5], "trials": 1, "mode": ["replicas", "data-parallel"], "test_size": 0.2},
         only=[{"mode": "data-parallel"}],
+    ),
+    minimal_grid(
+        workload={"epochs": [5], "trials": 1, "mode": "search", "folds": 2, "param_grid": {"alpha": [0.1, 1.0]}}
     ),
 )
 
@@ -103,6 +114,32 @@ def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return found
 
 
+OPERATIONS = ("replace", "delete", "wrap", "nest", "share", "new-key", "long-list", "repeat")
+# the sweep axes of the bases (and lists that are not axes), where a long or repeating list matters most
+AXIS_PATHS = (
+    ("workload", "fraction"),
+    ("workload", "epochs"),
+    ("workload", "mode"),
+    ("workload", "model", "alpha"),
+    ("workload", "model", "hidden_layer_sizes"),
+    ("workload", "param_grid", "alpha"),
+    ("sizing", "cores_per_executor"),
+    ("engines",),
+    ("cluster", "hosts"),
+    ("exclude",),
+)
+
+
+@st.composite
+def long_lists(draw: st.DrawFn) -> list[Any]:
+    """2,000 to 100,000 numbers, all the same or all different (past the axis limit, up to past the YAML node limit)."""
+    length = draw(st.integers(2_000, 100_000))
+    kind = draw(st.sampled_from(("repeated", "integers", "fractions")))
+    if kind == "repeated":
+        return [draw(st.one_of(st.integers(0, 10), st.floats(0.0, 1.0)))] * length
+    return [index + 1 if kind == "integers" else (index + 1) / length for index in range(length)]
+
+
 def _nested(depth: int) -> Any:
     value: Any = 1
     for _ in range(depth):
@@ -115,13 +152,16 @@ def mutated_grids(draw: st.DrawFn) -> Any:
     """A valid grid with one to three hostile edits."""
     grid = copy.deepcopy(draw(st.sampled_from(BASES)))
     for _ in range(draw(st.integers(1, 3))):
-        paths = _paths(grid)
-        path = draw(st.sampled_from(paths))
+        operation = draw(st.sampled_from(OPERATIONS))
+        paths: list[tuple[Any, ...]] = _paths(grid)
+        on_an_axis = operation in ("long-list", "repeat") and draw(st.booleans())
+        known = set(paths) if on_an_axis else set()
+        axes = [path for path in AXIS_PATHS if path in known]
+        path = draw(st.sampled_from(axes or paths))
         parent: Any = grid
         for key in path[:-1]:
             parent = parent[key]
         key = path[-1]
-        operation = draw(st.sampled_from(("replace", "delete", "wrap", "nest", "share", "new-key")))
         if operation == "replace":
             parent[key] = draw(VALUES)
         elif operation == "delete":
@@ -133,23 +173,38 @@ def mutated_grids(draw: st.DrawFn) -> Any:
         elif operation == "share":  # the same object twice: YAML writes an anchor and an alias
             shared = draw(st.lists(VALUES, min_size=1, max_size=3))
             parent[key] = [shared, shared]
+        elif operation == "long-list":
+            parent[key] = draw(long_lists())
+        elif operation == "repeat":  # a value listed twice (a copy: YAML writes it out again, not as an alias)
+            listed = parent[key] if isinstance(parent[key], list) and parent[key] else [parent[key]]
+            parent[key] = [*listed, copy.deepcopy(draw(st.sampled_from(listed)))]
         elif isinstance(parent, dict):
             parent[draw(st.sampled_from((*HOSTILE_STRINGS, "extra")))] = draw(VALUES)
     return grid
 
 
-def _plan_exit_code(text: bytes) -> int:
-    """``sweeper plan`` on a grid file holding ``text``; any exception escapes and fails the test."""
+def _plan_exit_code(text: bytes) -> tuple[int, str]:
+    """``sweeper plan`` on a grid file holding ``text``: its exit code and stderr; any exception escapes."""
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "grid.yaml"
         path.write_bytes(text)
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            return main(["plan", str(path)])
+        err = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            code = main(["plan", str(path)])
+        return code, err.getvalue()
+
+
+def _assert_planned_or_refused(text: bytes) -> None:
+    """Exit 0, or exit 2 with an ``error:`` line first (no traceback, no other output before it)."""
+    code, err = _plan_exit_code(text)
+    assert code in (0, USER_ERROR_EXIT), (code, err)
+    if code == USER_ERROR_EXIT:
+        assert err.startswith("error:"), err
 
 
 PROPERTY = settings(
     max_examples=250,
-    deadline=timedelta(seconds=10),
+    deadline=None,  # no timing: a busy machine would make it flaky
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     derandomize=True,
 )
@@ -158,7 +213,7 @@ PROPERTY = settings(
 def test_the_bases_are_valid_grids() -> None:
     """The starting points plan cleanly, so a refusal below comes from the mutation."""
     for base in BASES:
-        assert _plan_exit_code(yaml.safe_dump(base).encode()) == 0
+        assert _plan_exit_code(yaml.safe_dump(base).encode()) == (0, "")
 
 
 @PROPERTY
@@ -168,7 +223,7 @@ def test_a_mutated_grid_is_planned_or_refused_without_a_traceback(grid: Any) -> 
         text = yaml.safe_dump(grid, allow_unicode=True).encode()
     except (yaml.YAMLError, ValueError, RecursionError):
         return  # PyYAML itself cannot write this value (or this deep): nothing reaches the sweeper
-    assert _plan_exit_code(text) in (0, USER_ERROR_EXIT)
+    _assert_planned_or_refused(text)
 
 
 @PROPERTY
@@ -178,4 +233,4 @@ def test_corrupted_yaml_text_is_planned_or_refused_without_a_traceback(
 ) -> None:
     text = yaml.safe_dump(base).encode()
     at = position % (len(text) + 1)
-    assert _plan_exit_code(text[:at] + garbage + text[at:]) in (0, USER_ERROR_EXIT)
+    _assert_planned_or_refused(text[:at] + garbage + text[at:])

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import subprocess
 import sys
+import threading
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -203,15 +205,68 @@ def test_a_document_of_too_many_values_is_refused_while_composing(tmp_path: Path
         read_grid_yaml(path)
 
 
-@pytest.mark.parametrize("kind", ["directory", "fifo"])
-def test_a_grid_that_is_not_a_regular_file_is_refused_without_reading(kind: str, tmp_path: Path) -> None:
-    path = tmp_path / "grid.yaml"
-    if kind == "directory":
-        path.mkdir()
-    else:
-        os.mkfifo(path)  # opening it would block until a writer came
-    with pytest.raises(UserError, match="is not a regular file"):
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [
+        pytest.param(None, "directory", id="directory"),
+        pytest.param(Path("/dev/zero"), "device", id="dev-zero"),
+        pytest.param(Path("/dev/null"), "device", id="dev-null"),
+    ],
+)
+def test_a_directory_or_a_device_is_refused_unopened(
+    path: Path | None, kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    grid = path or tmp_path
+    assert main(["plan", str(grid)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert err.startswith(f"error: {grid}: is a {kind}; a grid is a YAML file (or a pipe that gives one)"), err
+
+
+def _feed(path: str, data: bytes) -> threading.Thread:
+    """A thread that opens ``path`` for writing (a FIFO's open waits for its reader) and writes ``data``."""
+
+    def write() -> None:
+        with contextlib.suppress(BrokenPipeError), open(path, "wb") as pipe:  # the reader may stop at its limit
+            pipe.write(data)
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_grid_from_a_fifo_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "grid.fifo"
+    os.mkfifo(path)
+    writer = _feed(str(path), GRID.encode())
+    assert read_grid_yaml(path)["workload"] == {"dataset": "digits", "epochs": [5], "trials": 1}
+    writer.join(timeout=60)
+    assert not writer.is_alive()
+
+
+def test_a_grid_from_a_pipe_is_planned_as_with_process_substitution(capsys: pytest.CaptureFixture[str]) -> None:
+    """``sweeper plan <(generate-grid)`` hands the sweeper /dev/fd/N, the read end of a pipe."""
+    read_end, write_end = os.pipe()
+    try:
+        writer = _feed(f"/dev/fd/{write_end}", GRID.encode())
+        writer.join(timeout=60)
+        os.close(write_end)
+        write_end = -1
+        assert main(["plan", f"/dev/fd/{read_end}"]) == 0, capsys.readouterr().err
+    finally:
+        for end in (read_end, write_end):
+            if end >= 0:
+                os.close(end)
+    assert "Matched launches" in capsys.readouterr().out
+
+
+def test_a_pipe_that_gives_more_than_the_limit_is_refused_after_the_limit(tmp_path: Path) -> None:
+    path = tmp_path / "endless.fifo"
+    os.mkfifo(path)
+    writer = _feed(str(path), b"# " + b"x" * (4 * MAX_GRID_BYTES) + b"\n")
+    with pytest.raises(UserError, match=r"is larger than 1024 KiB"):
         read_grid_yaml(path)
+    writer.join(timeout=60)  # the reader closed its end: the writer's next write fails, and it stops
+    assert not writer.is_alive()
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,8 @@ import json
 import math
 import os
 import re
-import reprlib
 import stat
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,11 +22,13 @@ from typing import Any
 from sweeper.config.reader import read_grid_yaml
 from sweeper.errors import UserError
 from sweeper.sizing import RULES, Cluster, InfeasibleShape, size_executors
+from sweeper.text import CONTROL, CONTROL_CHARS, shown
 from sweeper.units import SIZE_FORMS, parse_size_mib
 
 MANAGERS = ("local", "yarn", "ssh", "standalone")
 ENGINES = ("spark", "dask", "spark-mllib")
 DEFAULT_ENGINES = ("spark", "dask")
+BASELINE_ENGINE = "local"  # the engine of the baseline's rows: not an engine of the grid, nor of its rules
 MODES = ("replicas", "cv", "search", "data-parallel")
 # engines that train one model per measurement across the launch: they take only data-parallel points
 ONE_MODEL_ENGINES = ("spark-mllib",)
@@ -156,55 +158,31 @@ WORKLOAD_NUMBERS: dict[str, tuple[float, float, float]] = {
     "start_timeout_s": (180, 0.0, 86400.0),
     "test_size": (0.25, 0.0, 0.9),
 }
+MAX_AXIS_VALUES = 1000  # values of one sweep axis (and of engines, param_grid lists): checked before the values
 MAX_PROBLEMS = 50  # problems listed for one file; the rest are counted
-MAX_SHOWN_CHARS = 80  # a value quoted in a message
 
-# Control characters (C0, DEL, C1, line/paragraph separators, invisible and bidirectional format
-# characters, lone surrogates): refused in every name, path and Spark value.
-CONTROL_CHARS = r"\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ud800-\udfff"
-_CONTROL = re.compile(f"[{CONTROL_CHARS}]")
+# Control characters (sweeper.text.CONTROL_CHARS) are refused in every name, path and Spark value.
 # What a shell gives a meaning to inside or around quotes: refused in values that reach a command line on the hosts.
 SHELL_CHARS = "'\"$`;&|<>\\"
 SHELL_CHARS_TEXT = "quotes, $, backticks, ;, &, |, <, >, backslashes or control characters"
 _SHELL_UNSAFE = re.compile(f"[{CONTROL_CHARS}{re.escape(SHELL_CHARS)}]")
 _NAME_UNSAFE = re.compile(rf"[{CONTROL_CHARS}/\\]")
 _NUL = re.compile("\x00")
-_HOST_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+# A host or user name on ssh's command line, as OpenSSH itself checks them (ssh.c): 1 to MAX_SSH_NAME_CHARS
+# characters, no leading '-' (an option), no whitespace, control characters or shell metacharacters
+# (SSH_NAME_CHARS); a host name has no '/', ':' (but in an IPv6 address), '@' or ',' (SSH_HOST_CHARS) either.
+MAX_SSH_NAME_CHARS = 255
+SSH_NAME_CHARS = "'\"$`\\;&|<>(){}"
+SSH_HOST_CHARS = "/:@,"
+SSH_NAME_RULE = (
+    f"1 to {MAX_SSH_NAME_CHARS} characters, not starting with '-', without whitespace, control characters "
+    f"or any of {' '.join(SSH_NAME_CHARS)}"
+)
+_SSH_USER_UNSAFE = re.compile(rf"[\s{CONTROL_CHARS}{re.escape(SSH_NAME_CHARS)}]")
+_SSH_HOST_UNSAFE = re.compile(rf"[\s{CONTROL_CHARS}{re.escape(SSH_NAME_CHARS + SSH_HOST_CHARS)}]")
 _IP_TEXT = re.compile(r"[0-9A-Fa-f:.]+(?:%[A-Za-z0-9_.-]+)?")
-_USER = re.compile(r"[a-z_][a-z0-9_.-]{0,31}", re.IGNORECASE)
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SPARK_PROPERTY = re.compile(rf"spark\.[^\s={CONTROL_CHARS}]+")
-
-
-class _Shown(reprlib.Repr):
-    """``repr`` cut short: bounded whatever the size, depth or sharing of the value."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.maxlevel = 3
-        self.maxstring = self.maxother = self.maxlong = MAX_SHOWN_CHARS
-        self.maxlist = self.maxtuple = self.maxdict = self.maxset = self.maxfrozenset = 6
-
-    def repr_bytes(self, value: bytes, level: int) -> str:
-        return repr(value[: self.maxstring]) + ("..." if len(value) > self.maxstring else "")
-
-    def repr_int(self, value: int, level: int) -> str:
-        if value.bit_length() > 256:  # repr of a huge int is slow, and refused past 4300 digits
-            return f"<an integer of {value.bit_length()} bits>"
-        return super().repr_int(value, level)
-
-
-_SHOWN = _Shown()
-
-
-def shown(value: Any) -> str:
-    """A value as messages show it: its ``repr``, cut short when long, deep or self-referencing.
-
-    >>> shown("x" * 1000)[:12], len(shown("x" * 1000)) <= MAX_SHOWN_CHARS, shown([[[[[1]]]]])
-    ("'xxxxxxxxxxx", True, '[[[[...]]]]')
-    """
-    text = _SHOWN.repr(value)
-    return text if len(text) <= MAX_SHOWN_CHARS else text[: MAX_SHOWN_CHARS - 3] + "..."
 
 
 def check_sweep_name(name: object) -> str | None:
@@ -247,19 +225,59 @@ def _sweep_name_problem(name: object) -> str | None:
 
 
 def is_host(text: str) -> bool:
-    """Whether ``text`` is a host name (RFC 1123 labels) or an IP address: never an ``ssh`` option.
+    """Whether ``text`` is a host name or an IP address that ``ssh`` and a shell take literally (never an option).
 
-    >>> [is_host(h) for h in ("node-1.example.org", "10.0.0.2", "::1", "-oProxyCommand=x", "a_b", "")]
-    [True, True, True, False, False, False]
+    >>> [is_host(h) for h in ("node-1.example.org", "node_1.lan", "10.0.0.2", "::1", "fe80::1%eth0")]
+    [True, True, True, True, True]
+    >>> [is_host(h) for h in ("-oProxyCommand=x", "a b", "a;b", "$(id)", "root@a", "a:22", "a/b", "")]
+    [False, False, False, False, False, False, False, False]
     """
-    if _IP_TEXT.fullmatch(text):
+    return host_problem(text) is None
+
+
+def host_problem(value: object) -> str | None:
+    """What makes ``value`` unsafe as a host of ``ssh`` (None: nothing): see SSH_NAME_RULE and SSH_HOST_CHARS."""
+    if isinstance(value, str) and _IP_TEXT.fullmatch(value):
         try:
-            ipaddress.ip_address(text)
-            return True
+            ipaddress.ip_address(value)
+            return None
         except ValueError:
             pass
-    name = text[:-1] if text.endswith(".") else text
-    return 0 < len(name) <= 253 and all(_HOST_LABEL.fullmatch(label) for label in name.split("."))
+    return _ssh_name_problem(value, _SSH_HOST_UNSAFE)
+
+
+def _ssh_name_problem(value: object, unsafe: re.Pattern[str]) -> str | None:
+    """What makes ``value`` unsafe as a host or user name on ssh's command line (None: nothing).
+
+    >>> [_ssh_name_problem(u, _SSH_USER_UNSAFE) for u in ("john.doe@corp.example.com", "1ops", "-l", "a b", "")]
+    [None, None, "it starts with '-'", "it contains ' '", 'it is empty']
+    """
+    if not isinstance(value, str):
+        return "it is not a string"
+    if not value:
+        return "it is empty"
+    if len(value) > MAX_SSH_NAME_CHARS:
+        return f"it has {len(value)} characters"
+    if value.startswith("-"):
+        return "it starts with '-'"
+    found = unsafe.search(value)
+    return f"it contains {found.group()!r}" if found else None
+
+
+def _identity(value: Any) -> Hashable | None:
+    """What makes two axis values the same: equality, a list compared as a tuple, and True is not 1.
+
+    None for a value that cannot be compared (a mapping, a set, a list holding lists).
+
+    >>> _identity([64, 32]) == _identity((64, 32)), _identity(True) == _identity(1), _identity([[1]])
+    (True, False, None)
+    """
+    candidate = (type(value) is bool, tuple(value) if isinstance(value, list) else value)
+    try:
+        hash(candidate)
+    except TypeError:
+        return None
+    return candidate
 
 
 def _is_scalar(value: Any, max_chars: int = MAX_NAME_CHARS) -> bool:
@@ -273,7 +291,7 @@ def _is_scalar(value: Any, max_chars: int = MAX_NAME_CHARS) -> bool:
 
 def _key_name(name: Any) -> str:
     """A mapping key as a key path shows it: itself when a plain short string, else :func:`shown`."""
-    if isinstance(name, str) and len(name) <= MAX_NAME_CHARS and not _CONTROL.search(name):
+    if isinstance(name, str) and len(name) <= MAX_NAME_CHARS and not CONTROL.search(name):
         return name
     return shown(name)
 
@@ -449,14 +467,46 @@ class _Checker:
             return None
         return value
 
-    def axis(self, value: Any, key: str) -> list[Any] | None:
-        """A sweep axis: one value or a non-empty list of values."""
-        if isinstance(value, list):
-            if not value:
-                self.fail(key, "must not be an empty list")
-                return None
-            return value
-        return [value]
+    def axis(self, value: Any, key: str, validate: Callable[[Any, str], Any]) -> tuple[list[Any], bool]:
+        """A sweep axis: one value or a list of 1 to MAX_AXIS_VALUES values, no value twice.
+
+        The length is checked first; then ``validate(value, item_key)`` checks each distinct value once,
+        returning it as the grid keeps it, or None when refused (it records the problem). Returns the
+        valid values in order, and whether the whole axis is valid.
+        """
+        listed = value if isinstance(value, list) else [value]
+        if not listed:
+            self.fail(key, "must not be an empty list")
+            return [], False
+        if len(listed) > MAX_AXIS_VALUES:
+            self.fail(key, f"lists {len(listed):,} values; an axis may list at most {MAX_AXIS_VALUES:,}: shorten it")
+            return [], False
+        kept: list[Any] = []
+        first_at: dict[Hashable, int] = {}  # the identity of a value (as written, and as kept) -> its first index
+        repeats: list[tuple[int, int]] = []
+        for index, one in enumerate(listed):
+            written = _identity(one)
+            if written in first_at:
+                repeats.append((first_at[written], index))
+                continue
+            checked = validate(one, _item_key(key, index, len(listed)))
+            kept_as = None if checked is None else _identity(checked)
+            if kept_as in first_at:
+                repeats.append((first_at[kept_as], index))
+            elif checked is not None:
+                kept.append(checked)
+            for identity in (written, kept_as):
+                if identity is not None:
+                    first_at.setdefault(identity, index)
+        if repeats:
+            first, again = repeats[0]
+            more = f" ({len(repeats)} repeats in all)" if len(repeats) > 1 else ""
+            self.fail(
+                key,
+                f"lists a value twice: {shown(listed[again])} at [{first}] and [{again}]{more}; "
+                "an axis lists each value once (the same value gives the same measurements)",
+            )
+        return kept, len(kept) == len(listed)
 
     def text(self, value: Any, key: str, *, shell: bool = False) -> str | None:
         """A non-empty string of at most MAX_TEXT_CHARS without control characters.
@@ -469,7 +519,7 @@ class _Checker:
         if len(value) > MAX_TEXT_CHARS:
             self.fail(key, f"must be at most {MAX_TEXT_CHARS} characters, got {len(value)}: {shown(value)}")
             return None
-        found = (_SHELL_UNSAFE if shell else _CONTROL).search(value)
+        found = (_SHELL_UNSAFE if shell else CONTROL).search(value)
         if found:
             refused = f"{SHELL_CHARS_TEXT} (it reaches a command line)" if shell else "control characters"
             self.fail(key, f"must not contain {refused}, got {found.group()!r} in {shown(value)}")
@@ -477,9 +527,14 @@ class _Checker:
         return value
 
     def host(self, value: Any, key: str) -> str | None:
-        if isinstance(value, str) and is_host(value):
-            return value
-        self.fail(key, f"must be a host name (RFC 1123: letters, digits, '-', '.') or IP address, got {shown(value)}")
+        problem = host_problem(value)
+        if problem is None:
+            return str(value)
+        self.fail(
+            key,
+            f"must be a host name or IP address ({SSH_NAME_RULE}, and no {' '.join(SSH_HOST_CHARS)} "
+            f"but ':' in an IPv6 address): {problem}, got {shown(value)}",
+        )
         return None
 
 
@@ -631,11 +686,10 @@ def _hosts(check: _Checker, listed: Any) -> list[str]:
 
 def _ssh_values(check: _Checker, ssh: dict[str, Any]) -> None:
     """Every ``cluster.ssh`` value, as ``ssh`` and asyncssh take it, with nothing a shell would interpret."""
-    if "user" in ssh and not (isinstance(ssh["user"], str) and _USER.fullmatch(ssh["user"])):
+    user_problem = _ssh_name_problem(ssh["user"], _SSH_USER_UNSAFE) if "user" in ssh else None
+    if user_problem:
         check.fail(
-            "cluster.ssh.user",
-            f"must be a user name (a letter or '_', then up to 31 letters, digits, '_', '.', '-'), "
-            f"got {shown(ssh['user'])}",
+            "cluster.ssh.user", f"must be a user name ({SSH_NAME_RULE}): {user_problem}, got {shown(ssh['user'])}"
         )
     if "port" in ssh:
         check.integer(ssh["port"], "cluster.ssh.port", maximum=MAX_PORT)
@@ -701,19 +755,15 @@ def _sizing(check: _Checker, value: Any, cluster: Cluster | None) -> tuple[str |
         return None, []
     check.known_keys(section, "sizing", SIZING_KEYS)
     rule = check.choice(section.get("rule", "report"), "sizing.rule", RULES)
-    listed = check.axis(section.get("cores_per_executor", [5]), "sizing.cores_per_executor") or []
-    cores = []
-    for index, cpe in enumerate(listed):
-        key = _item_key("sizing.cores_per_executor", index, len(listed))
-        checked = check.integer(cpe, key, maximum=MAX_CORES_PER_NODE)
-        if checked is None:
-            continue
-        if cluster is not None and checked > cluster.cores_per_node:
+
+    def cores_of_executor(value: Any, key: str) -> int | None:
+        checked = check.integer(value, key, maximum=MAX_CORES_PER_NODE)
+        if checked is not None and cluster is not None and checked > cluster.cores_per_node:
             check.fail(key, f"{checked} is more than the {cluster.cores_per_node} cores of a node")
-            continue
-        cores.append(checked)
-    if len(set(cores)) != len(cores):
-        check.fail("sizing.cores_per_executor", f"lists a value twice: {shown(listed)}")
+            return None
+        return checked
+
+    cores, _ = check.axis(section.get("cores_per_executor", [5]), "sizing.cores_per_executor", cores_of_executor)
     return rule, cores
 
 
@@ -722,7 +772,8 @@ def _with_reserve(check: _Checker, section: dict[str, Any], cluster: Cluster) ->
     check.known_keys(reserve, "sizing.reserve", RESERVE_KEYS)
     cores = check.integer(reserve.get("cores", 1), "sizing.reserve.cores", minimum=0, maximum=MAX_CORES_PER_NODE)
     memory = reserve.get("memory", "1GiB")
-    memory_mib = 0 if memory in (0, "0") else check.size_mib(memory, "sizing.reserve.memory")
+    none_reserved = memory == "0" or (type(memory) is int and memory == 0)  # not False, 0.0 or "0.0"
+    memory_mib = 0 if none_reserved else check.size_mib(memory, "sizing.reserve.memory")
     am = check.integer(
         section.get("application_master", 1), "sizing.application_master", minimum=0, maximum=MAX_APPLICATION_MASTER
     )
@@ -740,20 +791,12 @@ def _with_reserve(check: _Checker, section: dict[str, Any], cluster: Cluster) ->
     )
 
 
-def _choices(check: _Checker, value: Any, key: str, allowed: tuple[str, ...]) -> list[str | None]:
-    """A list of choices (engines, modes), each checked, no value twice; None where a value is refused."""
-    checked = [check.choice(one, _item_key(key, i, len(value)), allowed) for i, one in enumerate(value)]
-    valid = [one for one in checked if one is not None]
-    if len(set(valid)) != len(valid):
-        check.fail(key, f"lists a value twice: {shown(value)}")
-    return checked
-
-
 def _engines(check: _Checker, value: Any) -> list[str] | None:
     if not isinstance(value, list) or not value:
         check.fail("engines", f"must be a non-empty list among {', '.join(ENGINES)}, got {shown(value)}")
         return None
-    return [engine for engine in _choices(check, value, "engines", ENGINES) if engine is not None]
+    engines, _ = check.axis(value, "engines", lambda one, key: check.choice(one, key, ENGINES))
+    return engines
 
 
 def _dataset(check: _Checker, value: Any) -> Dataset | None:
@@ -811,15 +854,20 @@ def _model(check: _Checker, value: Any) -> tuple[tuple[str, tuple[Any, ...]], ..
 
 
 def _model_values(check: _Checker, param: str, raw: Any) -> list[Any]:
-    """The values of one ``workload.model`` parameter (a list is an axis; layer lists are one value)."""
-    key = f"workload.model.{param}"
+    """The values of one ``workload.model`` parameter (a list is an axis; a list of layer widths is one value)."""
+    if param == "hidden_layer_sizes" and not (isinstance(raw, list) and raw and all(isinstance(x, list) for x in raw)):
+        raw = [raw]
+    values, _ = check.axis(raw, f"workload.model.{param}", _param_check(check, param))
+    return values
+
+
+def _param_check(check: _Checker, param: str) -> Callable[[Any, str], Any]:
+    """How one value of a model parameter is checked (see :meth:`_Checker.axis`)."""
     if param == "hidden_layer_sizes":
-        options = raw if isinstance(raw, list) and raw and all(isinstance(x, list) for x in raw) else [raw]
-        return [layers for layers in (_layers(check, option, key) for option in options) if layers is not None]
-    values = check.axis(raw, key) or []
+        return lambda value, key: _layers(check, value, key)
     if param == "mllib_solver":
-        return [solver for solver in (check.choice(one, key, MLLIB_SOLVERS) for one in values) if solver is not None]
-    return [one for one in values if _mlp_value(check, param, one, key)]
+        return lambda value, key: check.choice(value, key, MLLIB_SOLVERS)
+    return lambda value, key: _mlp_value(check, param, value, key)
 
 
 def _layers(check: _Checker, option: Any, key: str) -> tuple[int, ...] | None:
@@ -839,19 +887,22 @@ def _layers(check: _Checker, option: Any, key: str) -> tuple[int, ...] | None:
     return tuple(layers)
 
 
-def _mlp_value(check: _Checker, param: str, value: Any, key: str) -> bool:
-    """Whether ``MLPClassifier`` takes ``value`` for ``param``; if not, the problem is recorded."""
+def _mlp_value(check: _Checker, param: str, value: Any, key: str) -> Any:
+    """``value`` if ``MLPClassifier`` takes it for ``param``; else None, the problem recorded.
+
+    (No parameter a grid may set takes None.)
+    """
     if value is not None and not _is_scalar(value):
         check.fail(key, f"must be a number, a string or a boolean, got {shown(value)}")
-        return False
+        return None
     from sklearn.neural_network import MLPClassifier
 
     try:
         MLPClassifier(**{param: value})._validate_params()
     except (ValueError, TypeError) as error:
         check.fail(key, str(error))
-        return False
-    return True
+        return None
+    return value
 
 
 def _workload(check: _Checker, value: Any) -> Workload | None:
@@ -860,36 +911,35 @@ def _workload(check: _Checker, value: Any) -> Workload | None:
         return None
     check.known_keys(section, "workload", WORKLOAD_KEYS)
     dataset = _dataset(check, section.get("dataset", "digits"))
-    fractions = [
-        check.number(f, "workload.fraction", 0.0, 1.0)
-        for f in check.axis(section.get("fraction", 1.0), "workload.fraction") or []
-    ]
-    epochs = [
-        check.integer(e, "workload.epochs", maximum=MAX_EPOCHS)
-        for e in check.axis(section.get("epochs", [10, 100]), "workload.epochs") or []
-    ]
-    listed_modes = check.axis(section.get("mode", "replicas"), "workload.mode") or []
-    modes = _choices(check, listed_modes, "workload.mode", MODES)
+    fractions, fractions_valid = check.axis(
+        section.get("fraction", 1.0), "workload.fraction", lambda value, key: check.number(value, key, 0.0, 1.0)
+    )
+    epochs, epochs_valid = check.axis(
+        section.get("epochs", [10, 100]),
+        "workload.epochs",
+        lambda value, key: check.integer(value, key, maximum=MAX_EPOCHS),
+    )
+    modes, modes_valid = check.axis(
+        section.get("mode", "replicas"), "workload.mode", lambda value, key: check.choice(value, key, MODES)
+    )
     mode = "search" if "search" in modes else (modes[0] if modes else None)
     settings = _workload_settings(check, section, modes)
     param_grid = _param_grid(check, section.get("param_grid"), mode)
     model = _model(check, section.get("model"))
-    if dataset is None or settings is None or any(v is None for v in (*modes, *fractions, *epochs)):
+    if dataset is None or settings is None or not (fractions_valid and epochs_valid and modes_valid):
         return None
-    if len(set(epochs)) != len(epochs):
-        check.fail("workload.epochs", f"lists a value twice: {shown(epochs)}")
     return Workload(
         dataset=dataset,
-        fractions=tuple(f for f in fractions if f is not None),
+        fractions=tuple(fractions),
         model_axes=model,
-        epochs=tuple(e for e in epochs if e is not None),
-        modes=tuple(m for m in modes if m is not None),
+        epochs=tuple(epochs),
+        modes=tuple(modes),
         param_grid=param_grid,
         **settings,
     )
 
 
-def _workload_settings(check: _Checker, section: dict[str, Any], modes: list[str | None]) -> dict[str, Any] | None:
+def _workload_settings(check: _Checker, section: dict[str, Any], modes: list[str]) -> dict[str, Any] | None:
     """The workload's bounded integers and numbers (WORKLOAD_INTEGERS, WORKLOAD_NUMBERS) and exact_epochs."""
     settings: dict[str, Any] = {}
     for name, (default, minimum, maximum) in WORKLOAD_INTEGERS.items():
@@ -922,13 +972,8 @@ def _param_grid(check: _Checker, value: Any, mode: str | None) -> tuple[tuple[st
     for param, raw in section.items():
         if param not in allowed:
             continue
-        key = f"workload.param_grid.{param}"
-        values = check.axis(raw, key) or []
-        if param == "hidden_layer_sizes":
-            layers = [_layers(check, one, key) for one in values]
-            grid.append((param, tuple(one for one in layers if one is not None)))
-        else:
-            grid.append((param, tuple(one for one in values if _mlp_value(check, param, one, key))))
+        values, _ = check.axis(raw, f"workload.param_grid.{param}", _param_check(check, param))
+        grid.append((param, tuple(values)))
     return tuple(grid)
 
 
@@ -954,8 +999,23 @@ def _rules(check: _Checker, value: Any, key: str) -> list[dict[str, Any]]:
                     f"{where}.{_key_name(axis)}",
                     f"must be a value (a number, string, boolean or null) or a list of values, got {shown(wanted)}",
                 )
+            elif axis == "engine":
+                _rule_engines(check, items, f"{where}.engine")
         rules.append(rule)
     return rules
+
+
+def _rule_engines(check: _Checker, items: list[Any], key: str) -> None:
+    """The engines of an exclude/only rule: among ENGINES; the baseline is not one (``baseline`` switches it)."""
+    for item in items:
+        if item == BASELINE_ENGINE:
+            check.fail(
+                key,
+                f"{BASELINE_ENGINE!r} is the baseline, not an engine of exclude/only rules (they select among "
+                f"{', '.join(ENGINES)}); to measure without the baseline, use baseline: false",
+            )
+        elif item not in ENGINES:
+            check.choice(item, key, ENGINES)
 
 
 def _mlp_params() -> tuple[str, ...]:
@@ -1019,7 +1079,7 @@ def _spark_conf(check: _Checker, value: Any) -> dict[str, str]:
                 f"characters), got {shown(name)}",
             )
         else:
-            checked = _setting(check, setting, key, _CONTROL, "control characters (newlines, NUL, ...)")
+            checked = _setting(check, setting, key, CONTROL, "control characters (newlines, NUL, ...)")
             if checked is not None:
                 conf[name] = str(checked).lower() if isinstance(checked, bool) else str(checked)
     return conf

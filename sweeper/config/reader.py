@@ -3,7 +3,8 @@
 Only :class:`yaml.SafeLoader` builds the document (plain data, never Python objects). Before anything
 is built, the reader refuses, as a :class:`~sweeper.errors.UserError` naming the file:
 
-- a file larger than :data:`MAX_GRID_BYTES`, one that is not a regular file, or not UTF-8 text;
+- a file larger than :data:`MAX_GRID_BYTES` (a regular file or a pipe, such as ``<(generate-grid)``,
+  is read up to one byte past that limit), a directory, device or socket, or a file that is not UTF-8;
 - lists and mappings nested more than :data:`MAX_DEPTH` deep (PyYAML composes recursively);
 - a document of more than :data:`MAX_YAML_NODES` nodes (keys, values, lists and mappings), counted
   with every alias (``*name``) expanded where it is used, so that a "billion laughs" alias bomb is
@@ -22,6 +23,7 @@ from typing import Any
 import yaml
 
 from sweeper.errors import UserError
+from sweeper.text import shown
 
 MAX_GRID_BYTES = 1024 * 1024
 MAX_DEPTH = 64
@@ -72,7 +74,7 @@ class GridLoader(yaml.SafeLoader):
             return super().construct_object(node, deep)
         except (ValueError, OverflowError) as error:  # int('9' * 5000), a 30 February timestamp
             reason = str(error).split(";")[0]  # not Python's advice on sys.set_int_max_str_digits
-            raise _Refused(f"cannot read the value {_shown(node.value)}: {reason}", node.start_mark) from None
+            raise _Refused(f"cannot read the value {shown(node.value)}: {reason}", node.start_mark) from None
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
         self._refuse_duplicate_keys(node)
@@ -92,8 +94,7 @@ class GridLoader(yaml.SafeLoader):
                 continue
             if seen is not None:
                 raise _Refused(
-                    f"duplicate key {_shown(key)} at {seen} and again at {where}; "
-                    "YAML allows each key once in a mapping"
+                    f"duplicate key {shown(key)} at {seen} and again at {where}; YAML allows each key once in a mapping"
                 )
             first_seen[key] = where
 
@@ -120,10 +121,11 @@ def read_grid_yaml(path: Path) -> Any:
 
 
 def _grid_text(path: Path) -> str:
-    """The file's text: a regular file of at most MAX_GRID_BYTES bytes of UTF-8."""
+    """The file's text: at most MAX_GRID_BYTES bytes of UTF-8 from a regular file or a pipe."""
     try:
-        if not stat.S_ISREG(path.stat().st_mode):
-            raise UserError(f"{path}: is not a regular file (a directory, device or pipe); a grid is a YAML file")
+        kind = _kind_refused(path.stat().st_mode)
+        if kind:
+            raise UserError(f"{path}: is a {kind}; a grid is a YAML file (or a pipe that gives one)")
         with path.open("rb") as file:
             data = file.read(MAX_GRID_BYTES + 1)
     except FileNotFoundError:
@@ -140,6 +142,18 @@ def _grid_text(path: Path) -> str:
             f"{path}: is not UTF-8 text: byte {error.start} (line {line}) is 0x{data[error.start]:02x}; "
             "save the grid as UTF-8"
         ) from None
+
+
+def _kind_refused(mode: int) -> str | None:
+    """What a grid cannot be read from (None: a regular file or a pipe, read up to MAX_GRID_BYTES + 1 bytes).
+
+    A device is never opened: opening one can have effects of its own, and /dev/zero never ends.
+    """
+    if stat.S_ISREG(mode) or stat.S_ISFIFO(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "directory"
+    return "socket" if stat.S_ISSOCK(mode) else "device"
 
 
 def check_expansion(root: yaml.Node) -> None:
@@ -200,9 +214,3 @@ def _yaml_error(path: Path, text: str, error: yaml.YAMLError) -> str:
         line = text.count("\n", 0, error.position) + 1
         return f"{path}: line {line}: character U+{error.character:04X} is not allowed in YAML: {error.reason}"
     return f"{path}: YAML syntax error: {error}"
-
-
-def _shown(value: object, limit: int = 80) -> str:
-    """``repr(value)``, cut to ``limit`` characters."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,57 @@
+"""Text as messages and consoles show it: values quoted in bounded form, and what counts as a control character.
+
+A leaf module (no project imports), so the grid, its reader, the units and the console views share
+one definition of each.
+"""
+
+from __future__ import annotations
+
+import re
+import reprlib
+from typing import Any
+
+MAX_SHOWN_CHARS = 80  # a value quoted in a message
+
+# Control characters (C0, DEL, C1, line/paragraph separators, invisible and bidirectional format
+# characters, lone surrogates), as the body of a regular expression's character class.
+CONTROL_CHARS = r"\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ud800-\udfff"
+CONTROL = re.compile(f"[{CONTROL_CHARS}]")
+# What a console must not print as it is: every control character but tab and newline.
+UNPRINTABLE = re.compile(f"(?![\t\n])[{CONTROL_CHARS}]")
+
+
+class _Shown(reprlib.Repr):
+    """``repr`` cut short: bounded whatever the size, depth or sharing of the value."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel = 3
+        self.maxstring = self.maxother = self.maxlong = MAX_SHOWN_CHARS
+        self.maxlist = self.maxtuple = self.maxdict = self.maxset = self.maxfrozenset = 6
+
+    def repr_bytes(self, value: bytes, level: int) -> str:
+        return repr(value[: self.maxstring]) + ("..." if len(value) > self.maxstring else "")
+
+    def repr_int(self, value: int, level: int) -> str:
+        if value.bit_length() > 256:  # repr of a huge int is slow, and refused past 4300 digits
+            return f"<an integer of {value.bit_length()} bits>"
+        return super().repr_int(value, level)
+
+
+_SHOWN = _Shown()
+
+
+def shown(value: Any) -> str:
+    r"""A value as messages show it: its ``repr``, cut short when long, deep or self-referencing.
+
+    At most MAX_SHOWN_CHARS characters, and control characters appear escaped, as ``repr`` writes them.
+
+    >>> shown("x" * 1000)[:12], len(shown("x" * 1000)) <= MAX_SHOWN_CHARS, shown([[[[[1]]]]])
+    ("'xxxxxxxxxxx", True, '[[[[...]]]]')
+    >>> shown(10**400), shown("a\x1b[2J\u202e")
+    ('<an integer of 1329 bits>', "'a\\x1b[2J\\u202e'")
+    >>> [bool(CONTROL.search(c)) for c in "\t\u200b a"], [bool(UNPRINTABLE.search(c)) for c in "\t\n\r\u202e"]
+    ([True, True, False, False], [False, False, True, True])
+    """
+    text = _SHOWN.repr(value)
+    return text if len(text) <= MAX_SHOWN_CHARS else text[: MAX_SHOWN_CHARS - 3] + "..."
