@@ -233,6 +233,7 @@ def _run_launch(
     files: list[Path] = []
     left = list(items)
     teardown_s: float | None = None
+    warm_up = True
 
     def keep(row: dict[str, Any]) -> dict[str, Any]:
         files.append(write_rows(store, sweep, [row], f"{stem}-{len(files):04d}"))
@@ -245,7 +246,10 @@ def _run_launch(
             try:
                 with starter(launch.engine, launch.manager)(launch, context) as session:
                     start_s = time.perf_counter() - begun
-                    warmup_s = _warm_up(plan, left[0], session, data)
+                    warmup_s, aborted = _warm_up(plan, left[0], session, data) if warm_up else (None, False)
+                    if aborted:  # past the time limit: measure on a fresh launch, without warm-up from now on
+                        warm_up = False
+                        continue
                     while left:
                         row = _measure(plan, left.pop(0), session, data, start_s, shared)
                         row["warmup_s"] = warmup_s
@@ -270,18 +274,22 @@ def _run_launch(
         compact(store, sweep, files, stem, **({"teardown_s": teardown_s} if teardown_s is not None else {}))
 
 
-def _warm_up(plan: Plan, item: Todo, session: Session, data: dict[float, Data]) -> float | None:
-    """One untimed batch of 1-epoch fits, so worker start-up and imports are not in trial 0's time."""
+def _warm_up(plan: Plan, item: Todo, session: Session, data: dict[float, Data]) -> tuple[float | None, bool]:
+    """One untimed batch of 1-epoch fits, so worker start-up and imports are not in trial 0's time.
+
+    Returns its time (None when it did not complete) and whether it ran past the time limit, which
+    aborted the launch's running fits.
+    """
     fit_data = data[item.point.fraction]
     tasks = batch_for(plan, item.launch, item.point, item.trial, fit_data, epochs=1)
     started = time.perf_counter()
     try:
         _with_timeout(session, tasks, fit_data, plan.grid.workload.timeout_s)
     except MeasurementTimeout:
-        return None
+        return None, True
     except Exception:  # the measurement that follows will fail the same way and record why
-        return None
-    return time.perf_counter() - started
+        return None, False
+    return time.perf_counter() - started, False
 
 
 def batch_for(plan: Plan, launch: Launch, point: Point, trial: int, data: Data, *, epochs: int) -> list[FitTask]:
@@ -345,29 +353,43 @@ def _epochs(plan: Plan, point: Point) -> int:
 
 
 def _with_timeout(session: Session, tasks: list[FitTask], data: Data, timeout_s: float) -> list[FitResult]:
-    """Run the batch in a helper thread; past the limit, abort the launch's workers."""
+    """Run the batch in a helper thread; past the limit, abort the launch's workers.
+
+    The deadline alone decides: a batch that has not ended by then is a timeout, whatever it raises
+    or returns afterwards (an aborted batch fails in ways that depend on where the abort caught it).
+    """
     outcome: dict[str, Any] = {}
+    ended = threading.Event()
+    deadline = time.monotonic() + timeout_s
 
     def target() -> None:
         try:
             outcome["results"] = session.run_batch(tasks, data)
         except BaseException as error:  # handed to the main thread
             outcome["error"] = error
+        finally:
+            outcome["in_time"] = time.monotonic() <= deadline
+            ended.set()
 
     thread = threading.Thread(target=target, name="sweeper-batch", daemon=True)
     thread.start()
-    deadline = time.monotonic() + timeout_s
     try:
-        while thread.is_alive() and time.monotonic() < deadline:
-            thread.join(0.2)
+        while not ended.wait(min(0.2, max(0.0, deadline - time.monotonic()))) and time.monotonic() < deadline:
+            pass
     except KeyboardInterrupt:
-        session.abort()
+        with contextlib.suppress(Exception):  # the interrupt matters more than an abort that failed
+            session.abort()
         thread.join(30)
         raise
-    if thread.is_alive():
-        session.abort()
+    abort_error = None
+    if not ended.is_set():
+        try:
+            session.abort()
+        except Exception as error:  # e.g. the workers did not come back: still a timeout, the launch restarts
+            abort_error = error
         thread.join(30)
-        raise MeasurementTimeout()
+    if abort_error is not None or not outcome.get("in_time"):
+        raise MeasurementTimeout() from abort_error
     if "error" in outcome:
         raise outcome["error"]
     results: list[FitResult] = outcome["results"]

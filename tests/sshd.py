@@ -110,8 +110,8 @@ class Sshd:
             str(self.port),
             "-l",
             self.user,
-            self.host,
             "--",
+            self.host,
             *command,
         ]
 
@@ -231,7 +231,7 @@ def _wait_ready(server: Sshd, timeout_s: float) -> None:
         if server.process.poll() is not None:
             raise RuntimeError(f"sshd exited with {server.process.returncode}: {server.log.read_text()[-2000:]}")
         probe = subprocess.run(
-            [*server.ssh_command("true")[:-3], "-o", "ConnectTimeout=2", server.host, "--", "true"],
+            [*server.ssh_command("true")[:-3], "-o", "ConnectTimeout=2", "--", server.host, "true"],
             capture_output=True,
             text=True,
             timeout=10,

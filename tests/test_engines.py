@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import ast
+import subprocess
+import sys
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
-from sweeper import engines
+from sweeper import engines, runner
 from sweeper.cli import main
+from sweeper.engines import dask_ssh, spark_ssh, ssh_hosts
 from sweeper.engines.base import Granted, LaunchError, check_granted
+from sweeper.engines.spark_engine import with_spark_conf
+from sweeper.engines.ssh_hosts import SshCluster, SshOptions
 from sweeper.errors import UserError
 from tests.conftest import minimal_grid
 
@@ -52,3 +62,211 @@ def test_run_on_a_manager_an_engine_cannot_use_stops_before_anything_starts(
     assert main(["run", str(write_grid(grid))]) == 2
     assert "engine 'dask' cannot launch on manager 'yarn' yet" in " ".join(capsys.readouterr().err.split())
     assert not (tmp_path / "store").exists()
+
+
+# --- every ssh command line: the destination after "--" -------------------------------------------------------
+
+HOSTILE_HOST = "-oProxyCommand=touch /tmp/sweeper-hostile-host"
+HOSTILE_USER = "-oProxyCommand=touch /tmp/sweeper-hostile-user"
+
+
+class RecordedSsh:
+    """Stands in for ``subprocess.run`` in ssh_hosts: records each ``ssh`` argv, answers like a healthy host."""
+
+    def __init__(self) -> None:
+        self.argvs: list[list[str]] = []
+
+    def __call__(self, argv: list[str], **_: Any) -> subprocess.CompletedProcess[str]:
+        self.argvs.append(argv)
+        remote = argv[-1]
+        if "-version" in remote:
+            out = 'openjdk version "17.0.2" 2022-01-18\n'
+        elif "import sys" in remote:
+            out = f"{sys.version_info[0]}.{sys.version_info[1]}\n/opt/pyspark\n"
+        elif "echo $!" in remote:
+            out = "4242\n"
+        else:
+            out = ""
+        return subprocess.CompletedProcess(argv, 0, stdout=out, stderr="")
+
+
+def every_remote_call(cluster: SshCluster) -> None:
+    """Every function of the SSH engines that runs something on a host, once."""
+    host, options = cluster.hosts[0], cluster.options
+    ssh_hosts.run_remote(host, ["echo", "a b"], options)
+    ssh_hosts.check_host(host, options, cluster.python, cluster.java)
+    ssh_hosts.kill_groups(host, options, [12], grace_s=0.0)
+    ssh_hosts.groups_alive(host, options, [12])
+    daemons = spark_ssh.Daemons(cluster, "token", f"{cluster.remote_dir}/sweeper-spark-0-token", {host: [12]})
+    spark_ssh._make_scratch(daemons, host)
+    spark_ssh._start_daemon(daemons, host, "/opt/pyspark", "secret", "master", spark_ssh.MASTER_CLASS)
+    spark_ssh._log_tail(daemons, host, "master")
+    spark_ssh.remote_executors(cluster, "app-1")
+    spark = SimpleNamespace(sparkContext=SimpleNamespace(applicationId="app-1", cancelAllJobs=lambda: None))
+    spark_ssh.SshSparkSession(spark, Granted(1, 1, 1), 1, cluster).abort()
+    spark_ssh.teardown(daemons, grace_s=0.0)
+    groups = dask_ssh.RemoteGroups(cluster, "token")
+    groups.scan()
+    groups.kill_workers(host)
+    groups.wait_gone(linger_s=0.0)
+    dask_ssh.install_tls(cluster, host, f"{cluster.remote_dir}/tls", "key", "cert")
+    dask_ssh._make_scratch(cluster, host, cluster.remote_dir)
+    dask_ssh._remove_scratch(cluster, host, cluster.remote_dir)
+
+
+def test_every_ssh_command_line_has_the_host_after_double_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    recorded = RecordedSsh()
+    monkeypatch.setattr(ssh_hosts.subprocess, "run", recorded)
+    options = SshOptions(user=HOSTILE_USER, port=2222, identity_file="/k", known_hosts="/kh")
+    cluster = SshCluster(hosts=(HOSTILE_HOST,), options=options, java_home="/jdk", remote_dir="/scratch")
+    every_remote_call(cluster)
+    assert len(recorded.argvs) >= 15
+    for argv in recorded.argvs:
+        # ssh, its options, then "--", the destination and the remote command: nothing else is parsed as an option
+        assert argv[0] == "ssh" and argv[-3:-1] == ["--", HOSTILE_HOST], argv
+        options_part = argv[1:-3]
+        assert HOSTILE_HOST not in options_part and "--" not in options_part, argv
+        assert options_part[options_part.index("-l") + 1] == HOSTILE_USER, argv  # the argument of -l, not an option
+
+
+def test_only_ssh_command_builds_an_ssh_command_line() -> None:
+    """The package's one ``ssh`` argv is built by ssh_hosts.ssh_command; nothing else runs ssh, scp or rsync."""
+    package = Path(engines.__file__).resolve().parent.parent
+    found = [
+        f"{path.relative_to(package)}:{node.lineno}"
+        for path in package.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.List)  # an argv: [program, ...]
+        and node.elts
+        and isinstance(node.elts[0], ast.Constant)
+        and node.elts[0].value in ("ssh", "scp", "rsync", "sftp")
+    ]
+    assert len(found) == 1 and found[0].startswith("engines/ssh_hosts.py:"), found
+
+
+# --- a batch at its time limit: the deadline alone decides -----------------------------------------------------
+
+
+class Clock:
+    """``time`` for the runner, with a monotonic clock that moves only when a test batch says so."""
+
+    def __init__(self) -> None:
+        self.now_s = 0.0
+        self.perf_counter = time.perf_counter
+
+    def monotonic(self) -> float:
+        return self.now_s
+
+
+class Batch:
+    """A session whose batch runs ``run_s`` on the clock and then ends with ``ending`` (results or an error).
+
+    ``until_abort``: the batch does not end by itself; ``abort()`` ends it (and raises ``abort_error``, if set).
+    """
+
+    def __init__(self, clock: Clock, run_s: float, ending: Any, *, until_abort: bool = False) -> None:
+        self.granted = Granted(1, 1, 1)
+        self.versions: dict[str, str] = {}
+        self.clock, self.run_s, self.ending = clock, run_s, ending
+        self.aborted = threading.Event()
+        self.until_abort = until_abort
+        self.abort_error: Exception | None = None
+
+    def run_batch(self, tasks: list[Any], data: Any) -> list[Any]:
+        self.clock.now_s += self.run_s
+        if self.until_abort:
+            self.aborted.wait(60)
+        if isinstance(self.ending, BaseException):
+            raise self.ending
+        return list(self.ending)
+
+    def abort(self) -> None:
+        self.aborted.set()
+        if self.abort_error is not None:
+            raise self.abort_error
+
+
+# what an aborted Dask batch raised when joblib ran it in the driver on a cluster half restarted
+ABORTED = AttributeError("'Future' object has no attribute 'resolve'")
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    fake = Clock()
+    monkeypatch.setattr(runner, "time", fake)
+    return fake
+
+
+def test_a_batch_that_ends_with_an_error_after_its_deadline_is_a_timeout(clock: Clock) -> None:
+    # The race: the aborted batch's own error arrived between the deadline and the runner's look at the batch.
+    batch = Batch(clock, run_s=10.0, ending=ABORTED)
+    with pytest.raises(runner.MeasurementTimeout):
+        runner._with_timeout(batch, [], None, timeout_s=5.0)  # type: ignore[arg-type]
+    assert not batch.aborted.is_set()  # it had ended: nothing to abort
+
+
+def test_a_batch_that_returns_after_its_deadline_is_a_timeout(clock: Clock) -> None:
+    with pytest.raises(runner.MeasurementTimeout):
+        runner._with_timeout(Batch(clock, run_s=5.5, ending=["late"]), [], None, timeout_s=5.0)  # type: ignore[arg-type]
+
+
+def test_a_batch_running_at_its_deadline_is_aborted_and_is_a_timeout_whatever_it_raises(clock: Clock) -> None:
+    batch = Batch(clock, run_s=10.0, ending=ABORTED, until_abort=True)
+    with pytest.raises(runner.MeasurementTimeout):
+        runner._with_timeout(batch, [], None, timeout_s=5.0)  # type: ignore[arg-type]
+    assert batch.aborted.is_set()
+
+
+def test_an_abort_that_fails_still_makes_a_timeout_naming_why(clock: Clock) -> None:
+    batch = Batch(clock, run_s=10.0, ending=ABORTED, until_abort=True)
+    batch.abort_error = LaunchError("dask: the workers did not start again")
+    with pytest.raises(runner.MeasurementTimeout) as raised:
+        runner._with_timeout(batch, [], None, timeout_s=5.0)  # type: ignore[arg-type]
+    assert raised.value.__cause__ is batch.abort_error
+
+
+def test_a_batch_that_ends_in_time_gives_its_results_or_its_own_error(clock: Clock) -> None:
+    assert runner._with_timeout(Batch(clock, 5.0, ["ok"]), [], None, timeout_s=5.0) == ["ok"]  # type: ignore[arg-type]
+    failing = ValueError("a fit raised")
+    with pytest.raises(ValueError, match="a fit raised"):
+        runner._with_timeout(Batch(clock, 1.0, failing), [], None, timeout_s=5.0)  # type: ignore[arg-type]
+
+
+# --- spark_conf merged with the sweeper's Spark properties ------------------------------------------------------
+
+
+def test_spark_conf_extends_java_options_and_lists_and_never_replaces_the_fit_environment() -> None:
+    ours = {
+        "spark.executor.extraJavaOptions": "-Dsweeper.launch=abc",
+        "spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=file:/q",
+        "spark.yarn.am.extraJavaOptions": "-Dlog4j2.configurationFile=file:/q",
+        "spark.yarn.dist.archives": "/env.tar.gz#environment",
+        "spark.executorEnv.OMP_NUM_THREADS": "1",
+        "spark.executorEnv.PYTHONHASHSEED": "6640",
+        "spark.yarn.appMasterEnv.PYSPARK_PYTHON": "./environment/bin/python",
+        "spark.app.name": "sweeper-launch-0",
+    }
+    grid = {
+        "spark.executor.extraJavaOptions": "-XX:+UseG1GC -Dsweeper.launch=forged",
+        "spark.driver.extraJavaOptions": "-Dmine=1",
+        "spark.yarn.am.extraJavaOptions": "",
+        "spark.yarn.dist.archives": "/extra.zip#extra",
+        "spark.executorEnv.OMP_NUM_THREADS": "8",
+        "spark.executorEnv.MY_VARIABLE": "kept",
+        "spark.yarn.appMasterEnv.PYSPARK_PYTHON": "/usr/bin/python3",
+        "spark.app.name": "mine",
+        "spark.sql.shuffle.partitions": "4",
+    }
+    merged = with_spark_conf(ours, grid)
+    # the grid's Java options first, the sweeper's last: a JVM takes the last of a repeated -D
+    assert merged["spark.executor.extraJavaOptions"] == "-XX:+UseG1GC -Dsweeper.launch=forged -Dsweeper.launch=abc"
+    assert merged["spark.driver.extraJavaOptions"] == "-Dmine=1 -Dlog4j2.configurationFile=file:/q"
+    assert merged["spark.yarn.am.extraJavaOptions"] == "-Dlog4j2.configurationFile=file:/q"
+    assert merged["spark.yarn.dist.archives"] == "/env.tar.gz#environment,/extra.zip#extra"
+    assert merged["spark.executorEnv.OMP_NUM_THREADS"] == "1"  # pinned: set it with `environment`, on every engine
+    assert merged["spark.executorEnv.PYTHONHASHSEED"] == "6640"
+    assert merged["spark.yarn.appMasterEnv.PYSPARK_PYTHON"] == "./environment/bin/python"
+    assert merged["spark.executorEnv.MY_VARIABLE"] == "kept"
+    assert merged["spark.app.name"] == "mine"  # anything else: the grid's value
+    assert merged["spark.sql.shuffle.partitions"] == "4"
+    assert with_spark_conf(ours, {}) == ours

@@ -773,6 +773,15 @@ def test_spark_properties_the_engines_merge_are_accepted() -> None:
     assert dict(grid.spark_conf) == {**conf, "spark.rdd.compress": "false"}
 
 
+@pytest.mark.parametrize(
+    "variable", ["OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "PYTHONHASHSEED", "MALLOC_TRIM_THRESHOLD_"]
+)
+def test_the_fit_environment_is_set_with_environment_not_spark_conf(variable: str) -> None:
+    err = _problems({**minimal_grid(), "spark_conf": {f"spark.executorEnv.{variable}": "8"}})
+    assert f"spark_conf.spark.executorEnv.{variable}: {variable} is part of the fit environment" in err
+    assert "set it with environment:" in err
+
+
 @pytest.mark.parametrize("name", ["1ABC", "A-B", "É", "A B", "", "A=B", 5])
 def test_environment_names_must_be_variable_names(name: Any) -> None:
     err = _problems({**minimal_grid(), "environment": {name: "1"}})

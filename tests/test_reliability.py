@@ -51,6 +51,7 @@ from tests.faults import (
 
 pytestmark = pytest.mark.integration
 
+USER_JAVA_OPTION = "-Dsweeper.test.user.option=kept"  # the grid's spark_conf, merged with the sweeper's options
 LONG = 900  # epochs of digits with exact_epochs: a fit of a few CPU-seconds, so a fault lands inside it
 SWEEP_TIMEOUT_S = 600
 
@@ -119,6 +120,7 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> Killed:
         "killed",
         epochs=[2, LONG, 3],
         only=[{"epochs": 2}, {"engine": "spark", "epochs": LONG}, {"engine": "dask"}],
+        spark_conf={"spark.executor.extraJavaOptions": USER_JAVA_OPTION},
     )
     sweep_dir = tmp / "store" / "killed"
     tag = new_tag()
@@ -147,6 +149,9 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> Killed:
 def test_a_killed_spark_executor_fails_its_measurement_with_the_error_and_the_sweep_goes_on(killed: Killed) -> None:
     assert killed.returncode == 0, killed.output
     assert "CoarseGrainedExecutorBackend" in killed.victims["spark"]
+    # the grid's spark.executor.extraJavaOptions reached the executor, and so did the sweeper's (quiet logs)
+    options = killed.victims["spark"].split()
+    assert USER_JAVA_OPTION in options and any(o.startswith("-Dlog4j2.configurationFile=") for o in options)
     row = measurement(killed.frame, "spark", LONG)
     assert row["status"] in ("failed", "timeout"), (row["status"], row["fit_wall_s"])
     assert "ExecutorLostFailure" in row["error"] and "exited" in row["error"], row["error"]

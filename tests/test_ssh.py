@@ -8,20 +8,23 @@ machine, so "remote" processes are checked in the local process table.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import psutil
 import pytest
 
+from sweeper.cli import main
 from sweeper.config.grid import Dataset
 from sweeper.datasets import Data, load
 from sweeper.engines import dask_ssh, spark_ssh
 from sweeper.engines.base import Granted, LaunchContext, LaunchError
+from sweeper.engines.spark_engine import EXECUTOR_CLASS
 from sweeper.engines.ssh_hosts import SshCluster, SshOptions, check_host, run_remote
 from sweeper.plan import Launch
 from tests.batches import replicas
+from tests.conftest import minimal_grid
 from tests.sshd import Sshd, free_port, keygen, sshd_running, sshd_unavailable
 
 pytestmark = [
@@ -62,8 +65,20 @@ def assert_nothing_left(server: Sshd, wait_s: float = 10.0) -> None:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
-    with sshd_running(tmp_path_factory.mktemp("sshd")) as running:
+    # VERBOSE: the log has a line for every connection ("Connection from ..."), to show when there was none
+    with sshd_running(tmp_path_factory.mktemp("sshd"), extra_config={"LogLevel": "VERBOSE"}) as running:
         yield running
+
+
+def connections(server: Sshd) -> int:
+    """How many connections the server has logged so far."""
+    return server.log.read_text(errors="replace").count("Connection from ")
+
+
+def hostile(tmp_path: Path) -> tuple[str, Path]:
+    """A path under ``tmp_path`` that a shell given it unquoted would turn into ``touch MARKER``, and the marker."""
+    marker = tmp_path / "hostile-marker"
+    return f"{tmp_path}/a'; touch {marker}; echo '", marker
 
 
 @pytest.fixture(scope="module")
@@ -91,20 +106,26 @@ def small_launch(engine: str) -> Launch:
     )
 
 
-def context(tmp_path: Path) -> LaunchContext:
+def context(tmp_path: Path, **spark_conf: str) -> LaunchContext:
     return LaunchContext(
-        run_dir=tmp_path / "run", environment={"OMP_NUM_THREADS": "1"}, threads_per_fit=1, start_timeout_s=90
+        run_dir=tmp_path / "run",
+        environment={"OMP_NUM_THREADS": "1"},
+        threads_per_fit=1,
+        start_timeout_s=90,
+        spark_conf=spark_conf,
     )
 
 
 @pytest.mark.parametrize("engine", ["spark", "dask"])
-def test_a_launch_over_ssh_is_granted_its_plan_runs_fits_and_leaves_nothing(
+def test_a_launch_over_ssh_is_granted_its_plan_runs_fits_recovers_from_an_abort_and_leaves_nothing(
     engine: str, server: Sshd, digits: Data, tmp_path: Path
 ) -> None:
     launch = small_launch(engine)
     tasks = replicas(digits)
     start = spark_ssh.start if engine == "spark" else dask_ssh.start
-    with start(launch, context(tmp_path), cluster_for(server)) as session:
+    # past grid validation (which refuses it), a remote_dir made to break out of quotes only names a directory
+    remote_dir, marker = hostile(tmp_path)
+    with start(launch, context(tmp_path), cluster_for(server, remote_dir=remote_dir)) as session:
         assert session.granted == Granted(2, 1, 512)
         results = session.run_batch(tasks, digits)
         # the fits ran in two different worker processes, started over SSH, not by this process
@@ -113,16 +134,28 @@ def test_a_launch_over_ssh_is_granted_its_plan_runs_fits_and_leaves_nothing(
         over_ssh = {server.process.pid} | {p.pid for p in server.sessions()}
         assert not pids & ({p.pid for p in psutil.Process().children(recursive=True)} - over_ssh)
         assert all(0 < r.accuracy <= 1 for r in results)
+        assert list((tmp_path / "a'; touch ").rglob(f"sweeper-{engine}-*")), "the launch's directory is elsewhere"
+        # a batch past its time limit is aborted: the next one runs on new workers
+        session.abort()
+        again = session.run_batch(tasks, digits)
+        assert all(0 < r.accuracy <= 1 for r in again) and not pids & {r.pid for r in again}
+    assert not marker.exists()
     assert_nothing_left(server)
 
 
-def test_the_spark_secret_is_on_no_command_line(server: Sshd, tmp_path: Path) -> None:
-    with spark_ssh.start(small_launch("spark"), context(tmp_path), cluster_for(server)) as session:
+def test_the_spark_secret_is_on_no_command_line_and_spark_conf_extends_the_marker(server: Sshd, tmp_path: Path) -> None:
+    mine = "-Dsweeper.test.user.option=kept"
+    user_conf = context(tmp_path, **{"spark.executor.extraJavaOptions": mine})
+    with spark_ssh.start(small_launch("spark"), user_conf, cluster_for(server)) as session:
         secret = session.spark.sparkContext.getConf().get("spark.authenticate.secret")
         assert secret and len(secret) >= 32
         assert session.spark.sparkContext.getConf().get("spark.authenticate") == "true"
         cmdlines = [" ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"])]
         assert not [c for c in cmdlines if secret in c]
+        # the grid's Java options reach the executors, and so does the launch's marker that teardown finds them by
+        executors = [c.split() for c in cmdlines if EXECUTOR_CLASS in c]
+        assert len(executors) == 2
+        assert all(mine in args and any(a.startswith("-Dsweeper.launch=") for a in args) for args in executors)
     assert_nothing_left(server)
 
 
@@ -177,6 +210,61 @@ def test_a_remote_command_reports_its_own_exit_status(server: Sshd) -> None:
     assert run_remote(server.host, "echo out; echo err >&2; exit 3", options) == (3, "out\n", "err\n")
     assert run_remote(server.host, ["printf", "%s", "a b"], options)[1] == "a b"
     assert run_remote(server.host, "cat", options, input_text="secret\n")[1] == "secret\n"
+
+
+@pytest.mark.parametrize("field", ["host", "user"])
+def test_a_host_or_user_written_as_an_ssh_option_is_never_read_as_one(field: str, server: Sshd, tmp_path: Path) -> None:
+    marker = tmp_path / "proxy-command-ran"
+    option = f"-oProxyCommand=touch {marker}"
+    options = replace(cluster_for(server).options, connect_timeout_s=2)
+    host = server.host
+    if field == "host":
+        host = option
+    else:
+        options = replace(options, user=option)
+    with pytest.raises(LaunchError, match=r"unreachable|authentication refused|ssh to"):
+        run_remote(host, "true", options)
+    assert not marker.exists()
+
+
+def hostile_grid(server: Sshd, store: Path, key: str, value: str) -> dict[str, object]:
+    """A grid that would launch Dask on the server, with one hostile ``cluster`` or ``cluster.ssh`` value."""
+    cluster: dict[str, object] = {
+        "manager": "ssh",
+        "hosts": [server.host],
+        "ssh": server.ssh_options(),
+        "cores_per_node": 2,
+        "memory_per_node": "8GiB",
+    }
+    if key.startswith("ssh."):
+        cluster["ssh"] = {**server.ssh_options(), key.removeprefix("ssh."): value}
+    else:
+        cluster[key] = value
+    return minimal_grid(
+        name="hostile",
+        cluster=cluster,
+        engines=["dask"],
+        baseline=False,
+        workload={"dataset": "digits", "epochs": [1], "trials": 1},
+        store=str(store),
+    )
+
+
+@pytest.mark.parametrize("key", ["remote_dir", "python", "java_home", "ssh.identity_file"])
+def test_a_hostile_path_in_the_grid_is_refused_before_anything_reaches_the_host(
+    key: str, server: Sshd, tmp_path: Path, write_grid: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    value, marker = hostile(tmp_path)
+    grid = write_grid(hostile_grid(server, tmp_path / "store", key, value))
+    seen = connections(server)
+    assert main(["run", str(grid)]) == 2
+    error = " ".join(capsys.readouterr().err.split())
+    assert error.startswith("error:") and f"cluster.{key}" in error, error
+    assert not marker.exists()
+    assert connections(server) == seen, "the refused grid reached the SSH server"
+    assert not server.sessions() and not (tmp_path / "store").exists()
+    run_remote(server.host, "true", cluster_for(server).options)  # the log does show a connection when there is one
+    assert connections(server) == seen + 1
 
 
 def launch_listening_ports(marker: str) -> set[int]:

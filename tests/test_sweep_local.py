@@ -18,7 +18,10 @@ import yaml
 
 from sweeper import load_results, runner
 from sweeper.config import grid as grid_file
-from sweeper.plan import make_plan
+from sweeper.config.grid import Dataset
+from sweeper.datasets import load
+from sweeper.plan import Launch, make_plan
+from tests.batches import replicas
 from tests.conftest import REPO, minimal_grid
 from tests.processes import assert_no_launch_processes
 
@@ -134,6 +137,94 @@ def test_a_batch_past_its_time_limit_is_a_timeout_row_and_the_launch_restarts(tm
     result = runner.run(make_plan(only_dask), store=tmp_path / "store")
     assert [row["status"] for row in result.rows] == ["timeout", "timeout"], [row["error"] for row in result.rows]
     assert time.monotonic() - started < 60
+    assert_no_launch_processes()
+
+
+def test_a_dask_launch_measures_again_after_a_batch_aborted_at_its_time_limit(tmp_path: Path) -> None:
+    """The abort path, made deterministic: a time limit of 0 s aborts the batch wherever it is.
+
+    Before, the next batch met a cluster with its workers restarting and the shipped data lost: with
+    one core registered, joblib ran it here, in the driver, on the data's handle (``'Future' object
+    has no attribute 'resolve'``); a second abort during the restart hung the nanny's close().
+    """
+    from sweeper.engines import dask_engine
+    from sweeper.engines.base import LaunchContext
+
+    data = load(Dataset("digits"))
+    tasks = replicas(data)
+    launch = Launch(
+        index=0,
+        engine="dask",
+        manager="local",
+        nodes=1,
+        rule="report",
+        cores_per_executor=1,
+        executors=2,
+        executor_memory_mib=512,
+        memory_overhead_mib=0,
+        workers_per_node=(2,),
+    )
+    context = LaunchContext(run_dir=tmp_path / "run", environment={"OMP_NUM_THREADS": "1"}, threads_per_fit=1)
+    with dask_engine.start(launch, context) as session:
+        first = {r.pid for r in runner._with_timeout(session, tasks, data, 600)}
+        for _ in range(2):  # twice: the second abort finds the workers the first one's restart started
+            with pytest.raises(runner.MeasurementTimeout):
+                runner._with_timeout(session, tasks, data, 0.0)
+        again = runner._with_timeout(session, tasks, data, 600)
+        assert len({r.pid for r in again}) == 2 and not first & {r.pid for r in again}
+        # one core left (a worker retired): the batch still runs on the cluster, not in this process
+        session.client.retire_workers([sorted(session.worker_addresses())[0]])
+        assert sum(session.client.ncores().values()) == 1
+        alone = session.run_batch(tasks, data)
+        assert os.getpid() not in {r.pid for r in alone} and all(0 < r.accuracy <= 1 for r in alone)
+    assert_no_launch_processes()
+
+
+def test_the_baseline_measures_again_after_a_batch_aborted_at_its_time_limit(tmp_path: Path) -> None:
+    from sweeper.engines import starter
+    from sweeper.engines.base import LaunchContext
+
+    data = load(Dataset("digits"))
+    launch = Launch(
+        index=0,
+        engine="local",
+        manager="local",
+        nodes=1,
+        rule="report",
+        cores_per_executor=1,
+        executors=1,
+        executor_memory_mib=0,
+        memory_overhead_mib=0,
+        workers_per_node=(1,),
+    )
+    context = LaunchContext(run_dir=tmp_path / "run", environment={"OMP_NUM_THREADS": "1"}, threads_per_fit=1)
+    with starter("local")(launch, context) as session:
+        with pytest.raises(runner.MeasurementTimeout):
+            runner._with_timeout(session, replicas(data), data, 0.0)
+        again = runner._with_timeout(session, replicas(data), data, 600)
+        assert len(again) == 2 and all(0 < r.accuracy <= 1 for r in again)
+    assert_no_launch_processes()
+
+
+def test_a_warm_up_past_the_time_limit_restarts_the_launch_before_measuring(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The aborted warm-up left the launch restarting its workers: the measurement gets a fresh launch."""
+    starts: list[str] = []
+    real_starter = runner.starter
+
+    def counting_starter(engine: str, manager: str = "local") -> Any:
+        starts.append(engine)
+        return real_starter(engine, manager)
+
+    monkeypatch.setattr(runner, "starter", counting_starter)
+    grid = small_grid(tmp_path, name="cold", epochs=[200], trials=1, timeout_s=0.001, exact_epochs=True)
+    spec = yaml.safe_load(grid.read_text())
+    spec["exclude"] = [{"engine": "spark"}, {"engine": "dask"}]  # the baseline alone: one cheap local worker
+    grid.write_text(yaml.safe_dump(spec))
+    result = runner.run(make_plan(grid_file.load(grid)), store=tmp_path / "store")
+    assert starts == ["local", "local"]
+    assert [(row["status"], row["warmup_s"]) for row in result.rows] == [("timeout", None)]
     assert_no_launch_processes()
 
 

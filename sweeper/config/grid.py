@@ -21,6 +21,7 @@ from typing import Any
 
 from sweeper.config.reader import read_grid_yaml
 from sweeper.errors import UserError
+from sweeper.fit_environment import OBSERVED_VARIABLES
 from sweeper.sizing import RULES, Cluster, InfeasibleShape, size_executors
 from sweeper.text import CONTROL, CONTROL_CHARS, shown
 from sweeper.units import SIZE_FORMS, parse_size_mib
@@ -109,6 +110,7 @@ DEFAULT_MODEL: dict[str, Any] = {
 }
 RULE_AXES = ("engine", "cores_per_executor", "epochs", "fraction", "mode")
 # Spark properties the plan sets for every launch: spark_conf may not override them.
+FIT_ENVIRONMENT_PREFIX = "spark.executorEnv."  # spark_conf may not set the fit environment
 SPARK_CONF_OWNED = (
     "spark.master",
     "spark.submit.deployMode",
@@ -1077,6 +1079,12 @@ def _spark_conf(check: _Checker, value: Any) -> dict[str, str]:
                 key,
                 "must be a Spark property name (starting with 'spark.', without spaces, '=' or control "
                 f"characters), got {shown(name)}",
+            )
+        elif name.startswith(FIT_ENVIRONMENT_PREFIX) and name[len(FIT_ENVIRONMENT_PREFIX) :] in OBSERVED_VARIABLES:
+            check.fail(
+                key,
+                f"{name[len(FIT_ENVIRONMENT_PREFIX) :]} is part of the fit environment every engine gets; "
+                "set it with environment: (spark_conf would apply it to Spark only)",
             )
         else:
             checked = _setting(check, setting, key, CONTROL, "control characters (newlines, NUL, ...)")

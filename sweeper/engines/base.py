@@ -51,7 +51,12 @@ class Session(Protocol):
         ...
 
     def abort(self) -> None:
-        """Stop a running batch at once (timeout, Ctrl-C): kill what runs fits."""
+        """Stop a running batch at once (timeout, Ctrl-C): kill what runs fits.
+
+        Where the engine can start them again (the baseline, Dask's nannies, Spark's workers), the next
+        batch runs on fresh workers; Dask's abort returns only once they are all back. Dask on YARN
+        kills the application: the next batch fails, and the runner starts the launch again.
+        """
         ...
 
 

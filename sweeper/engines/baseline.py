@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from joblib.externals.loky import get_reusable_executor
 
@@ -29,13 +30,19 @@ class BaselineSession:
     def __init__(self, context: LaunchContext) -> None:
         self.granted = Granted(executors=1, cores_per_executor=1, executor_memory_mib=0)
         self.versions: dict[str, str] = {}
-        self._executor = get_reusable_executor(max_workers=1, env=context.environment, reuse=False)
+        self._environment = context.environment
+        self._executor = self._new_executor()
+
+    def _new_executor(self) -> Any:
+        return get_reusable_executor(max_workers=1, env=self._environment, reuse=False)
 
     def run_batch(self, tasks: list[FitTask], data: Data) -> list[FitResult]:
         return self._executor.submit(run_sequentially, tasks, data).result()
 
     def abort(self) -> None:
+        """Kill the worker process; a fresh one runs the next batch."""
         self._executor.shutdown(wait=True, kill_workers=True)
+        self._executor = self._new_executor()
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, kill_workers=True)

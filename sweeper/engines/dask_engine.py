@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import dask
-from distributed import Client, Future, LocalCluster
+from distributed import Client, Future, LocalCluster, Status
 from distributed.deploy.spec import SpecCluster
 from joblib._dask import DaskDistributedBackend
 from joblib.parallel import register_parallel_backend
@@ -27,6 +29,7 @@ from sweeper.fitting import FitResult, FitTask, run_fit
 from sweeper.plan import Launch
 
 BACKEND = "sweeper-dask"
+RESTART_TIMEOUT_S = 120.0  # after an abort, how long the nannies may take to start the workers again
 
 
 class FailureReportingDaskBackend(DaskDistributedBackend):
@@ -50,6 +53,11 @@ class FailureReportingDaskBackend(DaskDistributedBackend):
                     callback(result)
             await asyncio.sleep(0.01)
 
+    def effective_n_jobs(self, n_jobs: int) -> int:
+        """At least 2: with 1 (a cluster with one core left, e.g. while workers restart) joblib would run
+        the batch here, in the driver, on the handle of the shipped data instead of the data."""
+        return max(2, int(super().effective_n_jobs(n_jobs)))
+
 
 class DaskSession:
     """A started Dask cluster with its client (any manager): batches go through :data:`BACKEND`."""
@@ -61,39 +69,86 @@ class DaskSession:
         self.granted = granted
         self.n_jobs = n_jobs
         self.versions: dict[str, str] = {}
-        self._shipped: tuple[Data, Future] | None = None
-        self._shards: DaskShards | None = None
+        # what was shipped to the workers, with the number of aborts before it was: an abort kills its copies
+        self.aborts = 0
+        self._shipped: tuple[Data, Future, int] | None = None
+        self._shards: tuple[DaskShards, int] | None = None
 
     def run_batch(self, tasks: list[FitTask], data: Data) -> list[FitResult]:
         """Fits through joblib's ``dask`` backend; the data goes to every worker once per launch."""
         if tasks and tasks[0].mode == "data-parallel":
             return [self._data_parallel(task, data) for task in tasks]
-        if self._shipped is None or self._shipped[0] is not data:
+        shipped = self._shipped
+        if shipped is None or shipped[0] is not data or shipped[2] != self.aborts:
+            aborts = self.aborts
             # Dask's Active Memory Manager drops "superfluous" replicas every 2 s, broadcast ones included: a
             # worker would then fetch the data again from a peer in every batch. Keep one copy per worker.
             self.client.amm.stop()
-            self._shipped = (data, self.client.scatter(data, broadcast=True, hash=False))
+            shipped = self._shipped = (data, self.client.scatter(data, broadcast=True, hash=False), aborts)
         if self.n_jobs == 1:
             # joblib runs a batch whose backend has one slot in the calling process: submit to the worker directly.
-            futures = self.client.map(run_fit, tasks, data=self._shipped[1], pure=False)
+            futures = self.client.map(run_fit, tasks, data=shipped[1], pure=False)
             results: list[FitResult] = self.client.gather(futures)
             return results
-        return run_on_backend(BACKEND, self.n_jobs, tasks, self._shipped[1])
+        return run_on_backend(BACKEND, self.n_jobs, tasks, shipped[1])
 
     def _data_parallel(self, task: FitTask, data: Data) -> FitResult:
         """One model across the workers; each shard is shipped to its worker once per launch."""
-        if self._shards is None or self._shards.data is not data or len(self._shards.parts) != task.shards:
-            self._shards = DaskShards.ship(self.client, data, task.shards, task.seed)
-        shards = self._shards
+        shipped = self._shards
+        if shipped is None or shipped[1] != self.aborts or shipped[0].data is not data:
+            shipped = None
+        if shipped is None or len(shipped[0].parts) != task.shards:
+            aborts = self.aborts
+            shipped = self._shards = (DaskShards.ship(self.client, data, task.shards, task.seed), aborts)
+        shards = shipped[0]
         return fit_result(task, data, lambda params: shards.train(params, task.epochs, task.local_epochs, task.seed))
 
     def abort(self) -> None:
-        if self.cluster is None:
-            return
-        for worker in list(self.cluster.workers.values()):
-            process = getattr(getattr(worker, "process", None), "process", None)
+        """Kill the workers' processes, then wait until their nannies have started the planned workers again.
+
+        The shipped data died with the workers: the next batch ships it again. Returning only once every
+        worker is back means the next batch never meets a half-empty cluster, and a second abort never
+        kills a worker that is still starting (its nanny would then hang in ``close()``).
+        """
+        before = self.worker_addresses()
+        self.kill_workers()
+        self.forget_shipped()
+        deadline = time.monotonic() + RESTART_TIMEOUT_S
+        while not self.restarted(before):
+            if time.monotonic() > deadline:
+                raise LaunchError(f"dask: the workers did not start again within {RESTART_TIMEOUT_S:.0f} s of an abort")
+            time.sleep(0.1)
+
+    def forget_shipped(self) -> None:
+        """The workers that held the shipped data are gone: the next batch ships it again.
+
+        Counted, not only cleared: a batch still shipping when its workers were killed stores what it
+        shipped after this, and that copy must not count either."""
+        self.aborts += 1
+        self._shipped = None
+        self._shards = None
+
+    def worker_addresses(self) -> set[str]:
+        return set(self.client.scheduler_info(n_workers=-1)["workers"])
+
+    def kill_workers(self) -> None:
+        """Kill every worker process of the cluster (not the nannies, which start new ones)."""
+        for nanny in self.local_nannies():
+            process = getattr(getattr(nanny, "process", None), "process", None)
             if process is not None and process.pid:
-                kill_tree(process.pid)
+                kill_tree(process.pid, grace_s=0.0)
+
+    def restarted(self, before: set[str]) -> bool:
+        """The planned number of workers is registered, none of them one of ``before``, every nanny's worker up."""
+        workers = self.worker_addresses()
+        nannies_up = all(
+            getattr(getattr(n, "process", None), "status", None) == Status.running for n in self.local_nannies()
+        )
+        return len(workers) >= self.granted.executors and not workers & before and nannies_up
+
+    def local_nannies(self) -> list[Any]:
+        """The cluster's nannies when they run in this process (a LocalCluster's)."""
+        return list(self.cluster.workers.values()) if self.cluster is not None else []
 
 
 def _forget_handlers() -> None:

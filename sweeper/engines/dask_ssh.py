@@ -40,6 +40,7 @@ from sweeper.plan import Launch
 MARKER = "sweeper.launch"
 LINGER_S = 30.0  # how long remote workers may take to exit after close() before they are killed
 TLS_DIR = "tls"  # in the launch's scratch directory: key.pem and cert.pem (the cert is its own CA)
+WORKER_PROCESS = "spawn_main"  # on the command line of a worker process a nanny started (multiprocessing spawn)
 
 
 class DaskSshSession(DaskSession):
@@ -49,11 +50,12 @@ class DaskSshSession(DaskSession):
         super().__init__(cluster, client, granted, n_jobs)
         self.remote = remote
 
-    def abort(self) -> None:
-        """Kill the worker process groups on every host (the scheduler stays)."""
-        for host, groups in self.remote.scan(workers_only=True).items():
-            with contextlib.suppress(LaunchError):
-                kill_groups(host, self.remote.cluster.options, groups, grace_s=0.0)
+    def kill_workers(self) -> None:
+        """Kill the worker processes on every host; their nannies (and the scheduler) stay and start new ones."""
+        on_hosts(list(self.remote.cluster.hosts), self.remote.kill_workers)
+
+    def local_nannies(self) -> list[Any]:
+        return []  # the nannies run on the hosts: the scheduler's view of the workers is what counts
 
 
 class RemoteGroups:
@@ -68,13 +70,20 @@ class RemoteGroups:
     def marker(self) -> str:
         return f"{MARKER}={self.token}"
 
-    def scan(self, workers_only: bool = False) -> dict[str, list[int]]:
+    @property
+    def pattern(self) -> str:
+        """The marker as a quoted ``pgrep -f`` pattern that does not match the shell running it."""
+        return shlex.quote(f"[{MARKER[0]}]{MARKER[1:]}={self.token}")
+
+    def kill_workers(self, host: str) -> None:
+        """Kill the worker processes the launch's nannies spawned on ``host`` (the nannies restart them)."""
+        script = f'for p in $(pgrep -f -- {self.pattern}); do pkill -KILL -P "$p" -f -- {WORKER_PROCESS}; done; exit 0'
+        with contextlib.suppress(LaunchError):
+            run_remote(host, script, self.cluster.options)
+
+    def scan(self) -> dict[str, list[int]]:
         """Process groups on each host with a process carrying the marker (remembered for teardown)."""
-        pattern = shlex.quote(f"[{MARKER[0]}]{MARKER[1:]}={self.token}")  # [s]: not matching this shell
-        skip = " | grep -v -F distributed.Scheduler" if workers_only else ""
-        script = (
-            f"for p in $(pgrep -f -- {pattern}); do ps -o pgid=,args= -p $p; done{skip} | awk '{{print $1}}'; exit 0"
-        )
+        script = f"for p in $(pgrep -f -- {self.pattern}); do ps -o pgid= -p $p; done; exit 0"
 
         def groups(host: str) -> list[int]:
             _, out, _ = run_remote(host, script, self.cluster.options)
@@ -107,13 +116,17 @@ class RemoteGroups:
         return {host: groups for host, groups in zip(hosts, found, strict=True) if groups}
 
 
-def cluster_specs(
-    launch: Launch, cluster: SshCluster, remote_python: str, scratch: str
-) -> tuple[dict[str, Any], dict[str, Any]]:
+def cluster_specs(launch: Launch, cluster: SshCluster, remote_python: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """SpecCluster's scheduler and worker specs: per host, its workers bound to its address.
 
     With TLS the scheduler listens on ``tls://``; the nannies and workers take the scheme of
-    the scheduler's address."""
+    the scheduler's address.
+
+    distributed puts each spec's ``kwargs`` as JSON inside ``'...'`` on the remote shell's command
+    line, so they hold only numbers, IP addresses and fixed words: never a value of the grid
+    (the scratch directory travels in the Dask configuration, base64-encoded). A host name
+    reaches asyncssh only as the address to connect to, never a command line.
+    """
     from distributed.deploy.ssh import Scheduler as SshScheduler
     from distributed.deploy.ssh import Worker as SshWorker
 
@@ -149,7 +162,6 @@ def cluster_specs(
                         "nthreads": launch.cores_per_executor,
                         "memory_limit": f"{launch.executor_memory_mib}MiB",
                         "host": resolve(host),
-                        "local_directory": scratch,
                     },
                     "worker_class": "distributed.Nanny",
                     "remote_python": remote_python,
@@ -225,6 +237,7 @@ def start(launch: Launch, context: LaunchContext, cluster: SshCluster | None = N
     scratch = f"{cluster.remote_dir.rstrip('/')}/sweeper-dask-{launch.index}-{token}"
     remote_python = f"{shlex.quote(cluster.python)} -X {remote.marker}"
     settings: dict[str, Any] = {
+        "temporary-directory": scratch,  # the workers' (and scheduler's) local directory, in the configuration
         "distributed.nanny.pre-spawn-environ": dict(context.environment),
         "distributed.nanny.environ": {},
         "distributed.worker.daemon": False,
@@ -242,7 +255,7 @@ def start(launch: Launch, context: LaunchContext, cluster: SshCluster | None = N
             on_hosts(hosts, lambda host: install_tls(cluster, host, tls_dir, key_pem, cert_pem))
             settings.update(tls_config(tls_dir))
         with dask.config.set(settings):
-            scheduler, workers = cluster_specs(launch, cluster, remote_python, scratch)
+            scheduler, workers = cluster_specs(launch, cluster, remote_python)
             try:
                 spec_cluster = SpecCluster(
                     workers, scheduler, name="SSHCluster", silence_logs=logging.ERROR, security=security

@@ -30,6 +30,7 @@ class ExistingDaskSession(DaskSession):
 
     def abort(self) -> None:
         self.client.restart(wait_for_workers=False)
+        self.forget_shipped()  # a restart drops the workers' data
 
 
 @contextmanager

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +34,10 @@ from sweeper.fitting import FitResult, FitTask
 from sweeper.plan import Launch
 
 EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
+# Properties the sweeper sets and a grid's spark_conf extends instead of replacing (see with_spark_conf).
+JAVA_OPTIONS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions", "spark.yarn.am.extraJavaOptions")
+LIST_PROPERTIES = ("spark.yarn.dist.archives",)
+PINNED_PREFIXES = ("spark.executorEnv.", "spark.yarn.appMasterEnv.")
 QUIET_LOG4J = """rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
@@ -198,12 +202,44 @@ def session_conf(launch: Launch, context: LaunchContext, log4j: Path) -> dict[st
     return conf
 
 
+def with_spark_conf(conf: Mapping[str, str], spark_conf: Mapping[str, str]) -> dict[str, str]:
+    """The sweeper's Spark configuration ``conf`` with the grid's ``spark_conf`` on top, for every manager.
+
+    Where the sweeper sets a property a user may extend, the two are merged, so that no grid
+    undoes what the sweeper relies on:
+
+    - Java options (:data:`JAVA_OPTIONS`): the grid's, then the sweeper's (a JVM takes the last
+      of a repeated ``-D``, so the sweeper's markers and log settings hold);
+    - lists (:data:`LIST_PROPERTIES`): the sweeper's entries, then the grid's;
+    - environments (:data:`PINNED_PREFIXES`): the sweeper's variables win (the fit environment,
+      the same on every engine; the grid sets it with ``environment``), the grid's others are added.
+
+    Any other property the grid sets replaces the sweeper's value.
+
+    >>> with_spark_conf({"spark.executor.extraJavaOptions": "-Dmark=1", "spark.executorEnv.OMP_NUM_THREADS": "1"},
+    ...                 {"spark.executor.extraJavaOptions": "-Dmine=2", "spark.executorEnv.OMP_NUM_THREADS": "8"})
+    {'spark.executor.extraJavaOptions': '-Dmine=2 -Dmark=1', 'spark.executorEnv.OMP_NUM_THREADS': '1'}
+    """
+    merged = dict(conf)
+    for key, value in spark_conf.items():
+        ours = conf.get(key)
+        if ours is None or not ours.strip():
+            merged[key] = value
+        elif key in JAVA_OPTIONS:
+            merged[key] = f"{value} {ours}" if value.strip() else ours
+        elif key in LIST_PROPERTIES:
+            merged[key] = f"{ours},{value}" if value.strip() else ours
+        elif not key.startswith(PINNED_PREFIXES):
+            merged[key] = value
+    return merged
+
+
 def new_session(conf: dict[str, str], context: LaunchContext) -> Any:
     """A SparkSession with this configuration plus the grid's ``spark_conf``, its logs quiet."""
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder
-    for key, value in {**conf, **context.spark_conf}.items():
+    for key, value in with_spark_conf(conf, context.spark_conf).items():
         builder = builder.config(key, value)
     spark = get_or_create(builder)
     spark.sparkContext.setLogLevel("ERROR")

@@ -36,6 +36,7 @@ from sweeper.engines.spark_engine import (
     get_or_create,
     granted_executors,
     stop_spark,
+    with_spark_conf,
 )
 from sweeper.engines.ssh_hosts import (
     SshCluster,
@@ -343,7 +344,7 @@ def start(launch: Launch, context: LaunchContext, cluster: SshCluster | None = N
             if count == 0:
                 return
             main = (
-                f"{WORKER_CLASS} {master} --host {shlex.quote(host)} --port 0 --webui-port 0 "
+                f"{WORKER_CLASS} {shlex.quote(master)} --host {shlex.quote(host)} --port 0 --webui-port 0 "
                 f"--cores {count * launch.cores_per_executor} "
                 f"--memory {count * (launch.executor_memory_mib + overhead)}m "
                 f"--work-dir {shlex.quote(daemons.scratch + '/work')}"
@@ -364,7 +365,7 @@ def start(launch: Launch, context: LaunchContext, cluster: SshCluster | None = N
         conf["spark.executor.extraJavaOptions"] = f"-D{MARKER}={token}"
         with variables_set(environment):
             try:
-                spark = connect_driver({**conf, **context.spark_conf}, secret, str(local_scratch))
+                spark = connect_driver(with_spark_conf(conf, context.spark_conf), secret, str(local_scratch))
                 try:
                     granted = granted_remote(spark, launch, cluster, context.start_timeout_s)
                 except LaunchError as error:

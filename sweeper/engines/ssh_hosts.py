@@ -178,9 +178,17 @@ def _expand(path: Any) -> str | None:
 
 
 def ssh_command(host: str, command: str | Sequence[str], options: SshOptions) -> list[str]:
-    """The local ``ssh`` command line that runs ``command`` (a shell string or argv) on ``host``."""
+    """The local ``ssh`` command line that runs ``command`` (a shell string or argv) on ``host``.
+
+    Every ``ssh`` the sweeper runs is built here. ``--`` ends the options before the destination,
+    so a host (or anything after it) beginning with ``-`` is never read as an option; the user
+    is the argument of ``-l``, never parsed as an option either.
+
+    >>> ssh_command("-oProxyCommand=x", "true", SshOptions(user="-u"))[-5:]
+    ['-l', '-u', '--', '-oProxyCommand=x', 'true']
+    """
     remote = command if isinstance(command, str) else shlex.join(command)
-    return ["ssh", *options.ssh_arguments(), host, "--", remote]
+    return ["ssh", *options.ssh_arguments(), "--", host, remote]
 
 
 def run_remote(
@@ -237,7 +245,7 @@ def ssh_failure(host: str, stderr: str, options: SshOptions) -> LaunchError | No
         )
     if any(marker in text for marker in _UNREACHABLE):
         return LaunchError(f"host {host} unreachable over SSH at {where} ({detail})")
-    if "ssh:" in text or "ssh_exchange" in text:
+    if "ssh:" in text or "ssh_exchange" in text or "contains invalid characters" in text:
         return LaunchError(f"host {host}: ssh to {where} failed ({detail})")
     return None
 
