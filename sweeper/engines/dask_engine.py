@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import dask
@@ -30,6 +30,7 @@ from sweeper.plan import Launch
 
 BACKEND = "sweeper-dask"
 RESTART_TIMEOUT_S = 120.0  # after an abort, how long the nannies may take to start the workers again
+CLOSE_TIMEOUT_S = 60.0  # closing the cluster; what is still running after it is killed
 
 
 class FailureReportingDaskBackend(DaskDistributedBackend):
@@ -217,6 +218,7 @@ def start(launch: Launch, context: LaunchContext) -> Iterator[DaskSession]:
             if client is not None:
                 client.close()
             if cluster is not None:
-                cluster.close()
+                with suppress(TimeoutError):  # a nanny stuck in close(): reap() ends what is left
+                    cluster.close(timeout=CLOSE_TIMEOUT_S)
             _forget_handlers()
             children.reap()
