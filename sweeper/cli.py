@@ -113,7 +113,7 @@ def cmd_compare(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_pack_env(args: argparse.Namespace, console: Console) -> int:
     """``sweeper pack-env OUT [--exclude PATTERN ...]``: this venv as an archive for ``cluster.python_archive``."""
-    from sweeper.pack_env import pack
+    from sweeper.launch.hosts.pack_env import pack
 
     packed = pack(Path(args.out), exclude=args.exclude or (), compresslevel=args.level)
     console.print(

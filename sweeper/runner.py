@@ -29,11 +29,11 @@ from typing import Any
 from sweeper import datasets
 from sweeper.config.grid import Grid
 from sweeper.datasets import Data
-from sweeper.engines import check_supported, starter
-from sweeper.engines.base import LaunchContext, Session
 from sweeper.errors import UserError, error_text
 from sweeper.fit_environment import applied, fit_environment, variables_set
 from sweeper.fitting import FitResult, FitTask, make_batch
+from sweeper.launch.base import LaunchContext, Session
+from sweeper.launch.registry import check_supported, starter
 from sweeper.plan import BASELINE_ENGINE, Launch, Plan, Point
 from sweeper.results.store import check_writable, compact, completed_keys, remove_sweep, write_rows
 from sweeper.versions import versions
@@ -197,7 +197,7 @@ def run(
 
 
 def _ssh_cluster(grid: Grid) -> Any:
-    from sweeper.engines.ssh_hosts import SshCluster
+    from sweeper.launch.hosts.ssh import SshCluster
 
     return SshCluster.from_grid(grid)
 

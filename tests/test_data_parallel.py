@@ -11,9 +11,9 @@ import pytest
 from sweeper.config.grid import Dataset
 from sweeper.data_parallel import Weights, average, shard_rows, train_in_process
 from sweeper.datasets import Data, load
-from sweeper.engines import starter
-from sweeper.engines.base import LaunchContext
 from sweeper.fitting import make_batch
+from sweeper.launch.base import LaunchContext
+from sweeper.launch.registry import starter
 from sweeper.plan import Launch
 from tests.processes import assert_no_launch_processes
 

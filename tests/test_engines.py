@@ -14,13 +14,16 @@ from typing import Any
 
 import pytest
 
-from sweeper import engines, runner
+from sweeper import runner
 from sweeper.cli import main
-from sweeper.engines import dask_ssh, spark_ssh, ssh_hosts
-from sweeper.engines.base import Granted, LaunchError, check_granted
-from sweeper.engines.spark_engine import with_spark_conf
-from sweeper.engines.ssh_hosts import SshCluster, SshOptions
 from sweeper.errors import UserError
+from sweeper.launch import registry
+from sweeper.launch.base import Granted, LaunchError, check_granted
+from sweeper.launch.dask import ssh as dask_ssh
+from sweeper.launch.hosts import ssh as ssh_hosts
+from sweeper.launch.hosts.ssh import SshCluster, SshOptions
+from sweeper.launch.spark import ssh as spark_ssh
+from sweeper.launch.spark.local import with_spark_conf
 from tests.conftest import minimal_grid
 
 
@@ -28,18 +31,19 @@ def test_unknown_engine_lists_the_valid_ones() -> None:
     with pytest.raises(
         UserError, match=r"Invalid engine: 'ray', expected one of \['dask', 'local', 'spark', 'spark-mllib'\]"
     ):
-        engines.starter("ray")
+        registry.starter("ray")
 
 
 def test_a_missing_engine_package_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     # Stand-in for an engine whose package is not installed: the registry points at a module that does not exist.
-    monkeypatch.setitem(engines.ENGINES, ("dask", "local"), ("sweeper.engines.not_installed", "dask[distributed]"))
+    missing = ("sweeper.launch.not_installed", "dask[distributed]")
+    monkeypatch.setitem(registry.ENGINES, ("dask", "local"), missing)
     with pytest.raises(UserError, match=r"needs dask\[distributed\].*pip install dask\[distributed\]"):
-        engines.starter("dask")
+        registry.starter("dask")
 
 
 def test_engines_are_imported_lazily() -> None:
-    assert callable(engines.starter("local"))
+    assert callable(registry.starter("local"))
 
 
 def test_a_grant_other_than_the_plan_fails_the_launch() -> None:
@@ -56,7 +60,7 @@ def test_run_on_a_manager_an_engine_cannot_use_stops_before_anything_starts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Stand-in for an engine without YARN support: its registry entry is removed for this test.
-    monkeypatch.delitem(engines.ENGINES, ("dask", "yarn"))
+    monkeypatch.delitem(registry.ENGINES, ("dask", "yarn"))
     grid = minimal_grid(store=str(tmp_path / "store"))
     grid["cluster"] = {**grid["cluster"], "manager": "yarn"}
     assert main(["run", str(write_grid(grid))]) == 2
@@ -131,7 +135,7 @@ def test_every_ssh_command_line_has_the_host_after_double_dash(monkeypatch: pyte
 
 def test_only_ssh_command_builds_an_ssh_command_line() -> None:
     """The package's one ``ssh`` argv is built by ssh_hosts.ssh_command; nothing else runs ssh, scp or rsync."""
-    package = Path(engines.__file__).resolve().parent.parent
+    package = Path(registry.__file__).resolve().parent.parent
     found = [
         f"{path.relative_to(package)}:{node.lineno}"
         for path in package.rglob("*.py")
@@ -141,7 +145,7 @@ def test_only_ssh_command_builds_an_ssh_command_line() -> None:
         and isinstance(node.elts[0], ast.Constant)
         and node.elts[0].value in ("ssh", "scp", "rsync", "sftp")
     ]
-    assert len(found) == 1 and found[0].startswith("engines/ssh_hosts.py:"), found
+    assert len(found) == 1 and found[0].startswith("launch/hosts/ssh.py:"), found
 
 
 # --- a batch at its time limit: the deadline alone decides -----------------------------------------------------

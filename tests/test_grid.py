@@ -382,7 +382,7 @@ def test_bad_ssh_tls_and_driver_host_exit_2_naming_the_key(
 
 
 def test_ssh_tls_and_driver_host_reach_the_ssh_cluster(write_grid: Callable[..., Path]) -> None:
-    from sweeper.engines.ssh_hosts import SshCluster
+    from sweeper.launch.hosts.ssh import SshCluster
 
     loaded = grid_file.load(write_grid(_ssh_grid(dask_tls=True, driver_host="10.0.0.1", port=2222)))
     cluster = SshCluster.from_grid(loaded)
@@ -637,7 +637,7 @@ def test_ssh_port_timeout_and_host_key_checking_are_validated(ssh: dict[str, Any
 
 
 def test_valid_ssh_settings_reach_the_ssh_options() -> None:
-    from sweeper.engines.ssh_hosts import SshOptions
+    from sweeper.launch.hosts.ssh import SshOptions
 
     ssh = {"port": 65535, "connect_timeout_s": 0.5, "strict_host_key_checking": False, "user": "sweeper"}
     options = SshOptions.from_grid(grid_file.parse(_ssh_cluster(ssh=ssh), Path("g.yaml")).ssh)
@@ -820,8 +820,8 @@ def _mllib_grid(**model: Any) -> dict[str, Any]:
 
 
 def test_mllib_solver_is_accepted_and_reaches_spark_mls_solver() -> None:
-    from sweeper import mllib
     from sweeper.fitting import FitTask
+    from sweeper.launch.spark import mllib
     from sweeper.plan import make_plan
 
     plan = make_plan(grid_file.parse(_mllib_grid(mllib_solver=["gd", "l-bfgs"]), Path("g.yaml")))

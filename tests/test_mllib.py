@@ -1,4 +1,4 @@
-"""MLlib fits (sweeper.mllib): the parameter mapping, then real fits on a local-cluster launch, 2 executors x 1 core."""
+"""Spark ML fits (sweeper.launch.spark.mllib): the parameter mapping, then real fits on a local-cluster launch."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import numpy as np
 import psutil
 import pytest
 
-from sweeper import mllib
 from sweeper.config.grid import Dataset
 from sweeper.datasets import Data, load
-from sweeper.engines.base import LaunchContext
-from sweeper.engines.spark_engine import driver_process, executor_processes
 from sweeper.fitting import FitTask
+from sweeper.launch.base import LaunchContext
+from sweeper.launch.spark import mllib
+from sweeper.launch.spark.local import driver_process, executor_processes
 from sweeper.plan import Launch
 from tests.processes import assert_no_launch_processes
 
@@ -66,8 +66,8 @@ def test_an_unknown_mllib_solver_is_rejected() -> None:
 
 def test_start_is_a_context_manager_over_the_spark_engine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Without a cluster: start() wraps whatever the registry's spark starter yields, and closes the cache."""
-    from sweeper import engines
-    from sweeper.engines.base import Granted
+    from sweeper.launch import registry
+    from sweeper.launch.base import Granted
 
     calls: list[str] = []
 
@@ -86,7 +86,7 @@ def test_start_is_a_context_manager_over_the_spark_engine(monkeypatch: pytest.Mo
         yield FakeSpark()
         calls.append("stop")
 
-    monkeypatch.setattr(engines, "starter", lambda engine, manager="local": fake_start)
+    monkeypatch.setattr(registry, "starter", lambda engine, manager="local": fake_start)
     launch = Launch(0, "spark", "yarn", 2, "report", 2, 3, 512, 384, (2, 1))
     context = LaunchContext(run_dir=tmp_path, environment={}, threads_per_fit=1)
     with mllib.start(launch, context) as session:

@@ -9,8 +9,8 @@ import pytest
 
 from sweeper.config.grid import Dataset
 from sweeper.datasets import load
-from sweeper.engines import starter
-from sweeper.engines.base import LaunchContext
+from sweeper.launch.base import LaunchContext
+from sweeper.launch.registry import starter
 from sweeper.plan import Launch
 from tests.batches import replicas
 from tests.processes import assert_no_launch_processes

@@ -24,9 +24,9 @@ import pytest
 
 from sweeper import load_results, runner
 from sweeper.config import grid as grid_file
-from sweeper.engines import starter
-from sweeper.engines.base import LaunchContext
 from sweeper.fit_environment import fit_environment
+from sweeper.launch.base import LaunchContext
+from sweeper.launch.registry import starter
 from sweeper.plan import make_plan
 from sweeper.results.store import write_rows
 from tests.conftest import REPO, minimal_grid

@@ -18,10 +18,11 @@ import pytest
 from sweeper.cli import main
 from sweeper.config.grid import Dataset
 from sweeper.datasets import Data, load
-from sweeper.engines import dask_ssh, spark_ssh
-from sweeper.engines.base import Granted, LaunchContext, LaunchError
-from sweeper.engines.spark_engine import EXECUTOR_CLASS
-from sweeper.engines.ssh_hosts import SshCluster, SshOptions, check_host, run_remote
+from sweeper.launch.base import Granted, LaunchContext, LaunchError
+from sweeper.launch.dask import ssh as dask_ssh
+from sweeper.launch.hosts.ssh import SshCluster, SshOptions, check_host, run_remote
+from sweeper.launch.spark import ssh as spark_ssh
+from sweeper.launch.spark.local import EXECUTOR_CLASS
 from sweeper.plan import Launch
 from tests.batches import replicas
 from tests.conftest import minimal_grid

@@ -28,9 +28,10 @@ import yaml
 from sweeper import load_results
 from sweeper.config.grid import Dataset
 from sweeper.datasets import load
-from sweeper.engines import dask_ssh, spark_ssh
-from sweeper.engines.base import LaunchContext, LaunchError
-from sweeper.engines.ssh_hosts import SshCluster, SshOptions
+from sweeper.launch.base import LaunchContext, LaunchError
+from sweeper.launch.dask import ssh as dask_ssh
+from sweeper.launch.hosts.ssh import SshCluster, SshOptions
+from sweeper.launch.spark import ssh as spark_ssh
 from sweeper.plan import Launch
 from sweeper.results.store import COLUMNS
 from tests.batches import replicas

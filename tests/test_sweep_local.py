@@ -87,7 +87,7 @@ def test_the_store_is_compacted_and_readable_by_spark(swept: tuple[Path, Any]) -
     assert not (store / ".scratch").exists()
     from pyspark.sql import SparkSession
 
-    from sweeper.engines.spark_engine import stop_spark
+    from sweeper.launch.spark.local import stop_spark
 
     spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
     try:
@@ -147,8 +147,8 @@ def test_a_dask_launch_measures_again_after_a_batch_aborted_at_its_time_limit(tm
     one core registered, joblib ran it here, in the driver, on the data's handle (``'Future' object
     has no attribute 'resolve'``); a second abort during the restart hung the nanny's close().
     """
-    from sweeper.engines import dask_engine
-    from sweeper.engines.base import LaunchContext
+    from sweeper.launch.base import LaunchContext
+    from sweeper.launch.dask import local as dask_local
 
     data = load(Dataset("digits"))
     tasks = replicas(data)
@@ -165,7 +165,7 @@ def test_a_dask_launch_measures_again_after_a_batch_aborted_at_its_time_limit(tm
         workers_per_node=(2,),
     )
     context = LaunchContext(run_dir=tmp_path / "run", environment={"OMP_NUM_THREADS": "1"}, threads_per_fit=1)
-    with dask_engine.start(launch, context) as session:
+    with dask_local.start(launch, context) as session:
         first = {r.pid for r in runner._with_timeout(session, tasks, data, 600)}
         for _ in range(2):  # twice: the second abort finds the workers the first one's restart started
             with pytest.raises(runner.MeasurementTimeout):
@@ -181,8 +181,8 @@ def test_a_dask_launch_measures_again_after_a_batch_aborted_at_its_time_limit(tm
 
 
 def test_the_baseline_measures_again_after_a_batch_aborted_at_its_time_limit(tmp_path: Path) -> None:
-    from sweeper.engines import starter
-    from sweeper.engines.base import LaunchContext
+    from sweeper.launch.base import LaunchContext
+    from sweeper.launch.registry import starter
 
     data = load(Dataset("digits"))
     launch = Launch(

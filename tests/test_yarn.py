@@ -25,8 +25,9 @@ import yaml
 from sweeper import load_results
 from sweeper.config.grid import Dataset
 from sweeper.datasets import Data, load
-from sweeper.engines import dask_yarn, spark_yarn
-from sweeper.engines.base import Granted, LaunchContext, LaunchError
+from sweeper.launch.base import Granted, LaunchContext, LaunchError
+from sweeper.launch.dask import yarn as dask_yarn
+from sweeper.launch.spark import yarn as spark_yarn
 from sweeper.plan import Launch
 from tests.batches import replicas
 from tests.conftest import REPO, minimal_grid, run_cli
@@ -196,7 +197,7 @@ def test_pack_env_ships_a_real_copy_of_sweeper_and_leaves_out_what_no_container_
     with tarfile.open(packed_env) as archive:
         names = set(archive.getnames())
     site = f"lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
-    assert {"pyvenv.cfg", "bin/python", f"{site}/sweeper/fitting.py", f"{site}/sweeper/engines/dask_yarn.py"} <= names
+    assert {"pyvenv.cfg", "bin/python", f"{site}/sweeper/fitting.py", f"{site}/sweeper/launch/dask/yarn.py"} <= names
     assert f"{site}/pyspark/worker.py" in names and f"{site}/distributed/cli/dask_worker.py" in names
     assert not any(n.startswith(f"{site}/pyspark/jars/") or "__pycache__" in n or "__editable__" in n for n in names)
     assert not any(n.startswith(f"{site}/pyarrow") for n in names)

@@ -5,7 +5,7 @@ Run as ``python -m tests.bench [--quick]``. One run measures, side by side on th
 - **loky**: ``joblib.Parallel(n_jobs=2)`` with joblib's default backend over the same ``FitTask``s and
   the same ``Data`` (the peer to beat on one machine);
 - **dask** and **spark**: the sweeper's local launches of 2 x 1 core, planned from an in-memory grid and
-  started with :func:`sweeper.engines.starter`, data shipped once per launch.
+  started with :func:`sweeper.launch.registry.starter`, data shipped once per launch.
 
 All three run in the same controlled fit environment, are up at the same time, and take turns batch by
 batch (the order rotates each repetition) so a noisy machine does not favour one. It also times

@@ -36,9 +36,9 @@ def compare_engines(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The batch comparison: loky, Dask and Spark up together, taking turns batch by batch."""
     from sweeper.config import grid as grids
-    from sweeper.engines import starter
-    from sweeper.engines.base import LaunchContext
     from sweeper.fit_environment import fit_environment
+    from sweeper.launch.base import LaunchContext
+    from sweeper.launch.registry import starter
     from sweeper.plan import make_plan
     from sweeper.runner import batch_for
 

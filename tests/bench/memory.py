@@ -26,9 +26,9 @@ def memory_over_launches(
     import psutil
 
     from sweeper.config import grid as grids
-    from sweeper.engines import starter
-    from sweeper.engines.base import LaunchContext
     from sweeper.fit_environment import fit_environment
+    from sweeper.launch.base import LaunchContext
+    from sweeper.launch.registry import starter
     from sweeper.plan import make_plan
 
     raw = launch_grid("digits", 1, 2, 1)

@@ -29,9 +29,10 @@ from typing import Any
 
 import psutil
 
-from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
-from sweeper.engines.processes import kill_tree
-from sweeper.engines.spark_engine import (
+from sweeper.fit_environment import variables_set
+from sweeper.launch.base import Granted, LaunchContext, LaunchError, check_granted
+from sweeper.launch.hosts.processes import kill_tree
+from sweeper.launch.spark.local import (
     QUIET_LOG4J,
     SparkLaunch,
     _heap_mib,
@@ -41,7 +42,6 @@ from sweeper.engines.spark_engine import (
     uniform_shape,
     wait_registered,
 )
-from sweeper.fit_environment import variables_set
 from sweeper.plan import Launch
 
 AM_MEMORY_MIB = 512
@@ -170,7 +170,7 @@ def wait_executors_gone(app_id: str, timeout_s: float = 30.0) -> None:
 def start(launch: Launch, context: LaunchContext) -> Iterator[SparkYarnLaunch]:
     """Start a matched Spark application on YARN; its containers are released when the block ends."""
 
-    from sweeper.engines import spark_backend
+    from sweeper.launch.spark import joblib_backend
 
     conf_dir = yarn_conf_dir()
     planned = Granted(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
@@ -198,7 +198,7 @@ def start(launch: Launch, context: LaunchContext) -> Iterator[SparkYarnLaunch]:
             app_id = spark.sparkContext.applicationId
             granted = granted_yarn_executors(spark, launch.executors, context.start_timeout_s)
             check_granted(planned, granted, "spark")
-            spark_backend.register()
+            joblib_backend.register()
             yield SparkYarnLaunch(spark, granted, n_jobs=launch.total_cores // context.threads_per_fit)
         finally:
             stop_spark()

@@ -31,10 +31,10 @@ from typing import Any
 import dask
 from distributed import Client
 
-from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
-from sweeper.engines.dask_engine import DaskSession, granted_workers
-from sweeper.engines.spark_ssh import cluster_of, on_hosts
-from sweeper.engines.ssh_hosts import SshCluster, check_host, groups_alive, kill_groups, resolve, run_remote
+from sweeper.launch.base import Granted, LaunchContext, LaunchError, check_granted
+from sweeper.launch.dask.local import DaskSession, granted_workers
+from sweeper.launch.hosts.ssh import SshCluster, check_host, groups_alive, kill_groups, resolve, run_remote
+from sweeper.launch.spark.ssh import cluster_of, on_hosts
 from sweeper.plan import Launch
 
 MARKER = "sweeper.launch"

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sweeper.engines.base import LaunchError
+from sweeper.launch.base import LaunchError
 
 SSH_FAILED = 255  # ssh's own exit status for connection and authentication failures
 DEFAULT_CONNECT_TIMEOUT_S = 10

@@ -14,8 +14,8 @@ from typing import Any
 from joblib.externals.loky import get_reusable_executor
 
 from sweeper.datasets import Data
-from sweeper.engines.base import Granted, LaunchContext
 from sweeper.fitting import FitResult, FitTask, run_fit
+from sweeper.launch.base import Granted, LaunchContext
 from sweeper.plan import Launch
 
 

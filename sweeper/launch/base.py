@@ -24,7 +24,7 @@ class LaunchContext:
     threads_per_fit: int
     start_timeout_s: float = 120.0
     spark_conf: dict[str, str] = field(default_factory=dict)  # the grid's extra Spark properties
-    cluster: Any = None  # manager ssh: the hosts and how to reach them (engines.ssh_hosts.SshCluster)
+    cluster: Any = None  # manager ssh: the hosts and how to reach them (launch.hosts.ssh.SshCluster)
 
 
 @dataclass(frozen=True)

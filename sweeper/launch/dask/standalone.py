@@ -12,8 +12,8 @@ from contextlib import contextmanager
 
 from distributed import Client
 
-from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
-from sweeper.engines.dask_engine import DaskSession, granted_workers
+from sweeper.launch.base import Granted, LaunchContext, LaunchError, check_granted
+from sweeper.launch.dask.local import DaskSession, granted_workers
 from sweeper.plan import Launch
 
 

@@ -29,9 +29,9 @@ import numpy as np
 
 from sweeper.config.grid import MLLIB_SOLVERS
 from sweeper.datasets import Data
-from sweeper.engines.base import Granted, LaunchContext
 from sweeper.fit_environment import observed
 from sweeper.fitting import FitResult, FitTask
+from sweeper.launch.base import Granted, LaunchContext
 from sweeper.plan import Launch
 
 SOLVERS = MLLIB_SOLVERS  # the grid's workload.model.mllib_solver: checked when the grid is read
@@ -252,9 +252,9 @@ class MllibSession:
 @contextmanager
 def start(launch: Launch, context: LaunchContext) -> Iterator[MllibSession]:
     """Start the launch's Spark application (any manager the ``spark`` engine supports) for MLlib fits."""
-    from sweeper import engines
+    from sweeper.launch import registry
 
-    spark_start = engines.starter("spark", launch.manager)
+    spark_start = registry.starter("spark", launch.manager)
     with spark_start(launch, context) as spark_session:
         session = MllibSession(spark_session, partitions=launch.total_cores)
         try:

@@ -22,10 +22,10 @@ from joblib.parallel import register_parallel_backend
 
 from sweeper.data_parallel import DaskShards, fit_result
 from sweeper.datasets import Data
-from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
-from sweeper.engines.joblib_session import run_on_backend
-from sweeper.engines.processes import kill_tree, new_children
 from sweeper.fitting import FitResult, FitTask, run_fit
+from sweeper.launch.base import Granted, LaunchContext, LaunchError, check_granted
+from sweeper.launch.hosts.processes import kill_tree, new_children
+from sweeper.launch.joblib_batch import run_on_backend
 from sweeper.plan import Launch
 
 BACKEND = "sweeper-dask"

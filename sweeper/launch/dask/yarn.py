@@ -37,19 +37,19 @@ from typing import Any
 import dask
 from distributed import Client, LocalCluster
 
-from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
-from sweeper.engines.dask_engine import (
+from sweeper.launch.base import Granted, LaunchContext, LaunchError, check_granted
+from sweeper.launch.dask.local import (
     DaskSession,
     _forget_handlers,
     granted_workers,
 )
-from sweeper.engines.processes import kill_tree
-from sweeper.engines.spark_yarn import ARCHIVE_LINK, default_fs, python_archive, yarn_conf_dir
+from sweeper.launch.hosts.processes import kill_tree
+from sweeper.launch.spark.yarn import ARCHIVE_LINK, default_fs, python_archive, yarn_conf_dir
 from sweeper.plan import Launch
 
 DISTRIBUTED_SHELL_CLIENT = "org.apache.hadoop.yarn.applications.distributedshell.Client"
 AM_MEMORY_MIB = 512
-REPO_LIB = Path(__file__).resolve().parents[2] / "deploy" / "yarn" / "target" / "lib"
+REPO_LIB = Path(__file__).resolve().parents[3] / "deploy" / "yarn" / "target" / "lib"
 
 
 def hadoop_lib() -> Path:

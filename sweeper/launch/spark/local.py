@@ -25,12 +25,12 @@ import psutil
 
 from sweeper.data_parallel import SparkShards, fit_result
 from sweeper.datasets import Data
-from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
-from sweeper.engines.joblib_session import run_on_backend
-from sweeper.engines.processes import kill_tree, new_children
 from sweeper.errors import error_text
 from sweeper.fit_environment import variables_set
 from sweeper.fitting import FitResult, FitTask
+from sweeper.launch.base import Granted, LaunchContext, LaunchError, check_granted
+from sweeper.launch.hosts.processes import kill_tree, new_children
+from sweeper.launch.joblib_batch import run_on_backend
 from sweeper.plan import Launch
 
 EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
@@ -297,7 +297,7 @@ def stop_spark() -> None:
 def start(launch: Launch, context: LaunchContext) -> Iterator[SparkLaunch]:
     """Start a matched local-cluster Spark application; nothing of it is left when the block ends."""
 
-    from sweeper.engines import spark_backend
+    from sweeper.launch.spark import joblib_backend
 
     check_java()
     planned = Granted(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
@@ -318,7 +318,7 @@ def start(launch: Launch, context: LaunchContext) -> Iterator[SparkLaunch]:
             spark = new_session(session_conf(launch, context, log4j), context)
             granted = granted_executors(spark, launch.executors, context.start_timeout_s)
             check_granted(planned, granted, "spark")
-            spark_backend.register()
+            joblib_backend.register()
             yield SparkLaunch(spark, granted, n_jobs=launch.total_cores // context.threads_per_fit)
         finally:
             stop_spark()

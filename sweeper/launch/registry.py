@@ -1,7 +1,7 @@
-"""Engines: a registry keyed by the names grids use, each imported only when a sweep needs it.
+"""The (engine, manager) registry: the names grids use, each module imported only when a sweep needs it.
 
 One module per engine and cluster manager; each provides ``start(launch, context)``, a context
-manager that yields a started :class:`~sweeper.engines.base.Session` and leaves nothing running.
+manager that yields a started :class:`~sweeper.launch.base.Session` and leaves nothing running.
 """
 
 from __future__ import annotations
@@ -10,25 +10,28 @@ import importlib
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
-from sweeper.engines.base import LaunchContext, Session
 from sweeper.errors import UserError
+from sweeper.launch.base import LaunchContext, Session
 from sweeper.plan import Launch
 
 Starter = Callable[[Launch, LaunchContext], AbstractContextManager[Session]]
 
 # (engine, manager) -> (module with ``start``, the pip packages it needs)
 ENGINES: dict[tuple[str, str], tuple[str, str]] = {
-    ("local", "local"): ("sweeper.engines.baseline", "joblib"),
-    ("dask", "local"): ("sweeper.engines.dask_engine", "dask[distributed]"),
-    ("spark", "local"): ("sweeper.engines.spark_engine", "pyspark joblibspark"),
-    ("dask", "ssh"): ("sweeper.engines.dask_ssh", "dask[distributed] asyncssh"),
-    ("spark", "ssh"): ("sweeper.engines.spark_ssh", "pyspark joblibspark"),
-    ("dask", "yarn"): ("sweeper.engines.dask_yarn", "dask[distributed]"),
-    ("spark", "yarn"): ("sweeper.engines.spark_yarn", "pyspark joblibspark"),
-    ("dask", "standalone"): ("sweeper.engines.dask_standalone", "dask[distributed]"),
-    ("spark", "standalone"): ("sweeper.engines.spark_standalone", "pyspark joblibspark"),
+    ("local", "local"): ("sweeper.launch.baseline", "joblib"),
+    ("dask", "local"): ("sweeper.launch.dask.local", "dask[distributed]"),
+    ("spark", "local"): ("sweeper.launch.spark.local", "pyspark joblibspark"),
+    ("dask", "ssh"): ("sweeper.launch.dask.ssh", "dask[distributed] asyncssh"),
+    ("spark", "ssh"): ("sweeper.launch.spark.ssh", "pyspark joblibspark"),
+    ("dask", "yarn"): ("sweeper.launch.dask.yarn", "dask[distributed]"),
+    ("spark", "yarn"): ("sweeper.launch.spark.yarn", "pyspark joblibspark"),
+    ("dask", "standalone"): ("sweeper.launch.dask.standalone", "dask[distributed]"),
+    ("spark", "standalone"): ("sweeper.launch.spark.standalone", "pyspark joblibspark"),
     # Spark ML's own MLP on the same Spark launches: one model per measurement across the executors
-    **{("spark-mllib", manager): ("sweeper.mllib", "pyspark") for manager in ("local", "ssh", "yarn", "standalone")},
+    **{
+        ("spark-mllib", manager): ("sweeper.launch.spark.mllib", "pyspark")
+        for manager in ("local", "ssh", "yarn", "standalone")
+    },
 }
 
 

@@ -27,8 +27,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
-from sweeper.engines.spark_engine import (
+from sweeper.fit_environment import variables_set
+from sweeper.launch.base import Granted, LaunchContext, LaunchError, check_granted
+from sweeper.launch.hosts.ssh import (
+    SshCluster,
+    check_host,
+    kill_groups,
+    run_remote,
+)
+from sweeper.launch.spark.local import (
     EXECUTOR_CLASS,
     QUIET_LOG4J,
     SparkLaunch,
@@ -38,13 +45,6 @@ from sweeper.engines.spark_engine import (
     stop_spark,
     with_spark_conf,
 )
-from sweeper.engines.ssh_hosts import (
-    SshCluster,
-    check_host,
-    kill_groups,
-    run_remote,
-)
-from sweeper.fit_environment import variables_set
 from sweeper.plan import Launch
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
@@ -312,7 +312,7 @@ def teardown(daemons: Daemons, grace_s: float = 15.0) -> list[str]:
 @contextmanager
 def start(launch: Launch, context: LaunchContext, cluster: SshCluster | None = None) -> Iterator[SshSparkSession]:
     """Start the launch's standalone cluster over SSH and its application; nothing is left when the block ends."""
-    from sweeper.engines import spark_backend
+    from sweeper.launch.spark import joblib_backend
 
     cluster = cluster_of(launch, context, cluster)
     hosts = list(cluster.hosts)
@@ -372,7 +372,7 @@ def start(launch: Launch, context: LaunchContext, cluster: SshCluster | None = N
                     tails = "; ".join(f"{h}: {_log_tail(daemons, h, 'worker', 3)}" for h in hosts)
                     raise LaunchError(f"{error} (worker logs: {tails})") from None
                 check_granted(planned, granted, "spark")
-                spark_backend.register()
+                joblib_backend.register()
                 yield SshSparkSession(spark, granted, launch.total_cores // context.threads_per_fit, cluster)
             finally:
                 stop_spark()

@@ -14,11 +14,11 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlparse
 
-from sweeper.engines.base import Granted, LaunchContext, LaunchError, check_granted
-from sweeper.engines.dask_standalone import existing_address
-from sweeper.engines.spark_engine import QUIET_LOG4J, SparkLaunch, new_session, stop_spark, wait_registered
-from sweeper.engines.ssh_hosts import address_towards
 from sweeper.fit_environment import variables_set
+from sweeper.launch.base import Granted, LaunchContext, LaunchError, check_granted
+from sweeper.launch.dask.standalone import existing_address
+from sweeper.launch.hosts.ssh import address_towards
+from sweeper.launch.spark.local import QUIET_LOG4J, SparkLaunch, new_session, stop_spark, wait_registered
 from sweeper.plan import Launch
 
 
@@ -38,7 +38,7 @@ def wait_for_executors(spark: Any, launch: Launch, timeout_s: float) -> Granted:
 def start(launch: Launch, context: LaunchContext) -> Iterator[SparkLaunch]:
     """Run an application on the existing master; it is stopped when the block ends, the cluster stays."""
 
-    from sweeper.engines import spark_backend
+    from sweeper.launch.spark import joblib_backend
 
     master = existing_address(context, "spark_master")
     host = urlparse(master).hostname or "127.0.0.1"
@@ -67,7 +67,7 @@ def start(launch: Launch, context: LaunchContext) -> Iterator[SparkLaunch]:
             granted = wait_for_executors(spark, launch, context.start_timeout_s)
             planned = Granted(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
             check_granted(planned, granted, "spark")
-            spark_backend.register()
+            joblib_backend.register()
             yield SparkLaunch(spark, granted, n_jobs=launch.total_cores // context.threads_per_fit)
         finally:
             stop_spark()

@@ -1,0 +1,1 @@
+"""Engine dask: one module per cluster manager."""

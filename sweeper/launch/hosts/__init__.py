@@ -1,0 +1,1 @@
+"""Reaching machines: ssh, the processes a launch started, the packed environment YARN unpacks."""
