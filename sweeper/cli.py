@@ -4,7 +4,7 @@ User errors (:class:`~sweeper.errors.UserError`) are caught here and only here: 
 a clear message and exit with code 2, without a traceback.
 
 The consoles read no markup and no emoji codes, and user text goes through
-:func:`~sweeper.run_view.plain`: paths, names and messages show as written (``[bold]``, ``[/]``,
+:func:`~sweeper.run.view.plain`: paths, names and messages show as written (``[bold]``, ``[/]``,
 ``:smile:`` and terminal escape sequences included); styles come only from :class:`rich.text.Text`.
 """
 
@@ -21,9 +21,9 @@ from rich.console import Console
 from sweeper import __version__
 from sweeper.config import grid as grid_file
 from sweeper.errors import UserError
-from sweeper.plan import make_plan, plan_json
-from sweeper.plan_view import show_plan, warning_line
-from sweeper.run_view import plain
+from sweeper.planning.plan import make_plan, plan_json
+from sweeper.planning.view import show_plan, warning_line
+from sweeper.run.view import plain
 
 USER_ERROR_EXIT = 2
 INTERRUPTED_EXIT = 130
@@ -43,9 +43,9 @@ def cmd_plan(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
     """``sweeper run GRID [--dry-run] [--fresh] [--store DIR]``."""
-    from sweeper import runner
-    from sweeper.dry_run import shrink_plan
-    from sweeper.run_view import measurement_line, progress_bar, summary_table
+    from sweeper.planning.dry_run import shrink_plan
+    from sweeper.run import runner
+    from sweeper.run.view import measurement_line, progress_bar, summary_table
 
     plan = make_plan(grid_file.load(args.grid))
     grid = plan.grid

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sweeper.datasets import Data
-from sweeper.fitting import FitTask, make_batch
+from sweeper.workload.data import Data
+from sweeper.workload.fit import FitTask, make_batch
 
 
 def replicas(data: Data, fits: int = 2, *, epochs: int = 5, hidden: tuple[int, ...] = (16,)) -> list[FitTask]:

@@ -22,11 +22,11 @@ import pytest
 import yaml
 from rich.console import Console
 
-from sweeper import runner
 from sweeper.cli import main
-from sweeper.plan_view import warning_line
+from sweeper.planning.view import warning_line
 from sweeper.results.store import COLUMNS, SCHEMA_VERSION, write_rows
-from sweeper.run_view import measurement_line
+from sweeper.run import runner
+from sweeper.run.view import measurement_line
 from tests.conftest import minimal_grid
 from tests.fixtures.make_fixture_store import STORE, fixture_rows
 

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from sweeper.config.grid import Dataset
-from sweeper.data_parallel import Weights, average, shard_rows, train_in_process
-from sweeper.datasets import Data, load
-from sweeper.fitting import make_batch
 from sweeper.launch.base import LaunchContext
 from sweeper.launch.registry import starter
-from sweeper.plan import Launch
+from sweeper.planning.plan import Launch
+from sweeper.workload.data import Data, load
+from sweeper.workload.data_parallel import Weights, average, shard_rows, train_in_process
+from sweeper.workload.fit import make_batch
 from tests.processes import assert_no_launch_processes
 
 PARAMS = {"hidden_layer_sizes": (32,), "solver": "adam"}
@@ -101,10 +101,11 @@ def test_data_parallel_on_a_real_launch_ships_shards_once_and_only_weights_trave
 def test_a_sweep_of_every_engine_and_mode_is_reported_side_by_side(tmp_path: Path) -> None:
     import yaml
 
-    from sweeper import load_results, runner
+    from sweeper import load_results
     from sweeper.config import grid as grid_file
-    from sweeper.plan import make_plan
+    from sweeper.planning.plan import make_plan
     from sweeper.results.report import write_report
+    from sweeper.run import runner
 
     spec = {
         "name": "everything",

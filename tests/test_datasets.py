@@ -30,10 +30,10 @@ import sklearn.datasets
 import yaml
 from sklearn.utils import Bunch
 
-from sweeper import datasets
 from sweeper.config.grid import Dataset
-from sweeper.datasets import FASHION_MNIST_DIR, IDX_FILES, Data, check_available, load, read_idx
 from sweeper.errors import UserError
+from sweeper.workload import data as datasets
+from sweeper.workload.data import FASHION_MNIST_DIR, IDX_FILES, Data, check_available, load, read_idx
 from tests.conftest import REPO, minimal_grid, run_cli
 
 N_CLASSES = 10
@@ -759,7 +759,7 @@ def write_gzip_bomb(path: Path, header: bytes, zeros_gib: int) -> None:
 
 BOMB_SCRIPT = """
 import sys
-from sweeper.datasets import check_available, load
+from sweeper.workload.data import check_available, load
 from sweeper.errors import UserError
 from sweeper.config.grid import Dataset
 for call in (check_available, load):

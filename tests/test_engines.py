@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from sweeper import runner
 from sweeper.cli import main
 from sweeper.errors import UserError
 from sweeper.launch import registry
@@ -24,6 +23,7 @@ from sweeper.launch.hosts import ssh as ssh_hosts
 from sweeper.launch.hosts.ssh import SshCluster, SshOptions
 from sweeper.launch.spark import ssh as spark_ssh
 from sweeper.launch.spark.local import with_spark_conf
+from sweeper.run import runner
 from tests.conftest import minimal_grid
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from sweeper.config.grid import Dataset
-from sweeper.datasets import Data, load
-from sweeper.fitting import FitTask, make_batch, run_fit
+from sweeper.workload.data import Data, load
+from sweeper.workload.fit import FitTask, make_batch, run_fit
 from tests.batches import replicas
 
 

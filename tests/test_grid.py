@@ -820,9 +820,9 @@ def _mllib_grid(**model: Any) -> dict[str, Any]:
 
 
 def test_mllib_solver_is_accepted_and_reaches_spark_mls_solver() -> None:
-    from sweeper.fitting import FitTask
     from sweeper.launch.spark import mllib
-    from sweeper.plan import make_plan
+    from sweeper.planning.plan import make_plan
+    from sweeper.workload.fit import FitTask
 
     plan = make_plan(grid_file.parse(_mllib_grid(mllib_solver=["gd", "l-bfgs"]), Path("g.yaml")))
     [mllib_launch] = [launch for launch in plan.launches if launch.engine == "spark-mllib"]

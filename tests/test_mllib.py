@@ -13,12 +13,12 @@ import psutil
 import pytest
 
 from sweeper.config.grid import Dataset
-from sweeper.datasets import Data, load
-from sweeper.fitting import FitTask
 from sweeper.launch.base import LaunchContext
 from sweeper.launch.spark import mllib
 from sweeper.launch.spark.local import driver_process, executor_processes
-from sweeper.plan import Launch
+from sweeper.planning.plan import Launch
+from sweeper.workload.data import Data, load
+from sweeper.workload.fit import FitTask
 from tests.processes import assert_no_launch_processes
 
 

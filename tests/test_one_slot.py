@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from sweeper.config.grid import Dataset
-from sweeper.datasets import load
 from sweeper.launch.base import LaunchContext
 from sweeper.launch.registry import starter
-from sweeper.plan import Launch
+from sweeper.planning.plan import Launch
+from sweeper.workload.data import load
 from tests.batches import replicas
 from tests.processes import assert_no_launch_processes
 

@@ -46,7 +46,7 @@ def test_the_archive_has_the_venv_a_real_sweeper_and_none_of_what_containers_do_
         names = set(archive.getnames())
         assert archive.getmember("bin/python").issym()  # the venv's link to its base interpreter
     assert {"pyvenv.cfg", f"{site}/numpyish/__init__.py", f"{site}/pyspark/__init__.py"} <= names
-    assert {f"{site}/sweeper/__init__.py", f"{site}/sweeper/fitting.py", f"{site}/sweeper/launch/base.py"} <= names
+    assert {f"{site}/sweeper/__init__.py", f"{site}/sweeper/workload/fit.py", f"{site}/sweeper/launch/base.py"} <= names
     left_out = ("numpyish/core.pyi", "numpyish/tests", "__pycache__", "pyspark/jars", "mypy", "__editable__")
     assert not [name for name in names for part in left_out if f"{site}/{part}" in name or part in name.split("/")]
     assert packed.files == len(names)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from sweeper.cli import main
 from sweeper.config import grid as grid_file
 from sweeper.errors import UserError
-from sweeper.plan import (
+from sweeper.planning.plan import (
     MAX_MEASUREMENTS,
     MAX_RULES,
     Launch,

@@ -16,8 +16,8 @@ import pytest
 
 from sweeper.cli import main
 from sweeper.config import grid as grid_file
-from sweeper.plan import make_plan
-from sweeper.runner import measurement_key
+from sweeper.planning.plan import make_plan
+from sweeper.run.runner import measurement_key
 from tests.conftest import REPO, minimal_grid
 
 PLANS = REPO / "tests" / "fixtures" / "plans"

@@ -22,13 +22,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sweeper import load_results, runner
+from sweeper import load_results
 from sweeper.config import grid as grid_file
-from sweeper.fit_environment import fit_environment
 from sweeper.launch.base import LaunchContext
 from sweeper.launch.registry import starter
-from sweeper.plan import make_plan
+from sweeper.planning.plan import make_plan
 from sweeper.results.store import write_rows
+from sweeper.run import runner
+from sweeper.workload.environment import fit_environment
 from tests.conftest import REPO, minimal_grid
 from tests.faults import (
     LOOPBACK,

@@ -17,13 +17,13 @@ import pytest
 
 from sweeper.cli import main
 from sweeper.config.grid import Dataset
-from sweeper.datasets import Data, load
 from sweeper.launch.base import Granted, LaunchContext, LaunchError
 from sweeper.launch.dask import ssh as dask_ssh
 from sweeper.launch.hosts.ssh import SshCluster, SshOptions, check_host, run_remote
 from sweeper.launch.spark import ssh as spark_ssh
 from sweeper.launch.spark.local import EXECUTOR_CLASS
-from sweeper.plan import Launch
+from sweeper.planning.plan import Launch
+from sweeper.workload.data import Data, load
 from tests.batches import replicas
 from tests.conftest import minimal_grid
 from tests.sshd import Sshd, free_port, keygen, sshd_running, sshd_unavailable

@@ -27,13 +27,13 @@ import yaml
 
 from sweeper import load_results
 from sweeper.config.grid import Dataset
-from sweeper.datasets import load
 from sweeper.launch.base import LaunchContext, LaunchError
 from sweeper.launch.dask import ssh as dask_ssh
 from sweeper.launch.hosts.ssh import SshCluster, SshOptions
 from sweeper.launch.spark import ssh as spark_ssh
-from sweeper.plan import Launch
+from sweeper.planning.plan import Launch
 from sweeper.results.store import COLUMNS
+from sweeper.workload.data import load
 from tests.batches import replicas
 from tests.conftest import REPO, minimal_grid
 from tests.netns_hosts import NetnsHosts, netns_hosts, netns_unavailable, wait_until_empty

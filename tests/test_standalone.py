@@ -15,9 +15,9 @@ import pyspark
 import pytest
 import yaml
 
-from sweeper import runner
 from sweeper.config import grid as grid_file
-from sweeper.plan import make_plan
+from sweeper.planning.plan import make_plan
+from sweeper.run import runner
 from tests.conftest import minimal_grid
 
 pytestmark = pytest.mark.integration

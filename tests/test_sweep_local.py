@@ -16,11 +16,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from sweeper import load_results, runner
+from sweeper import load_results
 from sweeper.config import grid as grid_file
 from sweeper.config.grid import Dataset
-from sweeper.datasets import load
-from sweeper.plan import Launch, make_plan
+from sweeper.planning.plan import Launch, make_plan
+from sweeper.run import runner
+from sweeper.workload.data import load
 from tests.batches import replicas
 from tests.conftest import REPO, minimal_grid
 from tests.processes import assert_no_launch_processes

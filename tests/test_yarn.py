@@ -24,11 +24,11 @@ import yaml
 
 from sweeper import load_results
 from sweeper.config.grid import Dataset
-from sweeper.datasets import Data, load
 from sweeper.launch.base import Granted, LaunchContext, LaunchError
 from sweeper.launch.dask import yarn as dask_yarn
 from sweeper.launch.spark import yarn as spark_yarn
-from sweeper.plan import Launch
+from sweeper.planning.plan import Launch
+from sweeper.workload.data import Data, load
 from tests.batches import replicas
 from tests.conftest import REPO, minimal_grid, run_cli
 from tests.faults import wait_until_fitting
@@ -197,7 +197,12 @@ def test_pack_env_ships_a_real_copy_of_sweeper_and_leaves_out_what_no_container_
     with tarfile.open(packed_env) as archive:
         names = set(archive.getnames())
     site = f"lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
-    assert {"pyvenv.cfg", "bin/python", f"{site}/sweeper/fitting.py", f"{site}/sweeper/launch/dask/yarn.py"} <= names
+    assert {
+        "pyvenv.cfg",
+        "bin/python",
+        f"{site}/sweeper/workload/fit.py",
+        f"{site}/sweeper/launch/dask/yarn.py",
+    } <= names
     assert f"{site}/pyspark/worker.py" in names and f"{site}/distributed/cli/dask_worker.py" in names
     assert not any(n.startswith(f"{site}/pyspark/jars/") or "__pycache__" in n or "__editable__" in n for n in names)
     assert not any(n.startswith(f"{site}/pyarrow") for n in names)
@@ -261,7 +266,7 @@ def test_the_grid_hands_the_python_archive_to_the_yarn_engines(
     yarn: YarnCluster, packed_env: Path, tmp_path: Path
 ) -> None:
     from sweeper.config import grid as grid_file
-    from sweeper.runner import _yarn_variables
+    from sweeper.run.runner import _yarn_variables
 
     spec = yaml.safe_load(yarn_grid(tmp_path, yarn, "handed", epochs=[3]).read_text())
     spec["cluster"]["python_archive"] = str(packed_env)

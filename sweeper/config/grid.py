@@ -21,10 +21,10 @@ from typing import Any
 
 from sweeper.config.reader import read_grid_yaml
 from sweeper.errors import UserError
-from sweeper.fit_environment import OBSERVED_VARIABLES
-from sweeper.sizing import RULES, Cluster, InfeasibleShape, size_executors
+from sweeper.planning.sizing import RULES, Cluster, InfeasibleShape, size_executors
 from sweeper.text import CONTROL, CONTROL_CHARS, shown
 from sweeper.units import SIZE_FORMS, parse_size_mib
+from sweeper.workload.environment import OBSERVED_VARIABLES
 
 MANAGERS = ("local", "yarn", "ssh", "standalone")
 ENGINES = ("spark", "dask", "spark-mllib")

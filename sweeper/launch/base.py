@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from sweeper.datasets import Data
-from sweeper.fitting import FitResult, FitTask
 from sweeper.units import MIB_PER_GIB
+from sweeper.workload.data import Data
+from sweeper.workload.fit import FitResult, FitTask
 
 
 class LaunchError(RuntimeError):

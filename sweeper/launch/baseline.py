@@ -13,10 +13,10 @@ from typing import Any
 
 from joblib.externals.loky import get_reusable_executor
 
-from sweeper.datasets import Data
-from sweeper.fitting import FitResult, FitTask, run_fit
 from sweeper.launch.base import Granted, LaunchContext
-from sweeper.plan import Launch
+from sweeper.planning.plan import Launch
+from sweeper.workload.data import Data
+from sweeper.workload.fit import FitResult, FitTask, run_fit
 
 
 def run_sequentially(tasks: list[FitTask], data: Data) -> list[FitResult]:

@@ -7,8 +7,8 @@ from typing import Any
 
 import joblib
 
-from sweeper.datasets import Data
-from sweeper.fitting import FitResult, FitTask, SharedData, run_fit
+from sweeper.workload.data import Data
+from sweeper.workload.fit import FitResult, FitTask, SharedData, run_fit
 
 
 def run_on_backend(backend: str, n_jobs: int, tasks: list[FitTask], data: Data | SharedData | Any) -> list[FitResult]:

@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 
 from sweeper.errors import UserError
 from sweeper.launch.base import LaunchContext, Session
-from sweeper.plan import Launch
+from sweeper.planning.plan import Launch
 
 Starter = Callable[[Launch, LaunchContext], AbstractContextManager[Session]]
 

@@ -31,7 +31,7 @@ import pandas as pd
 from scipy import stats
 
 from sweeper.errors import UserError
-from sweeper.plan import BASELINE_ENGINE
+from sweeper.planning.plan import BASELINE_ENGINE
 
 CONFIG = ("cores_per_executor", "executors", "executor_memory_gib")
 WORKLOAD = ("sweep", "dataset", "n_train", "n_fits", "mode", "model_params", "dry_run")

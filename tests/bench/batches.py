@@ -11,8 +11,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from sweeper.datasets import Data
-from sweeper.fitting import FitResult, FitTask
+from sweeper.workload.data import Data
+from sweeper.workload.fit import FitResult, FitTask
 from tests.bench.engine_run import EngineRun
 from tests.bench.loky import _shutdown_loky, loky_started
 from tests.bench.machine import FOREIGN, cpu_by_part, cpu_snapshot, machine_busy_s, machine_cores
@@ -36,11 +36,11 @@ def compare_engines(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The batch comparison: loky, Dask and Spark up together, taking turns batch by batch."""
     from sweeper.config import grid as grids
-    from sweeper.fit_environment import fit_environment
     from sweeper.launch.base import LaunchContext
     from sweeper.launch.registry import starter
-    from sweeper.plan import make_plan
-    from sweeper.runner import batch_for
+    from sweeper.planning.plan import make_plan
+    from sweeper.run.runner import batch_for
+    from sweeper.workload.environment import fit_environment
 
     raw = launch_grid(dataset, settings.epochs, settings.fits, settings.repeats)
     plan = make_plan(grids.parse(raw, Path("<bench>")))

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sweeper.datasets import Data
+from sweeper.workload.data import Data
 from tests.bench.batches import compare_engines
 from tests.bench.costs import time_planning, time_store
 from tests.bench.machine import machine_facts
@@ -27,9 +27,9 @@ from tests.bench.text import _fmt, log
 
 def load_data(rows: int) -> tuple[Data, str, str]:
     """Fashion-MNIST (a stratified ``rows``-row subset), else the bundled digits, saying so."""
-    from sweeper import datasets
     from sweeper.config.grid import Dataset
     from sweeper.errors import UserError
+    from sweeper.workload import data as datasets
 
     try:
         datasets.check_available(Dataset("fashion-mnist"))
@@ -43,7 +43,7 @@ def load_data(rows: int) -> tuple[Data, str, str]:
 
 def run(settings: Settings, command: str, profile_dir: Path | None = None) -> dict[str, Any]:
     """Every measurement of the bench, as the report's JSON object."""
-    from sweeper.fit_environment import applied, fit_environment
+    from sweeper.workload.environment import applied, fit_environment
 
     report: dict[str, Any] = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),

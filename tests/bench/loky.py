@@ -7,8 +7,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sweeper.datasets import Data
-from sweeper.fitting import FitResult, FitTask, run_fit
+from sweeper.workload.data import Data
+from sweeper.workload.fit import FitResult, FitTask, run_fit
 from tests.bench.engine_run import EngineRun
 
 

@@ -18,7 +18,7 @@ def machine_facts() -> dict[str, str]:
     """What the numbers were measured on."""
     import psutil
 
-    from sweeper.versions import java_version
+    from sweeper.run.versions import java_version
 
     cpu = platform.processor() or platform.machine()
     try:

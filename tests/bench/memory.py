@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sweeper.datasets import Data
-from sweeper.fitting import FitTask
+from sweeper.workload.data import Data
+from sweeper.workload.fit import FitTask
 from tests.bench.machine import _rss_mib
 from tests.bench.settings import launch_grid
 from tests.bench.shipping import data_nbytes
@@ -26,10 +26,10 @@ def memory_over_launches(
     import psutil
 
     from sweeper.config import grid as grids
-    from sweeper.fit_environment import fit_environment
     from sweeper.launch.base import LaunchContext
     from sweeper.launch.registry import starter
-    from sweeper.plan import make_plan
+    from sweeper.planning.plan import make_plan
+    from sweeper.workload.environment import fit_environment
 
     raw = launch_grid("digits", 1, 2, 1)
     # One worker process of 2 threads: a 1 x 1 launch would make joblib run the fits in the driver (n_jobs=1).

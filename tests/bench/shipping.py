@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from sweeper.datasets import Data
+from sweeper.workload.data import Data
 from tests.bench.engine_run import EngineRun
 from tests.bench.stats import bytes_per_fit
 from tests.bench.text import _size

@@ -20,13 +20,13 @@ from distributed.deploy.spec import SpecCluster
 from joblib._dask import DaskDistributedBackend
 from joblib.parallel import register_parallel_backend
 
-from sweeper.data_parallel import DaskShards, fit_result
-from sweeper.datasets import Data
-from sweeper.fitting import FitResult, FitTask, run_fit
 from sweeper.launch.base import Granted, LaunchContext, LaunchError, check_granted
 from sweeper.launch.hosts.processes import kill_tree, new_children
 from sweeper.launch.joblib_batch import run_on_backend
-from sweeper.plan import Launch
+from sweeper.planning.plan import Launch
+from sweeper.workload.data import Data
+from sweeper.workload.data_parallel import DaskShards, fit_result
+from sweeper.workload.fit import FitResult, FitTask, run_fit
 
 BACKEND = "sweeper-dask"
 RESTART_TIMEOUT_S = 120.0  # after an abort, how long the nannies may take to start the workers again

@@ -35,7 +35,7 @@ from sweeper.launch.base import Granted, LaunchContext, LaunchError, check_grant
 from sweeper.launch.dask.local import DaskSession, granted_workers
 from sweeper.launch.hosts.ssh import SshCluster, check_host, groups_alive, kill_groups, resolve, run_remote
 from sweeper.launch.spark.ssh import cluster_of, on_hosts
-from sweeper.plan import Launch
+from sweeper.planning.plan import Launch
 
 MARKER = "sweeper.launch"
 LINGER_S = 30.0  # how long remote workers may take to exit after close() before they are killed

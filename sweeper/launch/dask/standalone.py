@@ -14,7 +14,7 @@ from distributed import Client
 
 from sweeper.launch.base import Granted, LaunchContext, LaunchError, check_granted
 from sweeper.launch.dask.local import DaskSession, granted_workers
-from sweeper.plan import Launch
+from sweeper.planning.plan import Launch
 
 
 def existing_address(context: LaunchContext, key: str) -> str:

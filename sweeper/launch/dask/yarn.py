@@ -45,7 +45,7 @@ from sweeper.launch.dask.local import (
 )
 from sweeper.launch.hosts.processes import kill_tree
 from sweeper.launch.spark.yarn import ARCHIVE_LINK, default_fs, python_archive, yarn_conf_dir
-from sweeper.plan import Launch
+from sweeper.planning.plan import Launch
 
 DISTRIBUTED_SHELL_CLIENT = "org.apache.hadoop.yarn.applications.distributedshell.Client"
 AM_MEMORY_MIB = 512

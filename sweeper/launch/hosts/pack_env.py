@@ -2,7 +2,7 @@
 
 The archive holds the venv's tree (``bin/``, ``lib/``, ``pyvenv.cfg``) at its root, so YARN's
 ``environment`` link gives ``./environment/bin/python``. sweeper itself goes in as a real copy of
-its package: executors unpickle tasks that name ``sweeper.fitting``, and an editable install's
+its package: executors unpickle tasks that name ``sweeper.workload.fit``, and an editable install's
 finder points at a source tree the nodes do not have. Left out, because no process in a container
 needs them: ``__pycache__`` and ``*.pyc`` (Python rebuilds them), type stubs (``*.pyi``), the
 packages' own ``tests/`` directories, pyspark's ``jars/`` (the executor JVMs get Spark's jars from

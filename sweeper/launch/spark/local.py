@@ -23,15 +23,15 @@ from typing import Any
 
 import psutil
 
-from sweeper.data_parallel import SparkShards, fit_result
-from sweeper.datasets import Data
 from sweeper.errors import error_text
-from sweeper.fit_environment import variables_set
-from sweeper.fitting import FitResult, FitTask
 from sweeper.launch.base import Granted, LaunchContext, LaunchError, check_granted
 from sweeper.launch.hosts.processes import kill_tree, new_children
 from sweeper.launch.joblib_batch import run_on_backend
-from sweeper.plan import Launch
+from sweeper.planning.plan import Launch
+from sweeper.workload.data import Data
+from sweeper.workload.data_parallel import SparkShards, fit_result
+from sweeper.workload.environment import variables_set
+from sweeper.workload.fit import FitResult, FitTask
 
 EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 # Properties the sweeper sets and a grid's spark_conf extends instead of replacing (see with_spark_conf).

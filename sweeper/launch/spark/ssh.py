@@ -27,7 +27,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from sweeper.fit_environment import variables_set
 from sweeper.launch.base import Granted, LaunchContext, LaunchError, check_granted
 from sweeper.launch.hosts.ssh import (
     SshCluster,
@@ -45,7 +44,8 @@ from sweeper.launch.spark.local import (
     stop_spark,
     with_spark_conf,
 )
-from sweeper.plan import Launch
+from sweeper.planning.plan import Launch
+from sweeper.workload.environment import variables_set
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"

@@ -14,12 +14,12 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlparse
 
-from sweeper.fit_environment import variables_set
 from sweeper.launch.base import Granted, LaunchContext, LaunchError, check_granted
 from sweeper.launch.dask.standalone import existing_address
 from sweeper.launch.hosts.ssh import address_towards
 from sweeper.launch.spark.local import QUIET_LOG4J, SparkLaunch, new_session, stop_spark, wait_registered
-from sweeper.plan import Launch
+from sweeper.planning.plan import Launch
+from sweeper.workload.environment import variables_set
 
 
 def wait_for_executors(spark: Any, launch: Launch, timeout_s: float) -> Granted:

@@ -29,7 +29,6 @@ from typing import Any
 
 import psutil
 
-from sweeper.fit_environment import variables_set
 from sweeper.launch.base import Granted, LaunchContext, LaunchError, check_granted
 from sweeper.launch.hosts.processes import kill_tree
 from sweeper.launch.spark.local import (
@@ -42,7 +41,8 @@ from sweeper.launch.spark.local import (
     uniform_shape,
     wait_registered,
 )
-from sweeper.plan import Launch
+from sweeper.planning.plan import Launch
+from sweeper.workload.environment import variables_set
 
 AM_MEMORY_MIB = 512
 ARCHIVE_LINK = "environment"  # where YARN unpacks cluster.python_archive in every container

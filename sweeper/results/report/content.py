@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from sweeper.plan import BASELINE_ENGINE
+from sweeper.planning.plan import BASELINE_ENGINE
 from sweeper.results import statistics
 from sweeper.results.report import plots
 

@@ -17,7 +17,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from sweeper.plan import BASELINE_ENGINE
+from sweeper.planning.plan import BASELINE_ENGINE
 from sweeper.results.statistics import CONFIG, NEVER, ok_mask, pareto_front
 
 ENGINE_COLORS = {"spark": "#e8710a", "dask": "#1f77b4", BASELINE_ENGINE: "#555555"}

@@ -21,7 +21,7 @@ import numpy as np
 
 from sweeper.config.grid import MLLIB_ONLY_PARAMS, ONE_MODEL_ENGINES, Grid, Workload
 from sweeper.errors import UserError
-from sweeper.sizing import ExecutorShape, size_executors
+from sweeper.planning.sizing import ExecutorShape, size_executors
 from sweeper.text import shown
 from sweeper.units import MIB_PER_GIB, format_mib, spark_size
 

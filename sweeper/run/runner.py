@@ -26,17 +26,17 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from sweeper import datasets
 from sweeper.config.grid import Grid
-from sweeper.datasets import Data
 from sweeper.errors import UserError, error_text
-from sweeper.fit_environment import applied, fit_environment, variables_set
-from sweeper.fitting import FitResult, FitTask, make_batch
 from sweeper.launch.base import LaunchContext, Session
 from sweeper.launch.registry import check_supported, starter
-from sweeper.plan import BASELINE_ENGINE, Launch, Plan, Point
+from sweeper.planning.plan import BASELINE_ENGINE, Launch, Plan, Point
 from sweeper.results.store import check_writable, compact, completed_keys, remove_sweep, write_rows
-from sweeper.versions import versions
+from sweeper.run.versions import versions
+from sweeper.workload import data as datasets
+from sweeper.workload.data import Data
+from sweeper.workload.environment import applied, fit_environment, variables_set
+from sweeper.workload.fit import FitResult, FitTask, make_batch
 
 
 class MeasurementTimeout(Exception):

@@ -17,8 +17,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from sweeper.datasets import Data
-from sweeper.fit_environment import observed
+from sweeper.workload.data import Data
+from sweeper.workload.environment import observed
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ def run_fit(task: FitTask, data: Data | SharedData) -> FitResult:
     if not isinstance(data, Data):
         data = data.resolve()
     if task.mode == "data-parallel":
-        from sweeper.data_parallel import train_in_process_result
+        from sweeper.workload.data_parallel import train_in_process_result
 
         return train_in_process_result(task, data)
     from sklearn.exceptions import ConvergenceWarning

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from sweeper.datasets import Data
-from sweeper.fit_environment import observed
-from sweeper.fitting import FitResult, FitTask
+from sweeper.workload.data import Data
+from sweeper.workload.environment import observed
+from sweeper.workload.fit import FitResult, FitTask
 
 
 @dataclass(frozen=True)

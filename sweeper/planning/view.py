@@ -1,6 +1,6 @@
 """Render a plan for people: the matched launch table, the workload axes, the hand commands.
 
-Everything is printed through :func:`~sweeper.run_view.plain`, never as console markup, so
+Everything is printed through :func:`~sweeper.run.view.plain`, never as console markup, so
 names and paths from a grid (``[`` and ``]`` included) show as written.
 """
 
@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from sweeper.plan import BASELINE_ENGINE, Plan, dask_commands, spark_command
-from sweeper.run_view import plain
+from sweeper.planning.plan import BASELINE_ENGINE, Plan, dask_commands, spark_command
+from sweeper.run.view import plain
 from sweeper.units import format_mib
 
 

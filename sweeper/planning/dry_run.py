@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import psutil
 
-from sweeper.plan import BASELINE_ENGINE, Launch, Plan, batch_size
+from sweeper.planning.plan import BASELINE_ENGINE, Launch, Plan, batch_size
 from sweeper.units import MIB_PER_GIB
 
 MAX_EPOCHS = 20
@@ -19,7 +19,7 @@ MEMORY_SHARE = 0.5
 def shrink_launch(launch: Launch, local_cores: int, local_memory_mib: int) -> Launch:
     """Fit a launch into ``local_cores`` cores and a share of the local memory.
 
-    >>> from sweeper.plan import Launch
+    >>> from sweeper.planning.plan import Launch
     >>> big = Launch(1, "spark", "yarn", 2, "report", 5, 7, 13 * 1024, 2048, (3, 4))
     >>> small = shrink_launch(big, local_cores=2, local_memory_mib=24 * 1024)
     >>> (small.manager, small.executors, small.cores_per_executor, small.executor_memory_mib, small.dry_run)

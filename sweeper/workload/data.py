@@ -436,7 +436,7 @@ def _check_declared(source: str, declared: str, n_bytes: int, max_bytes: int) ->
     if n_bytes > max_bytes:
         raise UserError(
             f"{source}: {declared} needs {n_bytes:,} bytes, more than the limit of {max_bytes:,} bytes "
-            "an array may have (sweeper.datasets.MAX_ARRAY_BYTES)"
+            "an array may have (sweeper.workload.data.MAX_ARRAY_BYTES)"
         )
 
 
