@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Debian packages the integration tests need beyond Python and Java:
-#   openssh-server  the tests start their own sshd on 127.0.0.1 (tests/sshd.py)
+#   openssh-server  the tests start their own sshd on 127.0.0.1 (tests/support/sshd.py)
 #   openssh-client  ssh and ssh-keygen
 #   iproute2        `ip netns` for the cross-host tests (they skip where namespaces are not permitted)
 #   chromium        the report test opens report.html in a headless browser

@@ -12,6 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
+from sweeper.config.grid import Dataset
+from sweeper.workload.data import Data, load
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -26,6 +29,12 @@ def minimal_grid(**overrides: Any) -> dict[str, Any]:
     }
     grid.update(overrides)
     return grid
+
+
+@pytest.fixture(scope="session")
+def digits() -> Data:
+    """scikit-learn's bundled digits, loaded once for the whole session."""
+    return load(Dataset("digits"))
 
 
 @pytest.fixture

@@ -195,7 +195,7 @@ def test_timing_ratios_are_not_judged_on_a_busy_machine() -> None:
 def test_a_quick_bench_runs_every_engine_and_writes_both_files(tmp_path: Path) -> None:
     """``python -m tests.bench --quick``: the whole path of ``make bench`` at tiny sizes."""
     from tests.conftest import REPO
-    from tests.processes import assert_no_launch_processes
+    from tests.support.leftovers import assert_no_launch_processes
 
     markdown, report_json = tmp_path / "B.md", tmp_path / "b.json"
     result = subprocess.run(

@@ -8,21 +8,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sweeper.config.grid import Dataset
 from sweeper.launch.base import LaunchContext
 from sweeper.launch.registry import starter
 from sweeper.planning.plan import Launch
-from sweeper.workload.data import Data, load
+from sweeper.workload.data import Data
 from sweeper.workload.data_parallel import Weights, average, shard_rows, train_in_process
 from sweeper.workload.fit import make_batch
-from tests.processes import assert_no_launch_processes
+from tests.support.leftovers import assert_no_launch_processes
 
 PARAMS = {"hidden_layer_sizes": (32,), "solver": "adam"}
-
-
-@pytest.fixture(scope="module")
-def digits() -> Data:
-    return load(Dataset("digits"))
 
 
 def test_one_shard_is_exactly_a_plain_partial_fit_loop(digits: Data) -> None:

@@ -5,17 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 
-from sweeper.config.grid import Dataset
-from sweeper.workload.data import Data, load
 from sweeper.workload.fit import FitTask, make_batch, run_fit
-from tests.batches import replicas
-
-
-@pytest.fixture(scope="module")
-def digits() -> Data:
-    return load(Dataset("digits"))
+from tests.support.batches import replicas
 
 
 def batch(mode: str, **overrides: Any) -> list[FitTask]:

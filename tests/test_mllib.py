@@ -19,7 +19,7 @@ from sweeper.launch.spark.local import driver_process, executor_processes
 from sweeper.planning.plan import Launch
 from sweeper.workload.data import Data, load
 from sweeper.workload.fit import FitTask
-from tests.processes import assert_no_launch_processes
+from tests.support.leftovers import assert_no_launch_processes
 
 
 def task(epochs: int, seed: int = 0, train_rows: np.ndarray | None = None, **params: Any) -> FitTask:
@@ -106,11 +106,6 @@ class Started:
         self.stack = stack
         driver = driver_process(session.spark)
         self.processes = [p for p in (driver, *executor_processes(session.spark)) if p is not None]
-
-
-@pytest.fixture(scope="module")
-def digits() -> Data:
-    return load(Dataset("digits"))
 
 
 @pytest.fixture(scope="module")

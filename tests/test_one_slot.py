@@ -12,8 +12,8 @@ from sweeper.launch.base import LaunchContext
 from sweeper.launch.registry import starter
 from sweeper.planning.plan import Launch
 from sweeper.workload.data import load
-from tests.batches import replicas
-from tests.processes import assert_no_launch_processes
+from tests.support.batches import replicas
+from tests.support.leftovers import assert_no_launch_processes
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.sshd import Sshd, keygen, sshd_running, sshd_unavailable
+from tests.support.sshd import Sshd, keygen, sshd_running, sshd_unavailable
 
 pytestmark = [
     pytest.mark.integration,

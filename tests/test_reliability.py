@@ -31,7 +31,7 @@ from sweeper.results.store import write_rows
 from sweeper.run import runner
 from sweeper.workload.environment import fit_environment
 from tests.conftest import REPO, minimal_grid
-from tests.faults import (
+from tests.support.faults import (
     LOOPBACK,
     TAG_VARIABLE,
     assert_no_tagged_processes,

@@ -19,7 +19,7 @@ import yaml
 
 from sweeper.results.store import load_results
 from tests.conftest import REPO, minimal_grid
-from tests.sshd import Sshd, sshd_running, sshd_unavailable
+from tests.support.sshd import Sshd, sshd_running, sshd_unavailable
 
 pytestmark = [
     pytest.mark.integration,

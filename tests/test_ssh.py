@@ -1,6 +1,6 @@
 """manager ssh against a real OpenSSH server on loopback: full launches of both engines, and the failures.
 
-The server (tests/sshd.py) allows only the test's own key and is pinned in a known_hosts file,
+The server (tests/support/sshd.py) allows only the test's own key and is pinned in a known_hosts file,
 so the engines run with strict host-key checking exactly as on a real cluster. Hosts are this
 machine, so "remote" processes are checked in the local process table.
 """
@@ -16,17 +16,16 @@ import psutil
 import pytest
 
 from sweeper.cli import main
-from sweeper.config.grid import Dataset
 from sweeper.launch.base import Granted, LaunchContext, LaunchError
 from sweeper.launch.dask import ssh as dask_ssh
 from sweeper.launch.hosts.ssh import SshCluster, SshOptions, check_host, run_remote
 from sweeper.launch.spark import ssh as spark_ssh
 from sweeper.launch.spark.local import EXECUTOR_CLASS
 from sweeper.planning.plan import Launch
-from sweeper.workload.data import Data, load
-from tests.batches import replicas
+from sweeper.workload.data import Data
 from tests.conftest import minimal_grid
-from tests.sshd import Sshd, free_port, keygen, sshd_running, sshd_unavailable
+from tests.support.batches import replicas
+from tests.support.sshd import Sshd, free_port, keygen, sshd_running, sshd_unavailable
 
 pytestmark = [
     pytest.mark.integration,
@@ -80,11 +79,6 @@ def hostile(tmp_path: Path) -> tuple[str, Path]:
     """A path under ``tmp_path`` that a shell given it unquoted would turn into ``touch MARKER``, and the marker."""
     marker = tmp_path / "hostile-marker"
     return f"{tmp_path}/a'; touch {marker}; echo '", marker
-
-
-@pytest.fixture(scope="module")
-def digits() -> Data:
-    return load(Dataset("digits"))
 
 
 def cluster_for(server: Sshd, **changes: object) -> SshCluster:

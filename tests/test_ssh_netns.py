@@ -1,6 +1,6 @@
 """manager ssh across addresses: two hosts in network namespaces, a full sweep through the command line.
 
-Each host is a network namespace behind a bridge here with its own sshd (tests/netns_hosts.py),
+Each host is a network namespace behind a bridge here with its own sshd (tests/support/netns_hosts.py),
 so the Spark master and Dask scheduler on the first host, the workers on both and the driver
 here really talk across addresses. While the sweep runs, a watcher records which namespace
 every launch process runs in and where it listens; the tests then check placement, binding
@@ -34,10 +34,10 @@ from sweeper.launch.spark import ssh as spark_ssh
 from sweeper.planning.plan import Launch
 from sweeper.results.store import COLUMNS
 from sweeper.workload.data import load
-from tests.batches import replicas
 from tests.conftest import REPO, minimal_grid
-from tests.netns_hosts import NetnsHosts, netns_hosts, netns_unavailable, wait_until_empty
-from tests.processes import assert_no_launch_processes
+from tests.support.batches import replicas
+from tests.support.leftovers import assert_no_launch_processes
+from tests.support.netns_hosts import NetnsHosts, netns_hosts, netns_unavailable, wait_until_empty
 
 pytestmark = pytest.mark.integration
 

@@ -22,9 +22,9 @@ from sweeper.config.grid import Dataset
 from sweeper.planning.plan import Launch, make_plan
 from sweeper.run import runner
 from sweeper.workload.data import load
-from tests.batches import replicas
 from tests.conftest import REPO, minimal_grid
-from tests.processes import assert_no_launch_processes
+from tests.support.batches import replicas
+from tests.support.leftovers import assert_no_launch_processes
 
 pytestmark = pytest.mark.integration
 

@@ -23,16 +23,15 @@ import pytest
 import yaml
 
 from sweeper import load_results
-from sweeper.config.grid import Dataset
 from sweeper.launch.base import Granted, LaunchContext, LaunchError
 from sweeper.launch.dask import yarn as dask_yarn
 from sweeper.launch.spark import yarn as spark_yarn
 from sweeper.planning.plan import Launch
-from sweeper.workload.data import Data, load
-from tests.batches import replicas
+from sweeper.workload.data import Data
 from tests.conftest import REPO, minimal_grid, run_cli
-from tests.faults import wait_until_fitting
-from tests.yarn_cluster import BUILD_HINT, YarnCluster, built, mini_yarn
+from tests.support.batches import replicas
+from tests.support.faults import wait_until_fitting
+from tests.support.yarn_cluster import BUILD_HINT, YarnCluster, built, mini_yarn
 
 pytestmark = [pytest.mark.integration, pytest.mark.yarn]
 
@@ -92,11 +91,6 @@ def on_yarn(yarn: YarnCluster, monkeypatch: pytest.MonkeyPatch) -> YarnCluster:
     for key, value in yarn.environment.items():
         monkeypatch.setenv(key, value)
     return yarn
-
-
-@pytest.fixture(scope="module")
-def digits() -> Data:
-    return load(Dataset("digits"))
 
 
 def small_launch(engine: str, **changes: Any) -> Launch:

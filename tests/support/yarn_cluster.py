@@ -22,7 +22,7 @@ from pathlib import Path
 
 import psutil
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TARGET = REPO / "deploy" / "yarn" / "target"
 JAR = TARGET / "sweeper-miniyarn.jar"
 MAIN_CLASS = "sweeper.yarn.MiniYarn"

@@ -3,7 +3,7 @@
 ``netns_hosts(directory, 2)`` creates a bridge in the root namespace with the first address of a
 free ``10.231.N.0/24`` (the driver's side), then for each host a namespace with loopback up and a
 veth pair whose outer end is on the bridge and whose inner end carries the host's address, and
-starts a key-only sshd (tests/sshd.py) inside it. All servers take one client key and one
+starts a key-only sshd (tests/support/sshd.py) inside it. All servers take one client key and one
 known_hosts file, as the hosts of a real cluster would. The namespaces share this machine's
 file system and process table, so the same Python environment is at the same path "on every
 host", while every socket lives in its host's own network stack: a process bound to the wrong
@@ -30,7 +30,7 @@ from typing import Any
 
 import psutil
 
-from tests.sshd import Sshd, sshd_unavailable, start_sshd
+from tests.support.sshd import Sshd, sshd_unavailable, start_sshd
 
 SUBNETS = "10.231.{}.0/24"  # the first free one is used; .1 is the bridge, .2, .3, ... the hosts
 NETNS_DIR = Path("/run/netns")

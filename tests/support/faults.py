@@ -22,7 +22,7 @@ import psutil
 import yaml
 
 from tests.conftest import REPO
-from tests.processes import launch_processes
+from tests.support.leftovers import launch_processes
 
 TAG_VARIABLE = "SWEEPER_TEST_FAULT_TAG"
 DASK_WORKER_MARKERS = ("multiprocessing.spawn", "spawn_main")
@@ -49,7 +49,7 @@ def has_tag(pid: int, tag: str) -> bool:
 
 
 def tagged_launch_processes(tag: str) -> list[str]:
-    """tests.processes.launch_processes, limited to the processes carrying ``tag``."""
+    """tests.support.leftovers.launch_processes, limited to the processes carrying ``tag``."""
     return [line for line in launch_processes() if has_tag(int(line.split(":", 1)[0]), tag)]
 
 
