@@ -7,7 +7,7 @@ STORE ?= results/
 OUT ?= report/
 YARN_JAR := deploy/yarn/target/sweeper-miniyarn.jar
 
-.PHONY: setup check-java test-packages datasets test test-fast test-yarn lint plan sweep dry-run report bench clean
+.PHONY: setup check-java test-packages datasets test test-fast test-yarn lint docs plan sweep dry-run report bench clean
 
 setup: $(BIN)/sweeper check-java test-packages $(YARN_JAR)  ## .venv with sweeper and its test tools, test packages, MiniYARNCluster
 
@@ -43,6 +43,9 @@ test-yarn: setup  ## only the tests against a real (mini) YARN
 lint: setup  ## ruff + mypy
 	$(BIN)/ruff check sweeper tests
 	$(BIN)/mypy
+
+docs: setup  ## rewrite README.md's table of grid keys from the grid schema (sweeper/config/sections.py)
+	$(BIN)/python -m sweeper.config.docs README.md
 
 plan: setup  ## show the matched launches: make plan GRID=grids/2node.yaml
 	$(BIN)/sweeper plan $(GRID)

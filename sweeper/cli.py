@@ -19,7 +19,7 @@ from typing import Any
 from rich.console import Console
 
 from sweeper import __version__
-from sweeper.config import grid as grid_file
+from sweeper.config import load as grid_file
 from sweeper.errors import UserError
 from sweeper.planning.plan import make_plan, plan_json
 from sweeper.planning.view import show_plan, warning_line

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from sweeper.config.grid import parse
+from sweeper.config.load import parse
 from sweeper.planning.plan import make_plan
 from sweeper.results.store import COLUMNS, load_results, write_rows
 from tests import bench

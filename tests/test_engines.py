@@ -20,9 +20,9 @@ from sweeper.launch import registry
 from sweeper.launch.base import Granted, LaunchError, check_granted
 from sweeper.launch.dask import ssh as dask_ssh
 from sweeper.launch.hosts import ssh as ssh_hosts
-from sweeper.launch.hosts.ssh import SshCluster, SshOptions
+from sweeper.launch.options import SshCluster, SshOptions
 from sweeper.launch.spark import ssh as spark_ssh
-from sweeper.launch.spark.local import with_spark_conf
+from sweeper.launch.spark.conf import with_spark_conf
 from sweeper.run import runner
 from tests.conftest import minimal_grid
 
@@ -37,13 +37,30 @@ def test_unknown_engine_lists_the_valid_ones() -> None:
 def test_a_missing_engine_package_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     # Stand-in for an engine whose package is not installed: the registry points at a module that does not exist.
     missing = ("sweeper.launch.not_installed", "dask[distributed]")
-    monkeypatch.setitem(registry.ENGINES, ("dask", "local"), missing)
+    monkeypatch.setitem(registry.LAUNCHERS, ("dask", "local"), missing)
     with pytest.raises(UserError, match=r"needs dask\[distributed\].*pip install dask\[distributed\]"):
         registry.starter("dask")
 
 
-def test_engines_are_imported_lazily() -> None:
-    assert callable(registry.starter("local"))
+def test_planning_imports_no_engine_and_a_starter_imports_only_its_own() -> None:
+    # in a subprocess: this test process has imported everything
+    code = (
+        "import sys; from sweeper.cli import main; from sweeper.launch import registry\n"
+        "assert main(['plan', 'grids/local.yaml']) == 0\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in ('pyspark', 'distributed', 'joblibspark')"
+        " or m.startswith(('sweeper.launch.spark', 'sweeper.launch.dask'))]\n"
+        "assert not heavy, heavy\n"
+        "registry.starter('dask', 'local')\n"
+        "assert 'sweeper.launch.dask.local' in sys.modules and 'sweeper.launch.spark.local' not in sys.modules\n"
+    )
+    repo = Path(registry.__file__).resolve().parents[2]
+    subprocess.run([sys.executable, "-c", code], cwd=repo, check=True, timeout=120)
+
+
+def test_the_registry_names_every_engine_and_manager_a_grid_uses() -> None:
+    assert {engine for engine, _ in registry.LAUNCHERS} == {*registry.ENGINES, registry.BASELINE_ENGINE}
+    assert {manager for _, manager in registry.LAUNCHERS} == set(registry.MANAGERS)
+    assert set(registry.DEFAULT_ENGINES) | set(registry.ONE_MODEL_ENGINES) <= set(registry.ENGINES)
 
 
 def test_a_grant_other_than_the_plan_fails_the_launch() -> None:
@@ -60,7 +77,7 @@ def test_run_on_a_manager_an_engine_cannot_use_stops_before_anything_starts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Stand-in for an engine without YARN support: its registry entry is removed for this test.
-    monkeypatch.delitem(registry.ENGINES, ("dask", "yarn"))
+    monkeypatch.delitem(registry.LAUNCHERS, ("dask", "yarn"))
     grid = minimal_grid(store=str(tmp_path / "store"))
     grid["cluster"] = {**grid["cluster"], "manager": "yarn"}
     assert main(["run", str(write_grid(grid))]) == 2
@@ -108,7 +125,7 @@ def every_remote_call(cluster: SshCluster) -> None:
     spark_ssh.remote_executors(cluster, "app-1")
     spark = SimpleNamespace(sparkContext=SimpleNamespace(applicationId="app-1", cancelAllJobs=lambda: None))
     spark_ssh.SshSparkSession(spark, Granted(1, 1, 1), 1, cluster).abort()
-    spark_ssh.teardown(daemons, grace_s=0.0)
+    spark_ssh.stop_daemons(daemons, grace_s=0.0)
     groups = dask_ssh.RemoteGroups(cluster, "token")
     groups.scan()
     groups.kill_workers(host)
@@ -170,7 +187,6 @@ class Batch:
 
     def __init__(self, clock: Clock, run_s: float, ending: Any, *, until_abort: bool = False) -> None:
         self.granted = Granted(1, 1, 1)
-        self.versions: dict[str, str] = {}
         self.clock, self.run_s, self.ending = clock, run_s, ending
         self.aborted = threading.Event()
         self.until_abort = until_abort

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from sweeper.workload.fit import FitTask, make_batch, run_fit
+from sweeper.workload.fit import run_fit
+from sweeper.workload.tasks import FitTask, make_batch
 from tests.support.batches import replicas
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import json
 import os
 import re
 from collections.abc import Callable
@@ -11,9 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from sweeper.cli import main
-from sweeper.config import grid as grid_file
+from sweeper.config import load as grid_file
+from sweeper.config.names import check_sweep_name
+from sweeper.config.schema import MAX_AXIS_VALUES, MAX_PROBLEMS
 from sweeper.errors import UserError
 from sweeper.text import shown
 from tests.conftest import minimal_grid, run_cli
@@ -465,7 +469,7 @@ def _problems(raw: dict[str, Any], path: Path = Path("grid.yaml")) -> str:
     ],
 )
 def test_a_sweep_name_must_be_one_safe_directory_name(name: Any, reason: str) -> None:
-    problem = grid_file.check_sweep_name(name)
+    problem = check_sweep_name(name)
     assert problem is not None and problem.startswith("must be one directory name (1 to 100 characters")
     assert f": {reason}, got " in problem
     assert f"{Path('g.yaml')}: name: {problem}" in _problems({**minimal_grid(), "name": name}, Path("g.yaml"))
@@ -473,7 +477,7 @@ def test_a_sweep_name_must_be_one_safe_directory_name(name: Any, reason: str) ->
 
 @pytest.mark.parametrize("name", ["2node", "sweep-1.2_x", "résumé", "a b", "x" * 100, "é" * 100])
 def test_ordinary_sweep_names_are_accepted(name: str) -> None:
-    assert grid_file.check_sweep_name(name) is None
+    assert check_sweep_name(name) is None
     assert grid_file.parse({**minimal_grid(), "name": name}, Path("g.yaml")).name == name
 
 
@@ -822,7 +826,7 @@ def _mllib_grid(**model: Any) -> dict[str, Any]:
 def test_mllib_solver_is_accepted_and_reaches_spark_mls_solver() -> None:
     from sweeper.launch.spark import mllib
     from sweeper.planning.plan import make_plan
-    from sweeper.workload.fit import FitTask
+    from sweeper.workload.tasks import FitTask
 
     plan = make_plan(grid_file.parse(_mllib_grid(mllib_solver=["gd", "l-bfgs"]), Path("g.yaml")))
     [mllib_launch] = [launch for launch in plan.launches if launch.engine == "spark-mllib"]
@@ -867,7 +871,7 @@ def test_a_dataset_path_the_file_system_refuses_is_an_error_not_a_traceback() ->
 def test_problems_past_the_cap_are_counted_not_listed() -> None:
     with pytest.raises(UserError) as caught:
         grid_file.parse(_with("workload", epochs=list(range(-199, 1))), Path("g.yaml"))
-    assert len(caught.value.problems) == grid_file.MAX_PROBLEMS + 1
+    assert len(caught.value.problems) == MAX_PROBLEMS + 1
     assert caught.value.problems[-1] == "g.yaml: and 150 more problems"
 
 
@@ -1054,7 +1058,7 @@ def test_a_value_listed_twice_on_any_axis_is_refused(key: str, value: Any) -> No
 @pytest.mark.parametrize(("key", "value"), AXES)
 def test_an_axis_over_the_limit_is_refused_before_any_of_its_values_is_checked(key: str, value: Any) -> None:
     refused = [0] if key.endswith("hidden_layer_sizes") else {"not": "a value"}  # ([0]: a list of lists is an axis)
-    too_long = [refused] * (grid_file.MAX_AXIS_VALUES + 1)  # each would be a problem of its own
+    too_long = [refused] * (MAX_AXIS_VALUES + 1)  # each would be a problem of its own
     with pytest.raises(UserError) as caught:
         grid_file.parse(_axis_grid(key, too_long), Path("g.yaml"))
     assert caught.value.problems == [f"g.yaml: {key}: lists 1,001 values; an axis may list at most 1,000: shorten it"]
@@ -1098,7 +1102,7 @@ def test_unhashable_values_on_an_axis_are_refused_as_values() -> None:
 
 
 def test_axes_at_the_limit_plan(write_grid: Callable[..., Path]) -> None:
-    alphas = [round(0.0001 * (i + 1), 6) for i in range(grid_file.MAX_AXIS_VALUES)]
+    alphas = [round(0.0001 * (i + 1), 6) for i in range(MAX_AXIS_VALUES)]
     grid = grid_file.load(write_grid(_axis_grid("workload.model.alpha", alphas)))
     assert dict(grid.workload.model_axes)["alpha"] == tuple(alphas)
 
@@ -1140,3 +1144,26 @@ def test_no_reserved_memory_is_written_0(memory: Any) -> None:
 def test_false_or_a_float_zero_is_not_a_reserved_memory(memory: Any) -> None:
     err = _problems(_with("sizing", reserve={"cores": 0, "memory": memory}))
     assert "sizing.reserve.memory: must be a size such as 64GiB" in err and f"got {memory!r}" in err, err
+
+
+GRID_PROBLEMS = Path(__file__).parent / "fixtures" / "grid_problems.json"
+
+
+def _outcome(raw: Any) -> dict[str, list[str]]:
+    """The problems (a refused grid) or the warnings (a valid one) of ``raw`` as grid.yaml."""
+    try:
+        return {"problems": [], "warnings": list(grid_file.parse(raw, Path("grid.yaml")).warnings)}
+    except UserError as error:
+        return {"problems": error.problems, "warnings": []}
+
+
+def test_the_problems_of_recorded_grids_are_unchanged_word_for_word() -> None:
+    """Every grid of the golden fixture gives exactly its problems and warnings, in the same order.
+
+    Rewrite the fixture only when a message changes on purpose: ``python tests/fixtures/make_grid_problems.py``.
+    """
+    cases = json.loads(GRID_PROBLEMS.read_text())
+    assert len(cases) > 100
+    for case in cases:
+        expected = {"problems": case["problems"], "warnings": case["warnings"]}
+        assert _outcome(yaml.safe_load(case["grid"])) == expected, (case["test"], case["grid"])

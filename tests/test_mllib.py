@@ -15,10 +15,10 @@ import pytest
 from sweeper.config.grid import Dataset
 from sweeper.launch.base import LaunchContext
 from sweeper.launch.spark import mllib
-from sweeper.launch.spark.local import driver_process, executor_processes
+from sweeper.launch.spark.session import driver_process, executor_processes
 from sweeper.planning.plan import Launch
 from sweeper.workload.data import Data, load
-from sweeper.workload.fit import FitTask
+from sweeper.workload.tasks import FitTask
 from tests.support.leftovers import assert_no_launch_processes
 
 
@@ -74,7 +74,6 @@ def test_start_is_a_context_manager_over_the_spark_engine(monkeypatch: pytest.Mo
     class FakeSpark:
         def __init__(self) -> None:
             self.granted = Granted(3, 2, 512)
-            self.versions = {"java": "17"}
             self.spark = None
 
         def abort(self) -> None:
@@ -90,7 +89,7 @@ def test_start_is_a_context_manager_over_the_spark_engine(monkeypatch: pytest.Mo
     launch = Launch(0, "spark", "yarn", 2, "report", 2, 3, 512, 384, (2, 1))
     context = LaunchContext(run_dir=tmp_path, environment={}, threads_per_fit=1)
     with mllib.start(launch, context) as session:
-        assert (session.granted, session.versions, session.partitions) == (Granted(3, 2, 512), {"java": "17"}, 6)
+        assert (session.granted, session.partitions) == (Granted(3, 2, 512), 6)
         session.abort()
     assert calls == ["start yarn", "abort", "stop"]
 

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sweeper.cli import main
-from sweeper.config import grid as grid_file
+from sweeper.config import load as grid_file
 from sweeper.errors import UserError
 from sweeper.planning.plan import (
     MAX_MEASUREMENTS,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from sweeper.cli import main
-from sweeper.config import grid as grid_file
+from sweeper.config import load as grid_file
 from sweeper.planning.plan import make_plan
 from sweeper.run.runner import measurement_key
 from tests.conftest import REPO, minimal_grid

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sweeper import load_results
-from sweeper.config import grid as grid_file
+from sweeper.config import load as grid_file
 from sweeper.launch.base import LaunchContext
 from sweeper.launch.registry import starter
 from sweeper.planning.plan import make_plan

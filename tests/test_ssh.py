@@ -18,9 +18,10 @@ import pytest
 from sweeper.cli import main
 from sweeper.launch.base import Granted, LaunchContext, LaunchError
 from sweeper.launch.dask import ssh as dask_ssh
-from sweeper.launch.hosts.ssh import SshCluster, SshOptions, check_host, run_remote
+from sweeper.launch.hosts.ssh import check_host, run_remote
+from sweeper.launch.options import SshCluster, SshOptions
 from sweeper.launch.spark import ssh as spark_ssh
-from sweeper.launch.spark.local import EXECUTOR_CLASS
+from sweeper.launch.spark.session import EXECUTOR_CLASS, SparkAppSession
 from sweeper.planning.plan import Launch
 from sweeper.workload.data import Data
 from tests.conftest import minimal_grid
@@ -101,13 +102,14 @@ def small_launch(engine: str) -> Launch:
     )
 
 
-def context(tmp_path: Path, **spark_conf: str) -> LaunchContext:
+def context(tmp_path: Path, cluster: SshCluster, **spark_conf: str) -> LaunchContext:
     return LaunchContext(
         run_dir=tmp_path / "run",
         environment={"OMP_NUM_THREADS": "1"},
         threads_per_fit=1,
         start_timeout_s=90,
         spark_conf=spark_conf,
+        options=cluster,
     )
 
 
@@ -120,7 +122,7 @@ def test_a_launch_over_ssh_is_granted_its_plan_runs_fits_recovers_from_an_abort_
     start = spark_ssh.start if engine == "spark" else dask_ssh.start
     # past grid validation (which refuses it), a remote_dir made to break out of quotes only names a directory
     remote_dir, marker = hostile(tmp_path)
-    with start(launch, context(tmp_path), cluster_for(server, remote_dir=remote_dir)) as session:
+    with start(launch, context(tmp_path, cluster_for(server, remote_dir=remote_dir))) as session:
         assert session.granted == Granted(2, 1, 512)
         results = session.run_batch(tasks, digits)
         # the fits ran in two different worker processes, started over SSH, not by this process
@@ -140,8 +142,9 @@ def test_a_launch_over_ssh_is_granted_its_plan_runs_fits_recovers_from_an_abort_
 
 def test_the_spark_secret_is_on_no_command_line_and_spark_conf_extends_the_marker(server: Sshd, tmp_path: Path) -> None:
     mine = "-Dsweeper.test.user.option=kept"
-    user_conf = context(tmp_path, **{"spark.executor.extraJavaOptions": mine})
-    with spark_ssh.start(small_launch("spark"), user_conf, cluster_for(server)) as session:
+    user_conf = context(tmp_path, cluster_for(server), **{"spark.executor.extraJavaOptions": mine})
+    with spark_ssh.start(small_launch("spark"), user_conf) as session:
+        assert isinstance(session, SparkAppSession)
         secret = session.spark.sparkContext.getConf().get("spark.authenticate.secret")
         assert secret and len(secret) >= 32
         assert session.spark.sparkContext.getConf().get("spark.authenticate") == "true"
@@ -159,7 +162,7 @@ def test_a_refused_key_names_the_host_and_authentication(server: Sshd, tmp_path:
     cluster = cluster_for(server, options=replace(cluster_for(server).options, identity_file=str(stranger)))
     with (
         pytest.raises(LaunchError, match=r"host 127\.0\.0\.1: SSH authentication refused"),
-        spark_ssh.start(small_launch("spark"), context(tmp_path), cluster),
+        spark_ssh.start(small_launch("spark"), context(tmp_path, cluster)),
     ):
         pass
     assert_nothing_left(server)
@@ -169,7 +172,7 @@ def test_an_unreachable_port_names_the_host(server: Sshd, tmp_path: Path) -> Non
     cluster = cluster_for(server, options=replace(cluster_for(server).options, port=free_port()))
     with (
         pytest.raises(LaunchError, match=r"host 127\.0\.0\.1 unreachable over SSH .*Connection refused"),
-        dask_ssh.start(small_launch("dask"), context(tmp_path), cluster),
+        dask_ssh.start(small_launch("dask"), context(tmp_path, cluster)),
     ):
         pass
     assert_nothing_left(server)
@@ -188,7 +191,7 @@ def test_a_missing_remote_python_names_the_host(engine: str, server: Sshd, tmp_p
     start = spark_ssh.start if engine == "spark" else dask_ssh.start
     with (
         pytest.raises(LaunchError, match=r"host 127\.0\.0\.1: Python /nonexistent/python not found"),
-        start(small_launch(engine), context(tmp_path), cluster_for(server, python="/nonexistent/python")),
+        start(small_launch(engine), context(tmp_path, cluster_for(server, python="/nonexistent/python"))),
     ):
         pass
     assert_nothing_left(server)
@@ -300,7 +303,8 @@ def test_dask_over_tls_runs_fits_refuses_clear_text_and_leaves_no_key(
     remote_dir.mkdir()
     cluster = cluster_for(server, dask_tls=True, remote_dir=str(remote_dir))
     tasks = replicas(digits)
-    with dask_ssh.start(small_launch("dask"), context(tmp_path), cluster) as session:
+    with dask_ssh.start(small_launch("dask"), context(tmp_path, cluster)) as session:
+        assert isinstance(session, dask_ssh.DaskSshSession)
         address = session.client.scheduler.address
         assert address.startswith(f"tls://{server.host}:")
         workers = session.client.scheduler_info(n_workers=-1)["workers"]

@@ -29,7 +29,7 @@ from sweeper import load_results
 from sweeper.config.grid import Dataset
 from sweeper.launch.base import LaunchContext, LaunchError
 from sweeper.launch.dask import ssh as dask_ssh
-from sweeper.launch.hosts.ssh import SshCluster, SshOptions
+from sweeper.launch.options import SshCluster, SshOptions
 from sweeper.launch.spark import ssh as spark_ssh
 from sweeper.planning.plan import Launch
 from sweeper.results.store import COLUMNS
@@ -254,8 +254,11 @@ def test_dask_over_tls_across_the_namespaced_hosts(hosts: NetnsHosts, tmp_path: 
     )
     digits = load(Dataset("digits"))
     tasks = replicas(digits)
-    context = LaunchContext(run_dir=tmp_path / "run", environment={"OMP_NUM_THREADS": "1"}, threads_per_fit=1)
-    with dask_ssh.start(launch, context, cluster) as session:
+    context = LaunchContext(
+        run_dir=tmp_path / "run", environment={"OMP_NUM_THREADS": "1"}, threads_per_fit=1, options=cluster
+    )
+    with dask_ssh.start(launch, context) as session:
+        assert isinstance(session, dask_ssh.DaskSshSession)
         assert session.client.scheduler.address.startswith(f"tls://{hosts.addresses[0]}:")
         workers = session.client.scheduler_info(n_workers=-1)["workers"]
         assert sorted(w.removeprefix("tls://").rsplit(":", 1)[0] for w in workers) == sorted(hosts.addresses)
@@ -281,10 +284,10 @@ def test_a_host_down_is_named_and_nothing_starts_on_the_others(engine: str, host
         memory_overhead_mib=384,
         workers_per_node=(1, 1),
     )
-    context = LaunchContext(run_dir=tmp_path / "run", environment={}, threads_per_fit=1)
+    context = LaunchContext(run_dir=tmp_path / "run", environment={}, threads_per_fit=1, options=cluster)
     start = spark_ssh.start if engine == "spark" else dask_ssh.start
     unreachable = rf"host {re.escape(down)} unreachable over SSH"
-    with pytest.raises(LaunchError, match=unreachable), start(launch, context, cluster):
+    with pytest.raises(LaunchError, match=unreachable), start(launch, context):
         pass
     assert not wait_until_empty(hosts, wait_s=2)
     assert not list(tmp_path.glob("sweeper-*"))

@@ -15,7 +15,7 @@ import pyspark
 import pytest
 import yaml
 
-from sweeper.config import grid as grid_file
+from sweeper.config import load as grid_file
 from sweeper.planning.plan import make_plan
 from sweeper.run import runner
 from tests.conftest import minimal_grid

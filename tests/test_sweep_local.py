@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from sweeper import load_results
-from sweeper.config import grid as grid_file
+from sweeper.config import load as grid_file
 from sweeper.config.grid import Dataset
 from sweeper.planning.plan import Launch, make_plan
 from sweeper.run import runner
@@ -88,7 +88,7 @@ def test_the_store_is_compacted_and_readable_by_spark(swept: tuple[Path, Any]) -
     assert not (store / ".scratch").exists()
     from pyspark.sql import SparkSession
 
-    from sweeper.launch.spark.local import stop_spark
+    from sweeper.launch.spark.session import stop_spark
 
     spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
     try:
@@ -150,6 +150,7 @@ def test_a_dask_launch_measures_again_after_a_batch_aborted_at_its_time_limit(tm
     """
     from sweeper.launch.base import LaunchContext
     from sweeper.launch.dask import local as dask_local
+    from sweeper.launch.dask.session import DaskSession
 
     data = load(Dataset("digits"))
     tasks = replicas(data)
@@ -167,6 +168,7 @@ def test_a_dask_launch_measures_again_after_a_batch_aborted_at_its_time_limit(tm
     )
     context = LaunchContext(run_dir=tmp_path / "run", environment={"OMP_NUM_THREADS": "1"}, threads_per_fit=1)
     with dask_local.start(launch, context) as session:
+        assert isinstance(session, DaskSession)
         first = {r.pid for r in runner._with_timeout(session, tasks, data, 600)}
         for _ in range(2):  # twice: the second abort finds the workers the first one's restart started
             with pytest.raises(runner.MeasurementTimeout):

@@ -25,6 +25,7 @@ import yaml
 from sweeper import load_results
 from sweeper.launch.base import Granted, LaunchContext, LaunchError
 from sweeper.launch.dask import yarn as dask_yarn
+from sweeper.launch.options import YarnOptions, options_for
 from sweeper.launch.spark import yarn as spark_yarn
 from sweeper.planning.plan import Launch
 from sweeper.workload.data import Data
@@ -100,9 +101,13 @@ def small_launch(engine: str, **changes: Any) -> Launch:
     return Launch(index=0, engine=engine, manager="yarn", nodes=2, rule="report", workers_per_node=(1, 1), **shape)
 
 
-def context(tmp_path: Path) -> LaunchContext:
+def context(tmp_path: Path, options: YarnOptions | None = None) -> LaunchContext:
     return LaunchContext(
-        run_dir=tmp_path / "run", environment={"OMP_NUM_THREADS": "1"}, threads_per_fit=1, start_timeout_s=120
+        run_dir=tmp_path / "run",
+        environment={"OMP_NUM_THREADS": "1"},
+        threads_per_fit=1,
+        start_timeout_s=120,
+        options=options or YarnOptions(),
     )
 
 
@@ -148,11 +153,10 @@ def test_executors_bigger_than_any_node_manager_fail_at_once(on_yarn: YarnCluste
     assert_no_containers()
 
 
-def test_an_unknown_queue_fails_at_once(on_yarn: YarnCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SWEEPER_YARN_QUEUE", "nosuch")
+def test_an_unknown_queue_fails_at_once(on_yarn: YarnCluster, tmp_path: Path) -> None:
     with (
         pytest.raises(LaunchError, match=r"unknown queue: nosuch"),
-        spark_yarn.start(small_launch("spark"), context(tmp_path)),
+        spark_yarn.start(small_launch("spark"), context(tmp_path, YarnOptions(queue="nosuch"))),
     ):
         pass
     assert_no_containers()
@@ -211,12 +215,11 @@ def python_of(pid: int) -> tuple[str, list[str]]:
 
 @pytest.mark.parametrize("engine", ["spark", "dask"])
 def test_with_a_python_archive_the_fits_run_in_the_unpacked_environment(
-    engine: str, on_yarn: YarnCluster, packed_env: Path, digits: Data, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    engine: str, on_yarn: YarnCluster, packed_env: Path, digits: Data, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("SWEEPER_YARN_PYTHON_ARCHIVE", str(packed_env))
     tasks = replicas(digits)
     start = spark_yarn.start if engine == "spark" else dask_yarn.start
-    with start(small_launch(engine), context(tmp_path)) as session:
+    with start(small_launch(engine), context(tmp_path, YarnOptions(python_archive=packed_env))) as session:
         staged = Path.home() / getattr(session, "name", "no-such-dir")  # distributedshell's files (the archive)
         assert engine == "spark" or staged.is_dir()
         results = session.run_batch(tasks, digits)
@@ -259,17 +262,13 @@ def yarn_grid(tmp: Path, cluster: YarnCluster, name: str, **workload: Any) -> Pa
 def test_the_grid_hands_the_python_archive_to_the_yarn_engines(
     yarn: YarnCluster, packed_env: Path, tmp_path: Path
 ) -> None:
-    from sweeper.config import grid as grid_file
-    from sweeper.run.runner import _yarn_variables
+    from sweeper.config import load as grid_file
 
     spec = yaml.safe_load(yarn_grid(tmp_path, yarn, "handed", epochs=[3]).read_text())
     spec["cluster"]["python_archive"] = str(packed_env)
     spec["cluster"]["queue"] = "default"
     (tmp_path / "handed.yaml").write_text(yaml.safe_dump(spec))
-    assert _yarn_variables(grid_file.load(tmp_path / "handed.yaml")) == {
-        "HADOOP_CONF_DIR": str(yarn.conf_dir), "YARN_CONF_DIR": str(yarn.conf_dir),
-        "SWEEPER_YARN_QUEUE": "default", "SWEEPER_YARN_PYTHON_ARCHIVE": str(packed_env),
-    }  # fmt: skip
+    assert options_for(grid_file.load(tmp_path / "handed.yaml")) == YarnOptions(yarn.conf_dir, "default", packed_env)
 
 
 def test_a_sweep_through_the_command_line_runs_on_yarn(yarn: YarnCluster, tmp_path: Path) -> None:
@@ -348,7 +347,7 @@ def test_ctrl_c_during_a_yarn_launch_kills_the_application_and_keeps_the_rows(
 
 @pytest.mark.parametrize("default_fs", ["file:///", "hdfs://namenode:8020"])
 def test_where_spark_takes_its_jars_and_stages_with_a_python_archive(
-    default_fs: str, packed_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    default_fs: str, packed_env: Path, tmp_path: Path
 ) -> None:
     conf_dir = tmp_path / "conf"
     conf_dir.mkdir()
@@ -356,10 +355,10 @@ def test_where_spark_takes_its_jars_and_stages_with_a_python_archive(
     (conf_dir / "core-site.xml").write_text(
         f"<configuration><property><name>fs.defaultFS</name><value>{default_fs}</value></property></configuration>"
     )
-    monkeypatch.setenv("HADOOP_CONF_DIR", str(conf_dir))
-    monkeypatch.delenv("YARN_CONF_DIR", raising=False)
-    monkeypatch.setenv("SWEEPER_YARN_PYTHON_ARCHIVE", str(packed_env))
-    conf = spark_yarn.yarn_session_conf(small_launch("spark"), context(tmp_path), tmp_path / "log4j2.properties")
+    options = YarnOptions(conf_dir=conf_dir, python_archive=packed_env)
+    backend = spark_yarn.YarnSpark(small_launch("spark"), context(tmp_path, options), tmp_path / "spark-0")
+    backend.check()
+    conf = backend.conf()
     assert conf["spark.yarn.dist.archives"] == f"{packed_env}#environment"
     assert conf["spark.executorEnv.PYSPARK_PYTHON"] == "./environment/bin/python"
     one_machine = default_fs.startswith("file:")

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
+from sweeper.launch.options import LocalOptions, ManagerOptions
 from sweeper.units import MIB_PER_GIB
 from sweeper.workload.data import Data
-from sweeper.workload.fit import FitResult, FitTask
+from sweeper.workload.fit import FitResult
+from sweeper.workload.tasks import FitTask
 
 
 class LaunchError(RuntimeError):
@@ -17,14 +19,14 @@ class LaunchError(RuntimeError):
 
 @dataclass(frozen=True)
 class LaunchContext:
-    """What a launch needs besides its shape: where to put scratch files, the fit environment."""
+    """What a launch needs besides its shape: where to put scratch files, the fit environment, its manager's options."""
 
     run_dir: Path
     environment: dict[str, str]
     threads_per_fit: int
     start_timeout_s: float = 120.0
     spark_conf: dict[str, str] = field(default_factory=dict)  # the grid's extra Spark properties
-    cluster: Any = None  # manager ssh: the hosts and how to reach them (launch.hosts.ssh.SshCluster)
+    options: ManagerOptions = field(default_factory=LocalOptions)  # the launch's manager's (a dry run's: local)
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,6 @@ class Session(Protocol):
     """A started launch."""
 
     granted: Granted
-    versions: dict[str, str]  # what differs from this machine's versions (e.g. a remote JVM), by engine
 
     def run_batch(self, tasks: list[FitTask], data: Data) -> list[FitResult]:
         """Run the fits in parallel on the launch; an exception of a fit propagates unchanged."""

@@ -7,16 +7,18 @@ Dask loaded); McSherry's COST compares the engines against it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
 from joblib.externals.loky import get_reusable_executor
 
-from sweeper.launch.base import Granted, LaunchContext
+from sweeper.launch.base import Granted, LaunchContext, Session
+from sweeper.launch.lifecycle import ManagerBackend, Teardown, launched
+from sweeper.launch.registry import BASELINE_ENGINE
 from sweeper.planning.plan import Launch
 from sweeper.workload.data import Data
-from sweeper.workload.fit import FitResult, FitTask, run_fit
+from sweeper.workload.fit import FitResult, run_fit
+from sweeper.workload.tasks import FitTask
 
 
 def run_sequentially(tasks: list[FitTask], data: Data) -> list[FitResult]:
@@ -29,7 +31,6 @@ class BaselineSession:
 
     def __init__(self, context: LaunchContext) -> None:
         self.granted = Granted(executors=1, cores_per_executor=1, executor_memory_mib=0)
-        self.versions: dict[str, str] = {}
         self._environment = context.environment
         self._executor = self._new_executor()
 
@@ -48,11 +49,22 @@ class BaselineSession:
         self._executor.shutdown(wait=True, kill_workers=True)
 
 
-@contextmanager
-def start(launch: Launch, context: LaunchContext) -> Iterator[BaselineSession]:
+class Baseline(ManagerBackend):
+    """No cluster: one worker process of this machine."""
+
+    engine = BASELINE_ENGINE
+
+    def start(self, teardown: Teardown) -> None:
+        self.baseline = BaselineSession(self.context)
+        teardown.add(self.baseline.close)
+
+    def granted(self) -> Granted:
+        return self.baseline.granted
+
+    def session(self, granted: Granted, n_jobs: int) -> BaselineSession:
+        return self.baseline
+
+
+def start(launch: Launch, context: LaunchContext) -> AbstractContextManager[Session]:
     """Start the baseline worker; it is gone when the block ends."""
-    session = BaselineSession(context)
-    try:
-        yield session
-    finally:
-        session.close()
+    return launched(Baseline, launch, context)

@@ -8,7 +8,8 @@ from typing import Any
 import joblib
 
 from sweeper.workload.data import Data
-from sweeper.workload.fit import FitResult, FitTask, SharedData, run_fit
+from sweeper.workload.fit import FitResult, SharedData, run_fit
+from sweeper.workload.tasks import FitTask
 
 
 def run_on_backend(backend: str, n_jobs: int, tasks: list[FitTask], data: Data | SharedData | Any) -> list[FitResult]:

@@ -19,13 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from sweeper.config.grid import MLLIB_ONLY_PARAMS, ONE_MODEL_ENGINES, Grid, Workload
+from sweeper.config.grid import Grid, Workload
+from sweeper.config.model import MLLIB_ONLY_PARAMS
 from sweeper.errors import UserError
+from sweeper.launch.registry import BASELINE_ENGINE, ONE_MODEL_ENGINES
 from sweeper.planning.sizing import ExecutorShape, size_executors
 from sweeper.text import shown
 from sweeper.units import MIB_PER_GIB, format_mib, spark_size
 
-BASELINE_ENGINE = "local"
 # measurements (launches x points x trials, counted before exclude/only) one grid may ask for
 MAX_MEASUREMENTS = 1_000_000
 # launches x nodes: every cluster launch lays out (and the plan prints) each node

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sweeper.config.grid import check_sweep_name
+from sweeper.config.names import check_sweep_name
 from sweeper.errors import UserError
 
 SCHEMA_VERSION = 3

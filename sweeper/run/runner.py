@@ -29,14 +29,16 @@ from typing import Any
 from sweeper.config.grid import Grid
 from sweeper.errors import UserError, error_text
 from sweeper.launch.base import LaunchContext, Session
+from sweeper.launch.options import LocalOptions, options_for
 from sweeper.launch.registry import check_supported, starter
 from sweeper.planning.plan import BASELINE_ENGINE, Launch, Plan, Point
 from sweeper.results.store import check_writable, compact, completed_keys, remove_sweep, write_rows
 from sweeper.run.versions import versions
 from sweeper.workload import data as datasets
 from sweeper.workload.data import Data
-from sweeper.workload.environment import applied, fit_environment, variables_set
-from sweeper.workload.fit import FitResult, FitTask, make_batch
+from sweeper.workload.environment import applied, fit_environment
+from sweeper.workload.fit import FitResult
+from sweeper.workload.tasks import FitTask, make_batch
 
 
 class MeasurementTimeout(Exception):
@@ -168,9 +170,7 @@ def run(
         threads_per_fit=grid.workload.threads_per_fit,
         start_timeout_s=grid.workload.start_timeout_s if start_timeout_s is None else start_timeout_s,
         spark_conf=dict(grid.spark_conf),
-        cluster=_ssh_cluster(grid)
-        if any(launch.manager in ("ssh", "standalone") for launch in plan.launches)
-        else None,
+        options=options_for(grid),
     )
     shared = _shared_columns(grid, run_id, environment)
     by_launch: dict[int, list[Todo]] = {}
@@ -178,9 +178,9 @@ def run(
         by_launch.setdefault(item.launch.index, []).append(item)
     done_count = 0
     try:
-        with applied(environment), variables_set(_yarn_variables(grid)), _signals_as_interrupt():
+        with applied(environment), _signals_as_interrupt():
             for items in by_launch.values():
-                for row in _run_launch(plan, items, data, context, shared, store):
+                for row in _run_launch(plan, items, data, _context_of(items[0].launch, context), shared, store):
                     result.rows.append(row)
                     done_count += 1
                     if report:
@@ -196,22 +196,9 @@ def run(
     return result
 
 
-def _ssh_cluster(grid: Grid) -> Any:
-    from sweeper.launch.hosts.ssh import SshCluster
-
-    return SshCluster.from_grid(grid)
-
-
-def _yarn_variables(grid: Grid) -> dict[str, str]:
-    """Where the YARN engines find the cluster, queue and Python archive: the grid's, else the environment's."""
-    variables: dict[str, str] = {}
-    if grid.hadoop_conf_dir:
-        variables.update(HADOOP_CONF_DIR=grid.hadoop_conf_dir, YARN_CONF_DIR=grid.hadoop_conf_dir)
-    if grid.queue:
-        variables["SWEEPER_YARN_QUEUE"] = grid.queue
-    if grid.python_archive:
-        variables["SWEEPER_YARN_PYTHON_ARCHIVE"] = grid.python_archive
-    return variables
+def _context_of(launch: Launch, context: LaunchContext) -> LaunchContext:
+    """A launch's context: a launch on manager local (a dry run's) has no options of the grid's manager."""
+    return replace(context, options=LocalOptions()) if launch.manager == "local" else context
 
 
 def _run_launch(
@@ -423,7 +410,6 @@ def _granted_columns(session: Session) -> dict[str, Any]:
         "granted_executors": granted.executors,
         "granted_cores_per_executor": granted.cores_per_executor,
         "granted_executor_memory_gib": granted.executor_memory_gib,
-        **{f"{name}_version": value for name, value in session.versions.items()},
     }
 
 

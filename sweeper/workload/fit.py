@@ -1,39 +1,21 @@
-"""The workload: a batch of independent MLPClassifier fits, and the function each worker runs.
+"""What a worker runs: one MLPClassifier fit, or one data-parallel training, reported as a :class:`FitResult`.
 
-``MLPClassifier`` has no ``n_jobs``: the parallel job of a launch is a batch of independent fits
-dispatched through joblib on the launch's backend. Modes: ``replicas`` (one fit per seed),
-``cv`` (one per fold), ``search`` (one per parameter combination and fold, as GridSearchCV does).
-Every fit is scored on the held-out test set.
+Every fit is scored on the held-out test set; a data-parallel training is scored on its averaged weights.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import numpy as np
-
+from sweeper.workload import averaging
 from sweeper.workload.data import Data
 from sweeper.workload.environment import observed
-
-
-@dataclass(frozen=True)
-class FitTask:
-    """One fit of a batch: its parameters, epochs, seed and (for cv/search) training rows."""
-
-    params: tuple[tuple[str, Any], ...]
-    epochs: int
-    seed: int
-    exact_epochs: bool
-    threads_per_fit: int
-    train_rows: np.ndarray | None = None
-    mode: str = "replicas"
-    local_epochs: int = 1
-    shards: int = 1
+from sweeper.workload.tasks import FitTask, one_model
 
 
 class SharedData(Protocol):
@@ -61,76 +43,13 @@ class FitResult:
     shards: int | None = None
 
 
-def make_batch(
-    mode: str,
-    params: dict[str, Any],
-    epochs: int,
-    trial: int,
-    n_fits: int,
-    *,
-    n_train: int,
-    labels: np.ndarray,
-    folds: int,
-    param_grid: tuple[tuple[str, tuple[Any, ...]], ...],
-    seed: int,
-    exact_epochs: bool,
-    threads_per_fit: int,
-    local_epochs: int = 1,
-    shards: int = 1,
-) -> list[FitTask]:
-    """The fits of one measurement. Seeds differ per trial so trials are independent samples.
-
-    >>> import numpy as np
-    >>> batch = make_batch("replicas", {}, 5, trial=1, n_fits=3, n_train=10, labels=np.zeros(10),
-    ...                    folds=2, param_grid=(), seed=0, exact_epochs=False, threads_per_fit=1)
-    >>> [task.seed for task in batch]
-    [1000, 1001, 1002]
-    """
-    base_seed = seed + 1000 * trial
-    common = {"epochs": epochs, "exact_epochs": exact_epochs, "threads_per_fit": threads_per_fit}
-    if mode == "data-parallel":  # one model, trained across the launch's shards
-        return [
-            FitTask(
-                params=tuple(params.items()),
-                seed=base_seed,
-                mode=mode,
-                local_epochs=local_epochs,
-                shards=shards,
-                **common,  # type: ignore[arg-type]
-            )
-        ]
-    if mode == "replicas":
-        return [
-            FitTask(params=tuple(params.items()), seed=base_seed + i, **common)  # type: ignore[arg-type]
-            for i in range(n_fits)
-        ]
-    from sklearn.model_selection import StratifiedKFold
-
-    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=base_seed)
-    fold_rows = [train for train, _ in splitter.split(np.zeros(n_train), labels)]
-    combos: list[dict[str, Any]] = [{}]
-    if mode == "search":
-        names = [name for name, _ in param_grid]
-        combos = [dict(zip(names, values, strict=True)) for values in itertools.product(*(v for _, v in param_grid))]
-    return [
-        FitTask(
-            params=tuple({**params, **combo}.items()),
-            seed=base_seed,
-            train_rows=rows,
-            **common,  # type: ignore[arg-type]
-        )
-        for combo in combos
-        for rows in fold_rows
-    ]
-
-
 def run_fit(task: FitTask, data: Data | SharedData) -> FitResult:
-    """Train and score one MLPClassifier; runs inside whatever worker the engine chose."""
+    """Train and score one MLPClassifier; runs inside whatever worker the engine chose.
+
+    A data-parallel task here is the baseline's: its one model trained with P = 1 in this process."""
     if not isinstance(data, Data):
         data = data.resolve()
-    if task.mode == "data-parallel":
-        from sweeper.workload.data_parallel import train_in_process_result
-
+    if one_model([task]):
         return train_in_process_result(task, data)
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.neural_network import MLPClassifier
@@ -162,4 +81,35 @@ def run_fit(task: FitTask, data: Data | SharedData) -> FitResult:
         converged=epochs_run < task.epochs,
         pid=os.getpid(),
         environment=observed(),
+    )
+
+
+def fit_result(task: FitTask, data: Data, train_once: Callable[[dict[str, Any]], averaging.Outcome]) -> FitResult:
+    """Time one data-parallel training and score its averaged weights."""
+    from threadpoolctl import threadpool_limits
+
+    params = dict(task.params)
+    started = time.perf_counter()
+    with threadpool_limits(limits=task.threads_per_fit):
+        outcome = train_once(params)
+    fit_s = time.perf_counter() - started
+    rounds = len(outcome.round_s)
+    return FitResult(
+        fit_s=fit_s,
+        accuracy=averaging.accuracy(outcome.weights, params, data, task.seed),
+        epochs_run=rounds * task.local_epochs,
+        converged=False,
+        pid=os.getpid(),
+        environment=observed(),
+        rounds=rounds,
+        round_s_mean=sum(outcome.round_s) / rounds,
+        comm_bytes_per_round=outcome.comm_bytes_per_round,
+        shards=outcome.shards,
+    )
+
+
+def train_in_process_result(task: FitTask, data: Data) -> FitResult:
+    """The baseline's data-parallel measurement: P = 1, in the calling process."""
+    return fit_result(
+        task, data, lambda params: averaging.train_in_process(data, params, task.epochs, task.local_epochs, task.seed)
     )

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.workload.data import Data
-from sweeper.workload.fit import FitResult, FitTask
+from sweeper.workload.fit import FitResult
+from sweeper.workload.tasks import FitTask
 from tests.bench.engine_run import EngineRun
 from tests.bench.loky import _shutdown_loky, loky_started
 from tests.bench.machine import FOREIGN, cpu_by_part, cpu_snapshot, machine_busy_s, machine_cores
@@ -35,7 +36,7 @@ def compare_engines(
     settings: Settings, data: Data, dataset: str, run_dir: Path, profile_dir: Path | None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The batch comparison: loky, Dask and Spark up together, taking turns batch by batch."""
-    from sweeper.config import grid as grids
+    from sweeper.config import load as grids
     from sweeper.launch.base import LaunchContext
     from sweeper.launch.registry import starter
     from sweeper.planning.plan import make_plan

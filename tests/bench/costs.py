@@ -14,7 +14,7 @@ from tests.bench.stats import median
 
 def time_planning(measurements: int, runs: int = 5) -> dict[str, Any]:
     """Parse and plan an in-memory grid of ~``measurements`` measurements; medians of ``runs``."""
-    from sweeper.config import grid as grids
+    from sweeper.config import load as grids
     from sweeper.planning.plan import make_plan
 
     raw = plan_grid(measurements)

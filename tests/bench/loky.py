@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from sweeper.workload.data import Data
-from sweeper.workload.fit import FitResult, FitTask, run_fit
+from sweeper.workload.fit import FitResult, run_fit
+from sweeper.workload.tasks import FitTask
 from tests.bench.engine_run import EngineRun
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.workload.data import Data
-from sweeper.workload.fit import FitTask
+from sweeper.workload.tasks import FitTask
 from tests.bench.machine import _rss_mib
 from tests.bench.settings import launch_grid
 from tests.bench.shipping import data_nbytes
@@ -25,7 +25,7 @@ def memory_over_launches(
     """The driver's RSS after each of ``launches`` consecutive launches of 1 worker x 2 cores with a 2-fit batch."""
     import psutil
 
-    from sweeper.config import grid as grids
+    from sweeper.config import load as grids
     from sweeper.launch.base import LaunchContext
     from sweeper.launch.registry import starter
     from sweeper.planning.plan import make_plan

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sweeper.workload.data import Data
-from sweeper.workload.fit import FitTask, make_batch
+from sweeper.workload.tasks import FitTask, make_batch
 
 
 def replicas(data: Data, fits: int = 2, *, epochs: int = 5, hidden: tuple[int, ...] = (16,)) -> list[FitTask]:

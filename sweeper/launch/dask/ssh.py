@@ -22,19 +22,20 @@ from __future__ import annotations
 import contextlib
 import logging
 import shlex
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import dask
 from distributed import Client
 
-from sweeper.launch.base import Granted, LaunchContext, LaunchError, check_granted
-from sweeper.launch.dask.local import DaskSession, granted_workers
-from sweeper.launch.hosts.ssh import SshCluster, check_host, groups_alive, kill_groups, resolve, run_remote
-from sweeper.launch.spark.ssh import cluster_of, on_hosts
+from sweeper.launch.base import Granted, LaunchContext, LaunchError, Session
+from sweeper.launch.dask.base import DaskBackend
+from sweeper.launch.dask.session import DaskSession
+from sweeper.launch.hosts.ssh import check_host, cluster_of, groups_alive, kill_groups, on_hosts, resolve, run_remote
+from sweeper.launch.lifecycle import Teardown, launched
+from sweeper.launch.options import SshCluster
 from sweeper.planning.plan import Launch
 
 MARKER = "sweeper.launch"
@@ -221,76 +222,75 @@ def check_placement(client: Client, launch: Launch, cluster: SshCluster) -> None
         raise LaunchError(f"dask workers placed {layout}; planned {' + '.join(map(str, launch.workers_per_node))}")
 
 
-@contextmanager
-def start(launch: Launch, context: LaunchContext, cluster: SshCluster | None = None) -> Iterator[DaskSshSession]:
-    """Start the launch's Dask cluster over SSH; every remote process is gone when the block ends."""
-    import secrets
+class SshDask(DaskBackend):
+    """A scheduler and nannies started over SSH on the hosts (distributed's SpecCluster); all gone at the end."""
 
-    from distributed.deploy.spec import SpecCluster
+    def check(self) -> None:
+        import secrets
 
-    cluster = cluster_of(launch, context, cluster)
-    hosts = list(cluster.hosts)
-    planned = Granted(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
-    on_hosts(hosts, lambda host: check_host(host, cluster.options, cluster.python, java=None))
-    token = secrets.token_hex(8)
-    remote = RemoteGroups(cluster, token)
-    scratch = f"{cluster.remote_dir.rstrip('/')}/sweeper-dask-{launch.index}-{token}"
-    remote_python = f"{shlex.quote(cluster.python)} -X {remote.marker}"
-    settings: dict[str, Any] = {
-        "temporary-directory": scratch,  # the workers' (and scheduler's) local directory, in the configuration
-        "distributed.nanny.pre-spawn-environ": dict(context.environment),
-        "distributed.nanny.environ": {},
-        "distributed.worker.daemon": False,
-        # as on every engine: a fit whose worker died fails its measurement instead of running again elsewhere
-        "distributed.scheduler.allowed-failures": 0,
-    }
-    security = None
-    spec_cluster = None
-    client = None
-    try:
+        cluster = self.cluster_hosts = cluster_of(self.launch, self.context)
+        on_hosts(list(cluster.hosts), lambda host: check_host(host, cluster.options, cluster.python, java=None))
+        self.remote = RemoteGroups(cluster, secrets.token_hex(8))
+        self.remote_scratch = f"{cluster.remote_dir.rstrip('/')}/sweeper-dask-{self.launch.index}-{self.remote.token}"
+
+    def dask_config(self) -> dict[str, Any]:
+        # the workers' (and scheduler's) local directory, in the configuration
+        return {**super().dask_config(), "temporary-directory": self.remote_scratch}
+
+    def connect(self, teardown: Teardown) -> Client:
+        from distributed.deploy.spec import SpecCluster
+
+        cluster, hosts, scratch = self.cluster_hosts, list(self.cluster_hosts.hosts), self.remote_scratch
+        # the scratch directory holds the TLS key: removed whatever happened before
+        teardown.add(lambda: on_hosts(hosts, lambda host: _remove_scratch(cluster, host, scratch)))
+        teardown.add_checked(self._wait_gone)
         on_hosts(hosts, lambda host: _make_scratch(cluster, host, scratch))
-        if cluster.dask_tls:
-            security, key_pem, cert_pem = temporary_security()
-            tls_dir = f"{scratch}/{TLS_DIR}"
-            on_hosts(hosts, lambda host: install_tls(cluster, host, tls_dir, key_pem, cert_pem))
-            settings.update(tls_config(tls_dir))
-        with dask.config.set(settings):
-            scheduler, workers = cluster_specs(launch, cluster, remote_python)
-            try:
-                spec_cluster = SpecCluster(
-                    workers, scheduler, name="SSHCluster", silence_logs=logging.ERROR, security=security
-                )
-            except Exception as error:
-                raise LaunchError(f"dask over SSH did not start on {', '.join(hosts)}: {error}") from error
-            remote.scan()
-            client = Client(spec_cluster, set_as_default=True, security=security)
-            client.wait_for_workers(launch.executors, timeout=context.start_timeout_s)
-            granted = granted_workers(client)
-            check_granted(planned, granted, "dask")
-            check_placement(client, launch, cluster)
-            yield DaskSshSession(spec_cluster, client, granted, launch.total_cores // context.threads_per_fit, remote)
-    finally:
-        in_flight = sys.exc_info()[1] is not None
-        if client is not None:
-            with contextlib.suppress(Exception):
-                client.close()
-        if spec_cluster is not None:
-            with contextlib.suppress(Exception):
-                spec_cluster.close()
-        errors: list[LaunchError] = []
-        killed: list[str] = []
+        security = self._install_tls(teardown) if cluster.dask_tls else None
+        scheduler, workers = cluster_specs(
+            self.launch, cluster, f"{shlex.quote(cluster.python)} -X {self.remote.marker}"
+        )
         try:
-            killed = remote.wait_gone()
-        except LaunchError as error:
-            errors.append(error)
-        try:  # the scratch directory holds the TLS key: removed whatever happened before
-            on_hosts(hosts, lambda host: _remove_scratch(cluster, host, scratch))
-        except LaunchError as error:
-            errors.append(error)
-        if errors and not in_flight:  # the launch's own error matters more than a teardown one
-            raise errors[0]
-        if killed and not in_flight:
-            raise LaunchError("dask teardown: still running after close(), killed: " + "; ".join(killed))
+            spec_cluster = SpecCluster(
+                workers, scheduler, name="SSHCluster", silence_logs=logging.ERROR, security=security
+            )
+        except Exception as error:
+            raise LaunchError(f"dask over SSH did not start on {', '.join(hosts)}: {error}") from error
+        teardown.add(lambda: _quietly(spec_cluster.close))
+        self.spec_cluster = spec_cluster
+        self.remote.scan()
+        client = Client(spec_cluster, set_as_default=True, security=security)
+        teardown.add(lambda: _quietly(client.close))
+        return client
+
+    def _install_tls(self, teardown: Teardown) -> Any:
+        """Make the launch's key and certificate, put them on every host, use TLS while the launch runs."""
+        security, key_pem, cert_pem = temporary_security()
+        tls_dir = f"{self.remote_scratch}/{TLS_DIR}"
+        cluster = self.cluster_hosts
+        on_hosts(list(cluster.hosts), lambda host: install_tls(cluster, host, tls_dir, key_pem, cert_pem))
+        teardown.enter(dask.config.set(tls_config(tls_dir)))
+        return security
+
+    def _wait_gone(self) -> list[str]:
+        killed = self.remote.wait_gone()
+        return ["still running after close(), killed: " + "; ".join(killed)] if killed else []
+
+    def check_placement(self) -> None:
+        check_placement(self.client, self.launch, self.cluster_hosts)
+
+    def session(self, granted: Granted, n_jobs: int) -> DaskSshSession:
+        return DaskSshSession(self.spec_cluster, self.client, granted, n_jobs, self.remote)
+
+
+def _quietly(close: Callable[[], object]) -> None:
+    """Close a client or cluster whose hosts may be gone: what is left is killed through SSH."""
+    with contextlib.suppress(Exception):
+        close()
+
+
+def start(launch: Launch, context: LaunchContext) -> AbstractContextManager[Session]:
+    """Start the launch's Dask cluster over SSH; every remote process is gone when the block ends."""
+    return launched(SshDask, launch, context)
 
 
 def _make_scratch(cluster: SshCluster, host: str, scratch: str) -> None:

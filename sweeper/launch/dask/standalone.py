@@ -7,22 +7,16 @@ the cluster's own, so the fit environment is observed and recorded per row, not 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 from distributed import Client
 
-from sweeper.launch.base import Granted, LaunchContext, LaunchError, check_granted
-from sweeper.launch.dask.local import DaskSession, granted_workers
+from sweeper.launch.base import Granted, LaunchContext, LaunchError, Session
+from sweeper.launch.dask.base import DaskBackend
+from sweeper.launch.dask.session import DaskSession
+from sweeper.launch.lifecycle import Teardown, launched
+from sweeper.launch.options import StandaloneOptions
 from sweeper.planning.plan import Launch
-
-
-def existing_address(context: LaunchContext, key: str) -> str:
-    """``cluster.spark_master`` or ``cluster.dask_scheduler`` of the grid."""
-    value = getattr(context.cluster, key, None)
-    if not value:
-        raise LaunchError(f"manager standalone needs cluster.{key} in the grid")
-    return str(value)
 
 
 class ExistingDaskSession(DaskSession):
@@ -33,19 +27,28 @@ class ExistingDaskSession(DaskSession):
         self.forget_shipped()  # a restart drops the workers' data
 
 
-@contextmanager
-def start(launch: Launch, context: LaunchContext) -> Iterator[DaskSession]:
+class StandaloneDask(DaskBackend):
+    """A client of the grid's scheduler; the workers and their environment are the cluster's own."""
+
+    sets_worker_environment = False
+
+    def check(self) -> None:
+        if not isinstance(self.context.options, StandaloneOptions):
+            raise LaunchError("manager standalone needs cluster.dask_scheduler in the grid")
+        self.address = self.context.options.dask_scheduler
+
+    def connect(self, teardown: Teardown) -> Client:
+        try:
+            client = Client(self.address, timeout=f"{self.context.start_timeout_s}s", set_as_default=True)
+        except OSError as error:
+            raise LaunchError(f"dask scheduler {self.address} is not reachable: {error}") from error
+        teardown.add(client.close)
+        return client
+
+    def session(self, granted: Granted, n_jobs: int) -> ExistingDaskSession:
+        return ExistingDaskSession(None, self.client, granted, n_jobs)
+
+
+def start(launch: Launch, context: LaunchContext) -> AbstractContextManager[Session]:
     """Connect to the existing scheduler; its workers must match the plan."""
-    address = existing_address(context, "dask_scheduler")
-    try:
-        client = Client(address, timeout=f"{context.start_timeout_s}s", set_as_default=True)
-    except OSError as error:
-        raise LaunchError(f"dask scheduler {address} is not reachable: {error}") from error
-    try:
-        client.wait_for_workers(launch.executors, timeout=context.start_timeout_s)
-        granted = granted_workers(client)
-        planned = Granted(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
-        check_granted(planned, granted, "dask")
-        yield ExistingDaskSession(None, client, granted, n_jobs=launch.total_cores // context.threads_per_fit)
-    finally:
-        client.close()
+    return launched(StandaloneDask, launch, context)

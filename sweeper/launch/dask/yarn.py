@@ -6,7 +6,8 @@ memory; the container gets memory + overhead MiB and cores vcores). dask-yarn/sk
 dask-yarn 0.9 (2021) imports names distributed 2025 no longer has, and skein needs a Hadoop
 install's ``yarn classpath``. Stopping kills the YARN application, whose NodeManagers kill the workers.
 
-The cluster is the one ``HADOOP_CONF_DIR`` (or ``YARN_CONF_DIR``) describes; the Hadoop client
+The cluster is the one ``cluster.hadoop_conf_dir`` (else ``HADOOP_CONF_DIR`` or ``YARN_CONF_DIR``)
+describes; the Hadoop client
 jars come from ``deploy/yarn`` (``mvn -q -f deploy/yarn/pom.xml package``) or ``SWEEPER_YARN_LIB``.
 Workers run either this interpreter (every NodeManager must have this virtualenv at the same path,
 true of the test MiniYARNCluster) or, with ``cluster.python_archive``, the packed environment:
@@ -29,22 +30,18 @@ import time
 import urllib.request
 import uuid
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-import dask
 from distributed import Client, LocalCluster
 
-from sweeper.launch.base import Granted, LaunchContext, LaunchError, check_granted
-from sweeper.launch.dask.local import (
-    DaskSession,
-    _forget_handlers,
-    granted_workers,
-)
+from sweeper.launch.base import Granted, LaunchContext, LaunchError, Session
+from sweeper.launch.dask.base import DaskBackend
+from sweeper.launch.dask.session import DaskSession, granted_workers
 from sweeper.launch.hosts.processes import kill_tree
-from sweeper.launch.spark.yarn import ARCHIVE_LINK, default_fs, python_archive, yarn_conf_dir
+from sweeper.launch.hosts.yarn import ARCHIVE_LINK, default_fs, python_archive, yarn_conf_dir, yarn_options
+from sweeper.launch.lifecycle import Teardown, launched
 from sweeper.planning.plan import Launch
 
 DISTRIBUTED_SHELL_CLIENT = "org.apache.hadoop.yarn.applications.distributedshell.Client"
@@ -105,6 +102,7 @@ def distributed_shell_command(
     launch: Launch,
     environment: dict[str, str],
     localize: tuple[Path, ...] = (),
+    queue: str | None = None,
 ) -> list[str]:
     """The distributedshell client that asks YARN for one container per worker and runs ``command`` in each."""
     java = str(Path(os.environ["JAVA_HOME"]) / "bin" / "java") if "JAVA_HOME" in os.environ else "java"
@@ -121,7 +119,6 @@ def distributed_shell_command(
         "-master_vcores", "1",
         "-timeout", str(24 * 3600 * 1000),
     ]  # fmt: skip
-    queue = os.environ.get("SWEEPER_YARN_QUEUE")
     if queue:
         arguments += ["-queue", queue]
     if localize:
@@ -166,53 +163,58 @@ class DaskYarnSession(DaskSession):
         _kill_application(self.resource_manager, self.name, client=None)
 
 
-@contextmanager
-def start(launch: Launch, context: LaunchContext) -> Iterator[DaskSession]:
-    """Start matched Dask workers on YARN; the application and its containers are gone when the block ends."""
-    conf_dir = yarn_conf_dir()
-    lib = hadoop_lib()
-    archive = python_archive()
-    resource_manager = ResourceManager(conf_dir)
-    planned = Granted(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
-    scratch = context.run_dir / f"dask-{launch.index}"
-    scratch.mkdir(parents=True, exist_ok=True)
-    name = f"sweeper-dask-{launch.index}-{uuid.uuid4().hex[:8]}"
-    cluster = None
-    client = None
-    shell = None
-    try:
-        # as on every engine: a fit whose worker died fails its measurement instead of running again elsewhere
-        settings = {"distributed.worker.daemon": False, "distributed.scheduler.allowed-failures": 0}
-        with dask.config.set(settings):
-            cluster = LocalCluster(
-                n_workers=0, host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR,
-                local_directory=str(scratch),
-            )  # fmt: skip
-        client = Client(cluster, set_as_default=True)
-        command = distributed_shell_command(
-            conf_dir, lib, name, worker_command(cluster.scheduler_address, launch, archive), launch,
-            context.environment, localize=(archive,) if archive is not None else (),
+class YarnDask(DaskBackend):
+    """The scheduler here, the workers in distributedshell's containers of one YARN application."""
+
+    sets_worker_environment = False  # distributedshell passes the fit environment (-shell_env)
+
+    def check(self) -> None:
+        self.options = yarn_options(self.context)
+        self.conf_dir = yarn_conf_dir(self.options)
+        self.lib = hadoop_lib()
+        self.archive = python_archive(self.options)
+        self.resource_manager = ResourceManager(self.conf_dir)
+        self.name = f"sweeper-dask-{self.launch.index}-{uuid.uuid4().hex[:8]}"
+
+    def connect(self, teardown: Teardown) -> Client:
+        teardown.add(lambda: _remove_staged(self.conf_dir, self.lib, self.name, self.scratch))
+        cluster = LocalCluster(
+            n_workers=0, host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR,
+            local_directory=str(self.scratch),
         )  # fmt: skip
-        with open(scratch / "distributedshell.log", "wb") as log:
-            shell = subprocess.Popen(command, cwd=scratch, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-        _wait_for_workers(client, shell, launch.executors, context.start_timeout_s, scratch)
-        granted = granted_workers(client)
-        check_granted(planned, granted, "dask")
-        n_jobs = launch.total_cores // context.threads_per_fit
-        yield DaskYarnSession(cluster, client, granted, n_jobs, resource_manager=resource_manager, name=name)
-    finally:
-        _kill_application(resource_manager, name, client)
-        if shell is not None:
-            try:
-                shell.wait(30)
-            except subprocess.TimeoutExpired:
-                kill_tree(shell.pid)
-        if client is not None:
-            client.close()
-        if cluster is not None:
-            cluster.close()
-        _forget_handlers()
-        _remove_staged(conf_dir, lib, name, scratch)
+        teardown.add(cluster.close)
+        client = Client(cluster, set_as_default=True)
+        teardown.add(client.close)
+        command = distributed_shell_command(
+            self.conf_dir, self.lib, self.name, worker_command(cluster.scheduler_address, self.launch, self.archive),
+            self.launch, self.context.environment, localize=(self.archive,) if self.archive is not None else (),
+            queue=self.options.queue,
+        )  # fmt: skip
+        with open(self.scratch / "distributedshell.log", "wb") as log:
+            self.shell = subprocess.Popen(command, cwd=self.scratch, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        teardown.add(self._wait_shell)
+        teardown.add(lambda: _kill_application(self.resource_manager, self.name, client))
+        return client
+
+    def _wait_shell(self) -> None:
+        try:
+            self.shell.wait(30)
+        except subprocess.TimeoutExpired:
+            kill_tree(self.shell.pid)
+
+    def granted(self) -> Granted:
+        _wait_for_workers(self.client, self.shell, self.launch.executors, self.context.start_timeout_s, self.scratch)
+        return granted_workers(self.client)
+
+    def session(self, granted: Granted, n_jobs: int) -> DaskYarnSession:
+        return DaskYarnSession(
+            None, self.client, granted, n_jobs, resource_manager=self.resource_manager, name=self.name
+        )
+
+
+def start(launch: Launch, context: LaunchContext) -> AbstractContextManager[Session]:
+    """Start matched Dask workers on YARN; the application and its containers are gone when the block ends."""
+    return launched(YarnDask, launch, context)
 
 
 def _remove_staged(conf_dir: Path, lib: Path, name: str, scratch: Path) -> None:

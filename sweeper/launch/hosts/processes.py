@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import psutil
 
@@ -64,9 +62,3 @@ class Children:
         if alive:
             _terminate(alive, 2.0)
         return len(alive)
-
-
-@contextmanager
-def new_children() -> Iterator[Children]:
-    """Track the processes started inside the block."""
-    yield Children()

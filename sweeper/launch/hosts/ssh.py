@@ -1,4 +1,4 @@
-"""SSH plumbing for ``manager: ssh``: options from the grid, run a command on a host, check a host.
+"""SSH plumbing for ``manager: ssh``: run a command on a host, check a host.
 
 Commands run through the system ``ssh`` client (so ``~/.ssh/config``, agents and ProxyJump work
 as they do for the user) with ``BatchMode=yes`` (never a password prompt), a connect timeout and
@@ -8,20 +8,24 @@ strict host-key checking against the configured ``known_hosts``. Every failure i
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import socket
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, TypeVar
 
-from sweeper.launch.base import LaunchError
+from sweeper.launch.base import LaunchContext, LaunchError
+from sweeper.launch.options import SshCluster, SshOptions
+
+if TYPE_CHECKING:
+    from sweeper.planning.plan import Launch
+
+T = TypeVar("T")
 
 SSH_FAILED = 255  # ssh's own exit status for connection and authentication failures
-DEFAULT_CONNECT_TIMEOUT_S = 10
 MIN_JAVA = 17
 REMOTE_IMPORTS = ("sweeper", "pyspark", "distributed")
 
@@ -44,137 +48,6 @@ _HOST_KEY = (
     "host key is known for",
     "no matching host key",
 )
-
-
-@dataclass(frozen=True)
-class SshOptions:
-    """How to reach the hosts: the grid's ``cluster.ssh`` mapping (every key optional).
-
-    >>> SshOptions.from_grid({"user": "sweeper", "port": 2222}).ssh_arguments()[-4:]
-    ['-p', '2222', '-l', 'sweeper']
-    """
-
-    user: str | None = None
-    port: int | None = None
-    identity_file: str | None = None
-    known_hosts: str | None = None
-    strict_host_key_checking: bool = True
-    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
-
-    @classmethod
-    def from_grid(cls, ssh: Mapping[str, Any] | Iterable[tuple[str, Any]] | None) -> SshOptions:
-        """From the grid's ``cluster.ssh`` (a mapping, or the validated grid's sorted key/value pairs)."""
-        values = dict(ssh.items() if isinstance(ssh, Mapping) else ssh or ())
-        return cls(
-            user=str(values["user"]) if values.get("user") is not None else None,
-            port=int(values["port"]) if values.get("port") is not None else None,
-            identity_file=_expand(values.get("identity_file")),
-            known_hosts=_expand(values.get("known_hosts")),
-            strict_host_key_checking=bool(values.get("strict_host_key_checking", True)),
-            connect_timeout_s=float(values.get("connect_timeout_s", DEFAULT_CONNECT_TIMEOUT_S)),
-        )
-
-    def ssh_arguments(self) -> list[str]:
-        """``ssh`` options (before the host name)."""
-        arguments = [
-            "-o",
-            "BatchMode=yes",
-            "-o",
-            f"ConnectTimeout={max(1, round(self.connect_timeout_s))}",
-            "-o",
-            "ServerAliveInterval=15",
-            "-o",
-            "LogLevel=ERROR",
-        ]
-        if self.strict_host_key_checking:
-            arguments += ["-o", "StrictHostKeyChecking=yes"]
-            if self.known_hosts:
-                arguments += ["-o", f"UserKnownHostsFile={self.known_hosts}"]
-        else:
-            arguments += ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null"]
-        if self.identity_file:
-            arguments += ["-o", "IdentitiesOnly=yes", "-i", self.identity_file]
-        if self.port is not None:
-            arguments += ["-p", str(self.port)]
-        if self.user:
-            arguments += ["-l", self.user]
-        return arguments
-
-    def asyncssh_options(self) -> dict[str, Any]:
-        """The same options as ``asyncssh.connect`` keywords (Dask's SSHCluster ``connect_options``)."""
-        options: dict[str, Any] = {"connect_timeout": self.connect_timeout_s}
-        if self.user:
-            options["username"] = self.user
-        if self.port is not None:
-            options["port"] = self.port
-        if self.identity_file:
-            options["client_keys"] = [self.identity_file]
-        if not self.strict_host_key_checking:
-            options["known_hosts"] = None
-        elif self.known_hosts:
-            options["known_hosts"] = self.known_hosts
-        return options
-
-    def describe(self, host: str) -> str:
-        """``user@host:port`` as the messages show it."""
-        user = f"{self.user}@" if self.user else ""
-        port = f":{self.port}" if self.port is not None else ""
-        return f"{user}{host}{port}"
-
-
-@dataclass(frozen=True)
-class SshCluster:
-    """The hosts of ``manager: ssh`` and what runs on them.
-
-    ``python`` is the interpreter of the sweeper's environment on every host (the same path on
-    each, see deploy/README.md); ``java_home`` the JDK there (empty: ``java`` on the remote PATH);
-    ``remote_dir`` the parent of each launch's scratch directory on the hosts. ``driver_host``
-    (``cluster.ssh.driver_host``) is this machine's address as the hosts reach it; empty: the
-    address on the route to the first host. ``dask_tls`` (``cluster.ssh.dask_tls``) secures
-    Dask's traffic with TLS and certificates made for each launch.
-    """
-
-    hosts: tuple[str, ...]
-    options: SshOptions = field(default_factory=SshOptions)
-    python: str = sys.executable
-    java_home: str | None = None
-    remote_dir: str = "/tmp"
-    spark_master: str | None = None  # manager standalone: an existing spark://HOST:PORT
-    dask_scheduler: str | None = None  # manager standalone: an existing tcp://HOST:PORT
-    driver_host: str | None = None
-    dask_tls: bool = False
-
-    @classmethod
-    def from_grid(cls, grid: Any) -> SshCluster:
-        """From a validated grid: ``cluster.hosts``, ``cluster.ssh`` and, when the grid has them,
-        ``cluster.python``, ``cluster.java_home``, ``cluster.remote_dir``, ``cluster.spark_master``,
-        ``cluster.dask_scheduler``."""
-        ssh = dict(grid.ssh)
-        return cls(
-            hosts=tuple(grid.hosts),
-            options=SshOptions.from_grid(grid.ssh),
-            driver_host=ssh.get("driver_host") or None,
-            dask_tls=bool(ssh.get("dask_tls", False)),
-            python=getattr(grid, "python", None) or sys.executable,
-            java_home=getattr(grid, "java_home", None) or None,
-            remote_dir=getattr(grid, "remote_dir", None) or "/tmp",
-            spark_master=getattr(grid, "spark_master", None),
-            dask_scheduler=getattr(grid, "dask_scheduler", None),
-        )
-
-    def driver_address(self) -> str:
-        """The driver's address as the hosts reach it: ``driver_host``, else the route towards the first host."""
-        if self.driver_host:
-            return self.driver_host
-        return address_towards(self.hosts[0], self.options.port or 22)
-
-    @property
-    def java(self) -> str:
-        return f"{self.java_home.rstrip('/')}/bin/java" if self.java_home else "java"
-
-
-def _expand(path: Any) -> str | None:
-    return os.path.expanduser(str(path)) if path else None
 
 
 def ssh_command(host: str, command: str | Sequence[str], options: SshOptions) -> list[str]:
@@ -286,11 +159,11 @@ def check_host(host: str, options: SshOptions, python: str, java: str | None = "
             "PySpark needs the same minor version on every host"
         )
     if java is not None:
-        check_java(host, options, java)
+        remote_java_major(host, options, java)
     return pyspark_dir
 
 
-def check_java(host: str, options: SshOptions, java: str) -> int:
+def remote_java_major(host: str, options: SshOptions, java: str) -> int:
     """The remote Java's major version; Spark 4 needs 17 or newer."""
     status, out, err = run_remote(host, f"{shlex.quote(java)} -version 2>&1", options)
     if status != 0:
@@ -364,3 +237,24 @@ def groups_alive(host: str, options: SshOptions, groups: Sequence[int]) -> list[
         host, f'for g in {ids}; do pgrep -g "$g" >/dev/null 2>&1 && echo "$g"; done; exit 0', options
     )
     return [int(g) for g in out.split()]
+
+
+def cluster_of(launch: Launch, context: LaunchContext) -> SshCluster:
+    """The hosts of the launch (the context's options), one per planned node."""
+    found = context.options
+    if not isinstance(found, SshCluster) or not found.hosts:
+        raise LaunchError("manager ssh needs cluster.hosts (and cluster.ssh) from the grid")
+    if len(found.hosts) != len(launch.workers_per_node):
+        raise LaunchError(f"the plan has {len(launch.workers_per_node)} nodes, cluster.hosts lists {len(found.hosts)}")
+    return found
+
+
+def on_hosts(hosts: list[str], work: Callable[[str], T]) -> list[T]:
+    """``work(host)`` on every host at once; the first host's error (in host order) is raised."""
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(hosts)))) as pool:
+        futures = [pool.submit(work, host) for host in hosts]
+        errors = [f.exception() for f in futures]
+    for error in errors:
+        if error is not None:
+            raise error
+    return [f.result() for f in futures]

@@ -27,12 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from sweeper.config.grid import MLLIB_SOLVERS
+from sweeper.config.model import MLLIB_SOLVERS
 from sweeper.launch.base import Granted, LaunchContext
 from sweeper.planning.plan import Launch
 from sweeper.workload.data import Data
 from sweeper.workload.environment import observed
-from sweeper.workload.fit import FitResult, FitTask
+from sweeper.workload.fit import FitResult
+from sweeper.workload.tasks import FitTask
 
 SOLVERS = MLLIB_SOLVERS  # the grid's workload.model.mllib_solver: checked when the grid is read
 DEFAULT_SOLVER = "l-bfgs"
@@ -50,7 +51,7 @@ BATCH_BYTES = 8 * 1024 * 1024  # Arrow record batch size: each becomes part of o
 def mllib_params(task: FitTask, n_features: int, n_classes: int) -> dict[str, Any]:
     """The ``MultilayerPerceptronClassifier`` parameters of a fit.
 
-    >>> from sweeper.workload.fit import FitTask
+    >>> from sweeper.workload.tasks import FitTask
     >>> task = FitTask(params=(("hidden_layer_sizes", (100, 50)), ("batch_size", 200), ("alpha", 1e-4)),
     ...                epochs=10, seed=3, exact_epochs=False, threads_per_fit=1)
     >>> mllib_params(task, 784, 10)
@@ -228,7 +229,6 @@ class MllibSession:
     def __init__(self, spark_session: Any, partitions: int | None = None) -> None:
         self.spark_session = spark_session
         self.granted: Granted = spark_session.granted
-        self.versions: dict[str, str] = spark_session.versions
         self.partitions = partitions or self.granted.executors * self.granted.cores_per_executor
         self.cache = DataCache()
 

@@ -21,31 +21,24 @@ import shlex
 import socket
 import sys
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
-from sweeper.launch.base import Granted, LaunchContext, LaunchError, check_granted
-from sweeper.launch.hosts.ssh import (
-    SshCluster,
-    check_host,
-    kill_groups,
-    run_remote,
-)
-from sweeper.launch.spark.local import (
+from sweeper.launch.base import Granted, LaunchContext, LaunchError, Session
+from sweeper.launch.hosts.ssh import check_host, cluster_of, kill_groups, on_hosts, run_remote
+from sweeper.launch.lifecycle import Teardown, launched
+from sweeper.launch.options import SshCluster
+from sweeper.launch.spark.base import SparkBackend
+from sweeper.launch.spark.conf import with_spark_conf
+from sweeper.launch.spark.session import (
     EXECUTOR_CLASS,
-    QUIET_LOG4J,
-    SparkLaunch,
-    _heap_mib,
+    SparkAppSession,
     get_or_create,
     granted_executors,
-    stop_spark,
-    with_spark_conf,
+    heap_mib,
 )
 from sweeper.planning.plan import Launch
-from sweeper.workload.environment import variables_set
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -53,8 +46,6 @@ MARKER = "sweeper.launch"  # -Dsweeper.launch=TOKEN on every JVM of a launch, to
 # The master's REST submission server (on by default since Spark 4.1, port 6066) ignores
 # spark.authenticate (CVE-2018-11770): anyone reaching it could run a driver. Launches never use it.
 NO_REST = "-Dspark.master.rest.enabled=false"
-
-T = TypeVar("T")
 
 
 @dataclass
@@ -69,27 +60,6 @@ class Daemons:
     def add(self, host: str, group: int, first: bool = False) -> None:
         groups = self.groups.setdefault(host, [])
         groups.insert(0 if first else len(groups), group)
-
-
-def cluster_of(launch: Launch, context: LaunchContext, cluster: SshCluster | None) -> SshCluster:
-    """The hosts of the launch, one per planned node: passed in, or carried by the context as ``context.cluster``."""
-    found = cluster if cluster is not None else getattr(context, "cluster", None)
-    if not isinstance(found, SshCluster) or not found.hosts:
-        raise LaunchError("manager ssh needs cluster.hosts (and cluster.ssh) from the grid")
-    if len(found.hosts) != len(launch.workers_per_node):
-        raise LaunchError(f"the plan has {len(launch.workers_per_node)} nodes, cluster.hosts lists {len(found.hosts)}")
-    return found
-
-
-def on_hosts(hosts: list[str], work: Callable[[str], T]) -> list[T]:
-    """``work(host)`` on every host at once; the first host's error (in host order) is raised."""
-    with ThreadPoolExecutor(max_workers=max(1, min(16, len(hosts)))) as pool:
-        futures = [pool.submit(work, host) for host in hosts]
-        errors = [f.exception() for f in futures]
-    for error in errors:
-        if error is not None:
-            raise error
-    return [f.result() for f in futures]
 
 
 def _daemon_script(daemons: Daemons, host: str, pyspark_dir: str, java_opts_variable: str, main: str, log: str) -> str:
@@ -190,7 +160,7 @@ def remote_executors(cluster: SshCluster, app_id: str) -> dict[str, list[int]]:
 
     def heaps(host: str) -> list[int]:
         _, out, _ = run_remote(host, "ps -eo args= | grep -F -- " + shlex.quote(EXECUTOR_CLASS), cluster.options)
-        return [_heap_mib(line.split()) for line in out.splitlines() if _executor_of(line, app_id, host)]
+        return [heap_mib(line.split()) for line in out.splitlines() if _executor_of(line, app_id, host)]
 
     return dict(zip(cluster.hosts, on_hosts(list(cluster.hosts), heaps), strict=True))
 
@@ -217,7 +187,7 @@ def granted_remote(spark: Any, launch: Launch, cluster: SshCluster, timeout_s: f
     return Granted(registered.executors, registered.cores_per_executor, heaps.pop() if heaps else 0)
 
 
-class SshSparkSession(SparkLaunch):
+class SshSparkSession(SparkAppSession):
     """A Spark application on a standalone cluster started over SSH."""
 
     def __init__(self, spark: Any, granted: Granted, n_jobs: int, cluster: SshCluster) -> None:
@@ -235,7 +205,7 @@ class SshSparkSession(SparkLaunch):
                 run_remote(host, f"pkill -KILL -f -- {pattern}; exit 0", self.cluster.options)
 
 
-def session_conf(
+def driver_conf(
     launch: Launch, context: LaunchContext, cluster: SshCluster, master: str, driver: str
 ) -> dict[str, str]:
     """The driver's configuration (the secret is set separately, through py4j)."""
@@ -260,7 +230,7 @@ def session_conf(
     return conf
 
 
-def connect_driver(conf: dict[str, str], secret: str | None, log4j_dir: str) -> Any:
+def connect_driver(conf: dict[str, str], secret: str | None) -> Any:
     """Start the driver JVM, then configure the session through py4j so the secret is on no command line."""
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
@@ -276,7 +246,7 @@ def connect_driver(conf: dict[str, str], secret: str | None, log4j_dir: str) -> 
     return spark
 
 
-def teardown(daemons: Daemons, grace_s: float = 15.0) -> list[str]:
+def stop_daemons(daemons: Daemons, grace_s: float = 15.0) -> list[str]:
     """Stop every daemon (workers first, then the master) with all it started; remove the scratch dirs.
 
     Only when every host's daemons are stopped is each host searched for leftovers: hosts that
@@ -309,83 +279,78 @@ def teardown(daemons: Daemons, grace_s: float = 15.0) -> list[str]:
     return problems
 
 
-@contextmanager
-def start(launch: Launch, context: LaunchContext, cluster: SshCluster | None = None) -> Iterator[SshSparkSession]:
-    """Start the launch's standalone cluster over SSH and its application; nothing is left when the block ends."""
-    from sweeper.launch.spark import joblib_backend
+class SshSpark(SparkBackend):
+    """A standalone master and workers started over SSH for the launch, the driver here; all gone at the end."""
 
-    cluster = cluster_of(launch, context, cluster)
-    hosts = list(cluster.hosts)
-    planned = Granted(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
-    pyspark_dirs = on_hosts(hosts, lambda host: check_host(host, cluster.options, cluster.python, cluster.java))
-    token = secrets.token_hex(8)
-    secret = secrets.token_urlsafe(32)
-    daemons = Daemons(cluster, token, f"{cluster.remote_dir.rstrip('/')}/sweeper-spark-{launch.index}-{token}")
-    local_scratch = context.run_dir / f"spark-{launch.index}"
-    local_scratch.mkdir(parents=True, exist_ok=True)
-    (local_scratch / "log4j2.properties").write_text(QUIET_LOG4J)
-    try:
-        on_hosts(hosts, lambda host: _make_scratch(daemons, host))
-        master_host = hosts[0]
-        master_group = _start_daemon(
-            daemons,
-            master_host,
-            pyspark_dirs[0],
-            secret,
-            "master",
-            f"{MASTER_CLASS} --host {shlex.quote(master_host)} --port 0 --webui-port 0",
+    def check(self) -> None:
+        super().check()
+        cluster = self.cluster = cluster_of(self.launch, self.context)
+        self.pyspark_dirs = on_hosts(
+            list(cluster.hosts), lambda host: check_host(host, cluster.options, cluster.python, cluster.java)
         )
-        master = _master_url(daemons, master_host, master_group, context.start_timeout_s)
-        _wait_reachable(master, context.start_timeout_s)
-        overhead = launch.memory_overhead_mib
+        self.token = secrets.token_hex(8)
+        self.secret = secrets.token_urlsafe(32)  # set through py4j: on no command line
+        self.daemons = Daemons(
+            cluster, self.token, f"{cluster.remote_dir.rstrip('/')}/sweeper-spark-{self.launch.index}-{self.token}"
+        )
+
+    def start_cluster(self, teardown: Teardown) -> None:
+        teardown.add_checked(lambda: stop_daemons(self.daemons))
+        hosts, launch, daemons = list(self.cluster.hosts), self.launch, self.daemons
+        on_hosts(hosts, lambda host: _make_scratch(daemons, host))
+        main = f"{MASTER_CLASS} --host {shlex.quote(hosts[0])} --port 0 --webui-port 0"
+        master_group = _start_daemon(daemons, hosts[0], self.pyspark_dirs[0], self.secret, "master", main)
+        self.master = _master_url(daemons, hosts[0], master_group, self.context.start_timeout_s)
+        _wait_reachable(self.master, self.context.start_timeout_s)
 
         def start_worker(index: int) -> None:
             host, count = hosts[index], launch.workers_per_node[index]
             if count == 0:
                 return
             main = (
-                f"{WORKER_CLASS} {shlex.quote(master)} --host {shlex.quote(host)} --port 0 --webui-port 0 "
+                f"{WORKER_CLASS} {shlex.quote(self.master)} --host {shlex.quote(host)} --port 0 --webui-port 0 "
                 f"--cores {count * launch.cores_per_executor} "
-                f"--memory {count * (launch.executor_memory_mib + overhead)}m "
+                f"--memory {count * (launch.executor_memory_mib + launch.memory_overhead_mib)}m "
                 f"--work-dir {shlex.quote(daemons.scratch + '/work')}"
             )
-            _start_daemon(daemons, host, pyspark_dirs[index], secret, "worker", main)
+            _start_daemon(daemons, host, self.pyspark_dirs[index], self.secret, "worker", main)
 
         on_hosts([str(i) for i in range(len(hosts))], lambda i: start_worker(int(i)))
-        driver = cluster.driver_address()
-        environment = {
-            "SPARK_LOCAL_IP": driver,
-            "PYSPARK_PYTHON": cluster.python,
+        self.driver = self.cluster.driver_address()
+
+    def variables(self) -> dict[str, str]:
+        return {
+            "SPARK_LOCAL_IP": self.driver,
+            "PYSPARK_PYTHON": self.cluster.python,
             "PYSPARK_DRIVER_PYTHON": sys.executable,
-            "SPARK_CONF_DIR": str(local_scratch),
-            "SPARK_SUBMIT_OPTS": f"-Dlog4j2.configurationFile=file:{local_scratch / 'log4j2.properties'}",
-            "SPARK_LOCAL_DIRS": str(local_scratch / "local"),
+            "SPARK_CONF_DIR": str(self.scratch),
+            "SPARK_SUBMIT_OPTS": f"-Dlog4j2.configurationFile=file:{self.log4j}",
+            "SPARK_LOCAL_DIRS": str(self.scratch / "local"),
         }
-        conf = session_conf(launch, context, cluster, master, driver)
-        conf["spark.executor.extraJavaOptions"] = f"-D{MARKER}={token}"
-        with variables_set(environment):
-            try:
-                spark = connect_driver(with_spark_conf(conf, context.spark_conf), secret, str(local_scratch))
-                try:
-                    granted = granted_remote(spark, launch, cluster, context.start_timeout_s)
-                except LaunchError as error:
-                    tails = "; ".join(f"{h}: {_log_tail(daemons, h, 'worker', 3)}" for h in hosts)
-                    raise LaunchError(f"{error} (worker logs: {tails})") from None
-                check_granted(planned, granted, "spark")
-                joblib_backend.register()
-                yield SshSparkSession(spark, granted, launch.total_cores // context.threads_per_fit, cluster)
-            finally:
-                stop_spark()
-    finally:
-        in_flight = sys.exc_info()[1] is not None
+
+    def conf(self) -> dict[str, str]:
+        conf = driver_conf(self.launch, self.context, self.cluster, self.master, self.driver)
+        conf["spark.executor.extraJavaOptions"] = f"-D{MARKER}={self.token}"
+        return conf
+
+    def connect(self) -> Any:
+        return connect_driver(with_spark_conf(self.conf(), self.context.spark_conf), self.secret)
+
+    def granted(self) -> Granted:
         try:
-            problems = teardown(daemons)
-        except LaunchError:
-            if not in_flight:  # the launch's own error matters more than a teardown one
-                raise
-            problems = []
-        if problems and not in_flight:
-            raise LaunchError("spark teardown: " + "; ".join(problems))
+            return granted_remote(self.spark, self.launch, self.cluster, self.context.start_timeout_s)
+        except LaunchError as error:
+            tails = "; ".join(f"{h}: {_log_tail(self.daemons, h, 'worker', 3)}" for h in self.cluster.hosts)
+            raise LaunchError(f"{error} (worker logs: {tails})") from None
+
+    def session(self, granted: Granted, n_jobs: int) -> SshSparkSession:
+        super().session(granted, n_jobs)
+        return SshSparkSession(self.spark, granted, n_jobs, self.cluster)
+
+
+def start(launch: Launch, context: LaunchContext) -> AbstractContextManager[Session]:
+    """Start the launch's standalone cluster over SSH and its application; nothing is left when the block ends."""
+    return launched(SshSpark, launch, context)
 
 
 def _make_scratch(daemons: Daemons, host: str) -> None:

@@ -9,17 +9,17 @@ starts an executor with exactly ``spark.executor.memory`` or not at all, so the 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 from urllib.parse import urlparse
 
-from sweeper.launch.base import Granted, LaunchContext, LaunchError, check_granted
-from sweeper.launch.dask.standalone import existing_address
+from sweeper.launch.base import Granted, LaunchContext, LaunchError, Session
 from sweeper.launch.hosts.ssh import address_towards
-from sweeper.launch.spark.local import QUIET_LOG4J, SparkLaunch, new_session, stop_spark, wait_registered
+from sweeper.launch.lifecycle import launched
+from sweeper.launch.options import StandaloneOptions
+from sweeper.launch.spark.base import SparkBackend
+from sweeper.launch.spark.session import wait_registered
 from sweeper.planning.plan import Launch
-from sweeper.workload.environment import variables_set
 
 
 def wait_for_executors(spark: Any, launch: Launch, timeout_s: float) -> Granted:
@@ -34,40 +34,44 @@ def wait_for_executors(spark: Any, launch: Launch, timeout_s: float) -> Granted:
     return Granted(len(summaries), cores.pop(), launch.executor_memory_mib)
 
 
-@contextmanager
-def start(launch: Launch, context: LaunchContext) -> Iterator[SparkLaunch]:
+class StandaloneSpark(SparkBackend):
+    """An application on the grid's master; the master and its workers stay."""
+
+    def check(self) -> None:
+        super().check()
+        if not isinstance(self.context.options, StandaloneOptions):
+            raise LaunchError("manager standalone needs cluster.spark_master in the grid")
+        self.master = self.context.options.spark_master
+
+    def variables(self) -> dict[str, str]:
+        return {
+            "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable,
+            "SPARK_CONF_DIR": str(self.scratch),
+        }
+
+    def conf(self) -> dict[str, str]:
+        launch, context = self.launch, self.context
+        host = urlparse(self.master).hostname or "127.0.0.1"
+        loopback = host in ("127.0.0.1", "localhost")
+        return {
+            "spark.master": self.master,
+            "spark.app.name": f"sweeper-launch-{launch.index}",
+            "spark.executor.cores": str(launch.cores_per_executor),
+            "spark.executor.memory": f"{launch.executor_memory_mib}m",
+            "spark.cores.max": str(launch.total_cores),
+            "spark.task.cpus": str(context.threads_per_fit),
+            "spark.task.maxFailures": "1",
+            "spark.driver.host": "127.0.0.1" if loopback else address_towards(host),
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            **{f"spark.executorEnv.{name}": value for name, value in context.environment.items()},
+        }
+
+    def granted(self) -> Granted:
+        return wait_for_executors(self.spark, self.launch, self.context.start_timeout_s)
+
+
+def start(launch: Launch, context: LaunchContext) -> AbstractContextManager[Session]:
     """Run an application on the existing master; it is stopped when the block ends, the cluster stays."""
-
-    from sweeper.launch.spark import joblib_backend
-
-    master = existing_address(context, "spark_master")
-    host = urlparse(master).hostname or "127.0.0.1"
-    scratch = context.run_dir / f"spark-{launch.index}"
-    scratch.mkdir(parents=True, exist_ok=True)
-    (scratch / "log4j2.properties").write_text(QUIET_LOG4J)
-    loopback = host in ("127.0.0.1", "localhost")
-    conf = {
-        "spark.master": master,
-        "spark.app.name": f"sweeper-launch-{launch.index}",
-        "spark.executor.cores": str(launch.cores_per_executor),
-        "spark.executor.memory": f"{launch.executor_memory_mib}m",
-        "spark.cores.max": str(launch.total_cores),
-        "spark.task.cpus": str(context.threads_per_fit),
-        "spark.task.maxFailures": "1",
-        "spark.driver.host": "127.0.0.1" if loopback else address_towards(host),
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        **{f"spark.executorEnv.{name}": value for name, value in context.environment.items()},
-    }
-    environment = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    environment["SPARK_CONF_DIR"] = str(scratch)
-    with variables_set(environment):
-        try:
-            spark = new_session(conf, context)
-            granted = wait_for_executors(spark, launch, context.start_timeout_s)
-            planned = Granted(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
-            check_granted(planned, granted, "spark")
-            joblib_backend.register()
-            yield SparkLaunch(spark, granted, n_jobs=launch.total_cores // context.threads_per_fit)
-        finally:
-            stop_spark()
+    return launched(StandaloneSpark, launch, context)

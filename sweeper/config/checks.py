@@ -1,0 +1,393 @@
+"""The checks the schema cannot declare: each section's own rules, and the rules across sections."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from sweeper.config.grid import Dataset, Workload
+from sweeper.config.model import MLLIB_ONLY_PARAMS, mlp_params, model_axes, read_param_grid
+from sweeper.config.names import SSH_NAME_RULE, SSH_USER_UNSAFE, is_host, ssh_name_problem
+from sweeper.config.schema import Problems, file_kind, is_scalar, item_key, key_name
+from sweeper.config.sections import (
+    ARCHIVE_SUFFIXES,
+    CLUSTER,
+    CLUSTER_PATHS,
+    DATASET,
+    DATASETS,
+    FIT_ENVIRONMENT_PREFIX,
+    MAX_NODES,
+    MAX_RECOMMENDED_CORES_PER_EXECUTOR,
+    MAX_SETTING_CHARS,
+    RESERVE,
+    RULE_AXES,
+    SIZING,
+    SPARK_CONF_OWNED,
+    SSH,
+    WORKLOAD,
+    WORKLOAD_SETTINGS,
+)
+from sweeper.launch.registry import BASELINE_ENGINE, ENGINES, ONE_MODEL_ENGINES
+from sweeper.planning.sizing import Cluster, InfeasibleShape, size_executors
+from sweeper.text import CONTROL, CONTROL_CHARS, shown
+from sweeper.workload.environment import OBSERVED_VARIABLES
+
+_NUL = re.compile("\x00")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SPARK_PROPERTY = re.compile(rf"spark\.[^\s={CONTROL_CHARS}]+")
+
+
+def engines_and_workload(check: Problems, engines: list[str], workload: Workload) -> None:
+    """One-model engines need data-parallel points; ``model.mllib_solver`` needs spark-mllib to matter."""
+    for engine in [e for e in engines if e in ONE_MODEL_ENGINES]:
+        if "data-parallel" not in workload.modes:
+            check.fail(
+                "engines",
+                f"{engine!r} trains one model per measurement: add data-parallel to workload.mode "
+                f"(got {list(workload.modes)})",
+            )
+    solver_set = any(param in MLLIB_ONLY_PARAMS for param, _ in workload.model_axes)
+    if solver_set and "spark-mllib" not in engines:
+        check.warn("workload.model.mllib_solver", f"only engine spark-mllib reads it, and engines are {engines}")
+
+
+def shapes(check: Problems, cluster: Cluster, rule: str, cores: list[int]) -> None:
+    """Every ``cores_per_executor`` gives at least one executor; more than 5 cores warns."""
+    for index, cpe in enumerate(cores):
+        key = item_key("sizing.cores_per_executor", index, len(cores))
+        try:
+            size_executors(cluster, cpe, rule)
+        except InfeasibleShape as error:
+            check.fail(key, str(error))
+        if cpe > MAX_RECOMMENDED_CORES_PER_EXECUTOR:
+            check.warn(
+                key,
+                f"{cpe} cores per executor: more than {MAX_RECOMMENDED_CORES_PER_EXECUTOR} "
+                "tends to hurt HDFS throughput (the report's guidance)",
+            )
+
+
+def cluster(check: Problems, value: Any) -> tuple[str | None, Cluster | None, list[str], dict[str, Any]]:
+    """``cluster``: the manager, the nodes' shape (None when refused), the hosts and the ``ssh`` settings."""
+    section = check.mapping(value, "cluster")
+    if section is None:
+        return None, None, [], {}
+    if value is None:
+        check.fail("cluster", "is required (manager, nodes, cores_per_node, memory_per_node)")
+        return None, None, [], {}
+    check.known_keys(section, CLUSTER.key, CLUSTER.keys)
+    manager = CLUSTER.field("manager").read(section, CLUSTER.key, check)
+    listed = section.get("hosts")
+    hosts = _hosts(check, listed) if "hosts" in section else []
+    if manager == "standalone":
+        for key, scheme in (("spark_master", "spark://"), ("dask_scheduler", "tcp://")):
+            url = section.get(key)
+            if not isinstance(url, str) or not url.startswith(scheme):
+                check.fail(f"cluster.{key}", f"is required with manager: standalone, e.g. {scheme}HOST:PORT")
+    if manager == "ssh" and "hosts" not in section:
+        check.fail("cluster.hosts", "is required with manager: ssh (the first host runs the master)")
+    ssh = SSH.open(section.get("ssh"), check) or {}
+    _ssh_values(check, ssh)
+    n_listed = len(listed) if isinstance(listed, list) and listed else None
+    nodes = CLUSTER.field("nodes").kind.check(section.get("nodes", n_listed), "cluster.nodes", check)
+    if n_listed and nodes is not None and nodes != n_listed:
+        check.fail("cluster.nodes", f"is {nodes} but cluster.hosts lists {n_listed} hosts")
+    cores = CLUSTER.field("cores_per_node").read(section, CLUSTER.key, check)
+    memory = CLUSTER.field("memory_per_node").read(section, CLUSTER.key, check)
+    if nodes is None or cores is None or memory is None:
+        return manager, None, hosts, ssh
+    return manager, Cluster(nodes=nodes, cores_per_node=cores, memory_per_node_mib=memory), hosts, ssh
+
+
+def _hosts(check: Problems, listed: Any) -> list[str]:
+    """``cluster.hosts``: at most MAX_NODES host names or IP addresses."""
+    if not isinstance(listed, list) or not listed or len(listed) > MAX_NODES:
+        check.fail("cluster.hosts", f"must be a list of 1 to {MAX_NODES} host names, got {shown(listed)}")
+        return []
+    checked = [check.host(host, item_key("cluster.hosts", i, len(listed))) for i, host in enumerate(listed)]
+    return [host for host in checked if host is not None]
+
+
+def _ssh_values(check: Problems, ssh: dict[str, Any]) -> None:
+    """Every ``cluster.ssh`` value, as ``ssh`` and asyncssh take it, with nothing a shell would interpret."""
+    user_problem = ssh_name_problem(ssh["user"], SSH_USER_UNSAFE) if "user" in ssh else None
+    if user_problem:
+        check.fail(
+            "cluster.ssh.user", f"must be a user name ({SSH_NAME_RULE}): {user_problem}, got {shown(ssh['user'])}"
+        )
+    given = ("port", "identity_file", "known_hosts", "strict_host_key_checking", "dask_tls", "connect_timeout_s")
+    SSH.read(ssh, check, tuple(name for name in given if name in ssh))
+    if "driver_host" in ssh:
+        value = ssh["driver_host"]
+        if not isinstance(value, str) or not is_host(value) or value in ("0.0.0.0", "::"):
+            check.fail(
+                "cluster.ssh.driver_host",
+                "must be this machine's host name or IP address as the hosts reach it (not 0.0.0.0), "
+                f"got {shown(value)}",
+            )
+
+
+def cluster_paths(check: Problems, value: Any) -> dict[str, str]:
+    """``cluster.python``, ``java_home``, ``remote_dir`` (ssh), ``queue``, ``hadoop_conf_dir`` (yarn) and the
+    standalone URLs: they reach command lines, on the hosts too, so none holds a shell metacharacter."""
+    if not isinstance(value, dict):
+        return {}
+    checked = CLUSTER.read(value, check, tuple(name for name in CLUSTER_PATHS if name in value))
+    return {name: path for name, path in checked.items() if path is not None}
+
+
+def python_archive(check: Problems, value: Any, manager: str | None) -> str | None:
+    """``cluster.python_archive``: an existing packed environment (``sweeper pack-env``), yarn only."""
+    if not isinstance(value, dict) or "python_archive" not in value:
+        return None
+    archive = value["python_archive"]
+    key = "cluster.python_archive"
+    if not isinstance(archive, str) or not archive:
+        check.fail(key, f"must be the path of a packed environment (sweeper pack-env OUT.tar.gz), got {shown(archive)}")
+        return None
+    if manager is not None and manager != "yarn":
+        check.fail(key, f"only applies to manager: yarn, got manager: {manager}")
+        return None
+    if check.text(archive, key, shell=True) is None:
+        return None
+    path = Path(archive).expanduser()
+    if not path.name.endswith(ARCHIVE_SUFFIXES):
+        check.fail(key, f"{shown(archive)} must end with one of {', '.join(ARCHIVE_SUFFIXES)}")
+        return None
+    if file_kind(path) != "file":
+        check.fail(key, f"{shown(archive)} is not a file (make one with: sweeper pack-env {archive})")
+        return None
+    return str(path.resolve())
+
+
+def sizing(check: Problems, value: Any, cluster: Cluster | None) -> tuple[str | None, list[int]]:
+    """``sizing``: the rule and the valid ``cores_per_executor`` values, each at most a node's cores."""
+    section = SIZING.open(value, check)
+    if section is None:
+        return None, []
+    rule = SIZING.field("rule").read(section, SIZING.key, check)
+    field = SIZING.field("cores_per_executor")
+
+    def cores_of_executor(value: Any, key: str) -> int | None:
+        checked = field.kind.check(value, key, check)
+        if checked is not None and cluster is not None and checked > cluster.cores_per_node:
+            check.fail(key, f"{checked} is more than the {cluster.cores_per_node} cores of a node")
+            return None
+        return checked
+
+    cores, _ = check.axis(section.get(field.name, field.default), "sizing.cores_per_executor", cores_of_executor)
+    return rule, cores
+
+
+def with_reserve(check: Problems, section: dict[str, Any], cluster: Cluster) -> Cluster:
+    """``cluster`` with ``sizing.reserve`` and ``application_master``; a reserve must leave room on a node."""
+    reserve = RESERVE.open(section.get("reserve"), check) or {}
+    cores = RESERVE.field("cores").read(reserve, RESERVE.key, check)
+    memory = reserve.get("memory", RESERVE.field("memory").default)
+    none_reserved = memory == "0" or (type(memory) is int and memory == 0)  # not False, 0.0 or "0.0"
+    memory_mib = 0 if none_reserved else check.size_mib(memory, "sizing.reserve.memory")
+    am = SIZING.field("application_master").read(section, SIZING.key, check)
+    if cores is not None and cores >= cluster.cores_per_node:
+        check.fail("sizing.reserve.cores", f"{cores} leaves no core of the {cluster.cores_per_node} per node")
+    if memory_mib is not None and memory_mib >= cluster.memory_per_node_mib:
+        check.fail("sizing.reserve.memory", f"{shown(memory)} leaves no memory on a node")
+    return Cluster(
+        nodes=cluster.nodes,
+        cores_per_node=cluster.cores_per_node,
+        memory_per_node_mib=cluster.memory_per_node_mib,
+        reserve_cores=cores if cores is not None else 1,
+        reserve_memory_mib=memory_mib if memory_mib is not None else 1024,
+        application_master=am if am is not None else 1,
+    )
+
+
+def engines(check: Problems, value: Any) -> list[str] | None:
+    """``engines``: a non-empty list of ENGINES, none twice (None when refused)."""
+    if not isinstance(value, list) or not value:
+        check.fail("engines", f"must be a non-empty list among {', '.join(ENGINES)}, got {shown(value)}")
+        return None
+    engines, _ = check.axis(value, "engines", lambda one, key: check.choice(one, key, ENGINES))
+    return engines
+
+
+def _dataset(check: Problems, value: Any) -> Dataset | None:
+    path_key = "workload.dataset" if isinstance(value, str) else "workload.dataset.path"
+    if isinstance(value, str):
+        value = {"name": value} if value in DATASETS else {"name": "path", "path": value}
+    section = DATASET.open(value, check)
+    if section is None:
+        return None
+    name = section.get("name", "digits")
+    path = section.get("path")
+    if path is not None and check.text(path, path_key) is None:
+        return None
+    if name == "path":
+        return _dataset_path(check, path)
+    checked = check.choice(name, "workload.dataset.name", DATASETS)
+    if checked is None:
+        return None
+    if path is not None and file_kind(Path(path)) != "directory":
+        check.fail("workload.dataset.path", f"{shown(path)} is not a directory of IDX files")
+    return Dataset(name=checked, path=path)
+
+
+def _dataset_path(check: Problems, path: str | None) -> Dataset | None:
+    """A dataset given as a path: a regular file or a directory (never a FIFO, device or socket)."""
+    if path is None:
+        check.fail("workload.dataset", "a dataset path is required")
+        return None
+    kind = file_kind(Path(path))
+    if kind is None:
+        check.fail(
+            "workload.dataset", f"{shown(path)} is neither a dataset ({', '.join(DATASETS)}) nor an existing file"
+        )
+        return None
+    if kind not in ("file", "directory"):
+        check.fail("workload.dataset", f"{shown(path)} must be a regular file or a directory, got a {kind}")
+        return None
+    return Dataset(name="path", path=path)
+
+
+def workload(check: Problems, value: Any) -> Workload | None:
+    """``workload``: what every launch trains, with its axes (None when refused)."""
+    section = WORKLOAD.open(value, check)
+    if section is None:
+        return None
+    dataset = _dataset(check, section.get("dataset", WORKLOAD.field("dataset").default))
+    axes = {
+        name: WORKLOAD.field(name).read_axis(section, WORKLOAD.key, check) for name in ("fraction", "epochs", "mode")
+    }
+    modes = axes["mode"][0]
+    mode = "search" if "search" in modes else (modes[0] if modes else None)
+    settings = _workload_settings(check, section, modes)
+    param_grid = read_param_grid(check, section.get("param_grid"), mode)
+    model = model_axes(check, section.get("model"))
+    if dataset is None or settings is None or not all(valid for _, valid in axes.values()):
+        return None
+    return Workload(
+        dataset=dataset,
+        fractions=tuple(axes["fraction"][0]),
+        model_axes=model,
+        epochs=tuple(axes["epochs"][0]),
+        modes=tuple(modes),
+        param_grid=param_grid,
+        **settings,
+    )
+
+
+def _workload_settings(check: Problems, section: dict[str, Any], modes: list[str]) -> dict[str, Any] | None:
+    """The workload's bounded integers, numbers and exact_epochs (WORKLOAD_SETTINGS)."""
+    settings = WORKLOAD.read(section, check, WORKLOAD_SETTINGS)
+    if settings["n_fits"] is not None and "replicas" not in modes:
+        check.fail("workload.n_fits", f"only applies to mode replicas (modes {modes!r} have their own batch)")
+    refused = any(value is None and not WORKLOAD.field(name).nullable for name, value in settings.items())
+    return None if refused else settings
+
+
+def rules(check: Problems, value: Any, key: str) -> list[dict[str, Any]]:
+    """``exclude``/``only``: mappings of axis to a value or a list of values."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        check.fail(key, f"must be a list of mappings such as [{{engine: spark, epochs: 10000}}], got {shown(value)}")
+        return []
+    allowed = RULE_AXES + tuple(f"model.{p}" for p in mlp_params() + MLLIB_ONLY_PARAMS)
+    rules = []
+    for index, rule in enumerate(value):
+        where = f"{key}[{index}]"
+        if not isinstance(rule, dict) or not rule:
+            check.fail(where, f"must be a non-empty mapping of axis: value, got {shown(rule)}")
+            continue
+        check.known_keys(rule, where, allowed)
+        for axis, wanted in rule.items():
+            items = wanted if isinstance(wanted, list) else [wanted]
+            if not items or not all(item is None or is_scalar(item) for item in items):
+                check.fail(
+                    f"{where}.{key_name(axis)}",
+                    f"must be a value (a number, string, boolean or null) or a list of values, got {shown(wanted)}",
+                )
+            elif axis == "engine":
+                _rule_engines(check, items, f"{where}.engine")
+        rules.append(rule)
+    return rules
+
+
+def _rule_engines(check: Problems, items: list[Any], key: str) -> None:
+    """The engines of an exclude/only rule: among ENGINES; the baseline is not one (``baseline`` switches it)."""
+    for item in items:
+        if item == BASELINE_ENGINE:
+            check.fail(
+                key,
+                f"{BASELINE_ENGINE!r} is the baseline, not an engine of exclude/only rules (they select among "
+                f"{', '.join(ENGINES)}); to measure without the baseline, use baseline: false",
+            )
+        elif item not in ENGINES:
+            check.choice(item, key, ENGINES)
+
+
+def _setting(check: Problems, value: Any, key: str, refused: re.Pattern[str], refused_text: str) -> Any:
+    """An environment or spark_conf value: a string, a finite number or a boolean (None: refused)."""
+    if not is_scalar(value, MAX_SETTING_CHARS):
+        check.fail(
+            key,
+            f"must be a string of at most {MAX_SETTING_CHARS} characters, a finite number or a boolean, "
+            f"got {shown(value)}",
+        )
+        return None
+    found = refused.search(value) if isinstance(value, str) else None
+    if found:
+        check.fail(key, f"must not contain {refused_text}, got {found.group()!r} in {shown(value)}")
+        return None
+    return value
+
+
+def environment(check: Problems, value: Any) -> dict[str, str]:
+    """``environment``: variable names and their values as strings."""
+    section = check.mapping(value, "environment")
+    if section is None:
+        return {}
+    environment = {}
+    for name, setting in section.items():
+        key = f"environment.{key_name(name)}"
+        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
+            check.fail(key, f"must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*), got {shown(name)}")
+            continue
+        checked = _setting(check, setting, key, _NUL, "NUL characters")
+        if checked is not None:
+            environment[name] = str(checked)
+    return environment
+
+
+def spark_conf(check: Problems, value: Any) -> dict[str, str]:
+    """Extra Spark properties for every Spark launch; those the plan sets are refused, whatever their case."""
+    section = check.mapping(value, "spark_conf")
+    if section is None:
+        return {}
+    owned = {name.casefold() for name in SPARK_CONF_OWNED}
+    conf = {}
+    for name, setting in section.items():
+        key = f"spark_conf.{key_name(name)}"
+        if isinstance(name, str) and name.strip().casefold() in owned:
+            check.fail(
+                key,
+                f"is set from the plan for every launch; spark_conf may not set {', '.join(SPARK_CONF_OWNED)} "
+                "(compared ignoring case and surrounding spaces)",
+            )
+        elif not isinstance(name, str) or not _SPARK_PROPERTY.fullmatch(name):
+            check.fail(
+                key,
+                "must be a Spark property name (starting with 'spark.', without spaces, '=' or control "
+                f"characters), got {shown(name)}",
+            )
+        elif name.startswith(FIT_ENVIRONMENT_PREFIX) and name[len(FIT_ENVIRONMENT_PREFIX) :] in OBSERVED_VARIABLES:
+            check.fail(
+                key,
+                f"{name[len(FIT_ENVIRONMENT_PREFIX) :]} is part of the fit environment every engine gets; "
+                "set it with environment: (spark_conf would apply it to Spark only)",
+            )
+        else:
+            checked = _setting(check, setting, key, CONTROL, "control characters (newlines, NUL, ...)")
+            if checked is not None:
+                conf[name] = str(checked).lower() if isinstance(checked, bool) else str(checked)
+    return conf

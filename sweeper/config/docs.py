@@ -1,0 +1,54 @@
+"""The README's table of grid keys, generated from the schema: ``make docs`` rewrites it.
+
+``python -m sweeper.config.docs README.md`` replaces what lies between BEGIN and END in that file.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from sweeper.config.schema import Section
+from sweeper.config.sections import TOP
+
+BEGIN = "<!-- grid keys: begin (generated from sweeper/config/sections.py by `make docs`) -->"
+END = "<!-- grid keys: end -->"
+
+
+def key_rows(section: Section) -> Iterator[str]:
+    """One table row per documented key of ``section``, in declared order; a key without a row has its
+    section's rows instead."""
+    for field in section.fields:
+        if field.doc:
+            yield f"| `{field.path(section.key)}` | {field.shown_default} | {field.meaning()} |"
+        elif field.section is not None:
+            yield from key_rows(field.section)
+
+
+def key_table() -> str:
+    """The Markdown table of every grid key: its default and meaning."""
+    return "\n".join(["| key | default | meaning |", "| --- | --- | --- |", *key_rows(TOP)]) + "\n"
+
+
+def with_key_table(text: str) -> str:
+    """``text`` (a README) with the generated table between its BEGIN and END lines."""
+    before, begin, rest = text.partition(BEGIN + "\n")
+    _, end, after = rest.partition(END + "\n")
+    if not begin or not end:
+        raise ValueError(f"the README needs the lines {BEGIN} and {END} around the key table")
+    return f"{before}{BEGIN}\n\n{key_table()}\n{END}\n{after}"
+
+
+def main(argv: list[str]) -> int:
+    """Rewrite the key table of the README given as the only argument."""
+    if len(argv) != 1:
+        print("usage: python -m sweeper.config.docs README.md", file=sys.stderr)
+        return 2
+    readme = Path(argv[0])
+    readme.write_text(with_key_table(readme.read_text()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,442 @@
+"""The grid file's schema: every section with its keys, their kinds, defaults and README rows.
+
+The functions of :mod:`sweeper.config.checks` read the sections; :mod:`sweeper.config.docs` writes the README's table.
+"""
+
+from __future__ import annotations
+
+from sweeper.config.schema import (
+    Boolean,
+    Choice,
+    Field,
+    Integer,
+    Number,
+    Section,
+    Size,
+    Text,
+)
+from sweeper.launch.registry import DEFAULT_ENGINES, MANAGERS
+from sweeper.planning.sizing import RULES
+
+MODES = ("replicas", "cv", "search", "data-parallel")
+DATASETS = ("digits", "mnist", "fashion-mnist")
+MAX_RECOMMENDED_CORES_PER_EXECUTOR = 5
+# cluster.python_archive: what YARN can unpack (spark.yarn.dist.archives; Dask unpacks it in the container)
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
+RULE_AXES = ("engine", "cores_per_executor", "epochs", "fraction", "mode")
+FIT_ENVIRONMENT_PREFIX = "spark.executorEnv."  # spark_conf may not set the fit environment
+# Spark properties the plan sets for every launch: spark_conf may not override them.
+SPARK_CONF_OWNED = (
+    "spark.master",
+    "spark.submit.deployMode",
+    "spark.executor.instances",
+    "spark.executor.cores",
+    "spark.executor.memory",
+    "spark.executor.memoryOverhead",
+    "spark.cores.max",
+    "spark.task.cpus",
+    "spark.dynamicAllocation.enabled",
+    "spark.pyspark.python",
+    "spark.authenticate",
+    "spark.authenticate.secret",
+)
+# Upper bounds (README, "The grid file"), so that no value in a grid can make planning or a launch explode.
+# memory_per_node and every size: at most 1 PiB (sweeper.units.MAX_SIZE_MIB)
+MAX_SETTING_CHARS = 32768  # an environment or spark_conf value
+MAX_NODES = 10_000
+MAX_CORES_PER_NODE = 4096
+MAX_APPLICATION_MASTER = 1000
+MAX_EPOCHS = 1_000_000
+MAX_PORT = 65535
+MAX_CONNECT_TIMEOUT_S = 3600.0
+
+DATASET = Section(
+    "workload.dataset",
+    (
+        Field("name"),
+        Field("path"),
+    ),
+)
+
+
+RESERVE = Section(
+    "sizing.reserve",
+    (
+        Field(
+            "cores",
+            Integer(MAX_CORES_PER_NODE, minimum=0),
+            default=1,
+            shown_default="`1`",
+            doc="cores per node left to the OS and Hadoop daemons, fewer than `cores_per_node`",
+        ),
+        Field(
+            "memory",
+            default="1GiB",
+            shown_default="`1GiB`",
+            doc=(
+                "memory per node left to the OS and Hadoop daemons, a size less than `memory_per_node`, or "
+                '`0` for none (the integer or the string `"0"`; `false` and `0.0` are refused)'
+            ),
+        ),
+    ),
+)
+
+
+SIZING = Section(
+    "sizing",
+    (
+        Field(
+            "rule",
+            Choice(RULES),
+            default="report",
+            shown_default="`report`",
+            doc="`report` or `spark-default` (see the sizing rules)",
+        ),
+        Field(
+            "cores_per_executor",
+            Integer(MAX_CORES_PER_NODE),
+            default=[5],
+            shown_default="`[5]`",
+            doc=(
+                "one value or a list: each value is a configuration, at most `cores_per_node`. More than 5 "
+                "warns (HDFS throughput guidance)"
+            ),
+            axis=True,
+        ),
+        Field("reserve", section=RESERVE),
+        Field(
+            "application_master",
+            Integer(MAX_APPLICATION_MASTER, minimum=0),
+            default=1,
+            shown_default="`1`",
+            doc="executor slots held back for the YARN ApplicationMaster (for Dask, the scheduler), {kind}",
+        ),
+    ),
+)
+
+
+SSH = Section(
+    "cluster.ssh",
+    (
+        Field("user"),
+        Field("port", Integer(MAX_PORT)),
+        Field("identity_file", Text(shell=True)),
+        Field("known_hosts", Text(shell=True)),
+        Field("strict_host_key_checking", Boolean()),
+        Field("connect_timeout_s", Number(0.0, MAX_CONNECT_TIMEOUT_S)),
+        Field("driver_host"),
+        Field("dask_tls", Boolean()),
+    ),
+)
+
+
+CLUSTER = Section(
+    "cluster",
+    (
+        Field(
+            "manager",
+            Choice(MANAGERS),
+            default="local",
+            shown_default="`local`",
+            doc="`local` (this machine), `yarn`, `ssh`, `standalone` (existing master/scheduler)",
+        ),
+        Field("nodes", Integer(MAX_NODES), shown_default="number of `hosts`", doc="worker nodes, {kind}"),
+        Field("cores_per_node", Integer(MAX_CORES_PER_NODE), shown_default="required", doc="cores of one node, {kind}"),
+        Field(
+            "memory_per_node",
+            Size(),
+            shown_default="required",
+            doc="memory of one node, a size (below), at most 1 PiB (`1024T`)",
+        ),
+        Field(
+            "hosts",
+            shown_default="-",
+            doc=(
+                "`ssh`: host names or IP addresses; the first runs the Spark master and Dask scheduler. A "
+                "name is refused only for what `ssh` or a shell would interpret, as OpenSSH itself checks: "
+                "1 to 255 characters, not starting with `-`, no whitespace, control characters, `'` `\"` `$` "
+                "`` ` `` `\\` `;` `&` `\\|` `<` `>` `(` `)` `{` `}`, nor `/` `@` `,` or `:` (but in an IPv6 "
+                "address such as `fe80::1%eth0`); `node_1.lan` and Docker names are fine"
+            ),
+        ),
+        Field(
+            "ssh",
+            shown_default="-",
+            doc=(
+                "`ssh`: `user` (as OpenSSH takes it: 1 to 255 characters, not starting with `-`, no "
+                "whitespace, control characters or the shell characters refused in a host name; `@` and `.` "
+                "are fine, as in `john.doe@corp.example.com` of SSSD or Active Directory), `port` (1 to "
+                "65535), `identity_file`, `known_hosts`, `strict_host_key_checking` (default true; a YAML "
+                'boolean, so `"false"` in quotes is refused), `connect_timeout_s` (10; in (0, 3600]); '
+                "`driver_host` (this machine's host name or IP address as the hosts reach it; default: its "
+                "address on the route to the first host), `dask_tls` (default false: TLS with a key pair "
+                "made per launch)"
+            ),
+            section=SSH,
+        ),
+        Field(
+            "python",
+            Text(shell=True),
+            shown_default="this interpreter's path",
+            doc="`ssh`: the sweeper environment's Python on every host",
+        ),
+        Field(
+            "java_home",
+            Text(shell=True),
+            shown_default="`java` on the remote PATH",
+            doc="`ssh`: a JDK 17+ at the same path on every host",
+        ),
+        Field(
+            "remote_dir",
+            Text(shell=True),
+            shown_default="`/tmp`",
+            doc="`ssh`: where launches keep scratch files on the hosts",
+        ),
+        Field(
+            "queue", Text(shell=True), shown_default="`default`", doc="`yarn`: the queue applications are submitted to"
+        ),
+        Field(
+            "hadoop_conf_dir",
+            Text(shell=True),
+            shown_default="`HADOOP_CONF_DIR`",
+            doc="`yarn`: the cluster's client configuration",
+        ),
+        Field(
+            "python_archive",
+            shown_default="-",
+            doc=(
+                "`yarn`: a packed environment (`sweeper pack-env env.tar.gz`; `.tar.gz`, `.tgz`, `.tar`, "
+                "`.zip`) shipped with every application and unpacked in its containers, instead of "
+                "`cluster.python` existing on every node"
+            ),
+        ),
+        Field(
+            "spark_master",
+            Text(shell=True),
+            shown_default="required with `standalone`",
+            doc="`spark://HOST:PORT` of a Spark master already running",
+        ),
+        Field(
+            "dask_scheduler",
+            Text(shell=True),
+            shown_default="required with `standalone`",
+            doc="`tcp://HOST:PORT` of a Dask scheduler already running",
+        ),
+    ),
+)
+
+
+WORKLOAD = Section(
+    "workload",
+    (
+        Field(
+            "dataset",
+            default="digits",
+            shown_default="`digits`",
+            doc=(
+                "`digits` (bundled with scikit-learn), `mnist`, `fashion-mnist`, a path (a regular file or "
+                "a directory; a FIFO, device or socket is refused), or `{name: mnist, path: DIR}` with a "
+                "directory of IDX files"
+            ),
+            section=DATASET,
+        ),
+        Field(
+            "fraction",
+            Number(0.0, 1.0),
+            default=1.0,
+            shown_default="`1.0`",
+            doc="fraction of the training set, {kind}; a list is an axis",
+            axis=True,
+        ),
+        Field(
+            "model",
+            shown_default="`{hidden_layer_sizes: [100, 50], activation: relu, solver: adam}`",
+            doc=(
+                "any `MLPClassifier` parameter except `max_iter` and `random_state`, and `mllib_solver` "
+                "(`l-bfgs` or `gd`, read by `spark-mllib` only); a list value is an axis "
+                "(`hidden_layer_sizes: [[64], [100, 50]]` for layers: 1 to 100 layers of 1 to 100000 units)"
+            ),
+        ),
+        Field(
+            "epochs",
+            Integer(MAX_EPOCHS),
+            default=[10, 100],
+            shown_default="`[10, 100]`",
+            doc="`max_iter` of each fit, {kind}; a list is an axis",
+            axis=True,
+        ),
+        Field("trials", Integer(1000), default=3, shown_default="`3`", doc="repetitions of every measurement, {kind}"),
+        Field(
+            "mode",
+            Choice(MODES),
+            default="replicas",
+            shown_default="`replicas`",
+            doc=(
+                "`replicas` (a batch of fits, one per seed), `cv` (one per fold), `search` (param_grid x "
+                "folds), `data-parallel` (ONE model trained across the launch); a list is an axis"
+            ),
+            axis=True,
+        ),
+        Field("folds", Integer(100, minimum=2), default=3, shown_default="`3`", doc="`cv` and `search`: folds, {kind}"),
+        Field(
+            "param_grid", shown_default="-", doc="`search`: `MLPClassifier` parameter lists, as `GridSearchCV` takes"
+        ),
+        Field(
+            "n_fits",
+            Integer(10_000),
+            shown_default="slots of the largest launch",
+            doc="`replicas`: fits per batch, the same for every launch so times compare; {kind}",
+            nullable=True,
+        ),
+        Field(
+            "local_epochs",
+            Integer(10_000),
+            default=1,
+            shown_default="`1`",
+            doc=("`data-parallel`: passes over its shard each worker makes between two weight averagings, {kind}"),
+        ),
+        Field(
+            "shards",
+            Integer(10_000),
+            shown_default="the launch's slots",
+            doc="`data-parallel`: shards P, {kind} (the baseline always uses 1)",
+            nullable=True,
+        ),
+        Field(
+            "exact_epochs",
+            Boolean(),
+            default=False,
+            shown_default="`false`",
+            doc="run every fit for all its epochs (no early stopping on tolerance)",
+        ),
+        Field(
+            "threads_per_fit",
+            Integer(MAX_CORES_PER_NODE),
+            default=1,
+            shown_default="`1`",
+            doc="BLAS threads per fit, pinned the same way on every engine; {kind}",
+        ),
+        Field(
+            "timeout_s",
+            Number(0.0, 7 * 86400.0),
+            default=3600,
+            shown_default="`3600`",
+            doc="per-measurement time limit, in {kind} (7 days)",
+        ),
+        Field(
+            "start_timeout_s",
+            Number(0.0, 86400.0),
+            default=180,
+            shown_default="`180`",
+            doc=(
+                "time a launch has to start and get all its executors/workers, in {kind}; after it the "
+                "launch fails, naming what it got"
+            ),
+        ),
+        Field(
+            "seed",
+            Integer(2**31 - 1, minimum=0),
+            default=0,
+            shown_default="`0`",
+            doc=(
+                "seed of the data split and the fits, {kind} (2^31 - 1: a fit's seed, `seed + 1000 x trial "
+                "+ fit`, must stay below scikit-learn's 2^32)"
+            ),
+        ),
+        Field(
+            "test_size",
+            Number(0.0, 0.9),
+            default=0.25,
+            shown_default="`0.25`",
+            doc="held-out share for datasets without their own test split, in {kind}",
+        ),
+    ),
+)
+
+
+TOP = Section(
+    "",
+    (
+        Field(
+            "name",
+            shown_default="required",
+            doc=(
+                "sweep name, one directory of the store; rows in the store carry it. 1 to 100 characters "
+                "(at most 255 bytes in UTF-8), no `/`, `\\` or control characters, not starting with `-`, "
+                "`.` or `_` (readers of the store skip such directories)"
+            ),
+        ),
+        Field("description", shown_default="-", doc="free text"),
+        Field("cluster", section=CLUSTER),
+        Field("sizing", section=SIZING),
+        Field(
+            "engines",
+            default=list(DEFAULT_ENGINES),
+            shown_default="`[spark, dask]`",
+            doc=(
+                "engines to compare: `spark`, `dask`, `spark-mllib` (Spark ML's own MLP, one model across "
+                "the launch; takes the `data-parallel` points)"
+            ),
+        ),
+        Field(
+            "baseline",
+            Boolean(),
+            default=True,
+            shown_default="`true`",
+            doc="also measure the same batch with plain scikit-learn, 1 thread, no cluster (engine `local`)",
+        ),
+        Field("workload", section=WORKLOAD),
+        Field(
+            "exclude",
+            shown_default="`[]`",
+            doc=(
+                "list of `{axis: value}` rules; a measurement matching all keys of a rule is dropped. Axes: "
+                "`engine`, `cores_per_executor`, `epochs`, `fraction`, `mode`, `model.PARAM` "
+                "(`model.mllib_solver` too); a value is a number, string, boolean or null, or a list of "
+                "them (a mapping is refused). An `engine` is `spark`, `dask` or `spark-mllib`: the baseline "
+                "(`local`) is not one, and `engine: local` is an error; `baseline: false` leaves the "
+                "baseline out"
+            ),
+        ),
+        Field(
+            "only", shown_default="`[]`", doc="like `exclude`, but keeps only measurements matching at least one rule"
+        ),
+        Field(
+            "store",
+            Text(),
+            default="results/",
+            shown_default="`results/`",
+            doc="the Parquet store directory (relative to where you run sweeper)",
+        ),
+        Field(
+            "environment",
+            shown_default="`{}`",
+            doc=(
+                "environment variables set, the same way, in every process that runs fits; names "
+                "`[A-Za-z_][A-Za-z0-9_]*`, values a string, number or boolean without NUL"
+            ),
+        ),
+        Field(
+            "spark_conf",
+            shown_default="`{}`",
+            doc=(
+                "extra Spark properties for every Spark launch (`spark.network.timeout: 300s`, "
+                "`spark.driver.port: 40000`); the properties the plan sets (`spark.master`, "
+                "`spark.executor.*` sizes, `spark.cores.max`, `spark.task.cpus`, dynamic allocation, "
+                "`spark.pyspark.python`, authentication) are refused, compared ignoring case and "
+                'surrounding spaces (`SPARK.Master`, `"spark.master "`); a name is `spark.` then no spaces, '
+                "`=` or control characters, a value a string, number or boolean without control characters"
+            ),
+        ),
+    ),
+)
+# cluster values that reach command lines, on the hosts too (checked only when given)
+CLUSTER_PATHS = tuple(field.name for field in CLUSTER.fields if field.kind == Text(shell=True))
+WORKLOAD_AXES = tuple(field.name for field in WORKLOAD.fields if field.axis)  # checked first, in this order
+# the workload's settings: integers, then numbers, then exact_epochs (the order their problems are listed in)
+WORKLOAD_SETTINGS = tuple(
+    field.name
+    for kind in (Integer, Number, Boolean)
+    for field in WORKLOAD.fields
+    if isinstance(field.kind, kind) and not field.axis
+)

@@ -1,0 +1,186 @@
+"""Each cluster manager's options from the grid, typed, carried to the launch in ``LaunchContext.options``.
+
+Pure data: what runs commands on the hosts (``ssh_command``, ``check_host``) is in :mod:`sweeper.launch.hosts.ssh`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sweeper.config.grid import Grid
+
+DEFAULT_CONNECT_TIMEOUT_S = 10
+
+
+@dataclass(frozen=True)
+class LocalOptions:
+    """``manager: local`` (and every dry-run launch): nothing beyond the plan."""
+
+
+@dataclass(frozen=True)
+class SshOptions:
+    """How to reach the hosts: the grid's ``cluster.ssh`` mapping (every key optional).
+
+    >>> SshOptions.from_grid({"user": "sweeper", "port": 2222}).ssh_arguments()[-4:]
+    ['-p', '2222', '-l', 'sweeper']
+    """
+
+    user: str | None = None
+    port: int | None = None
+    identity_file: str | None = None
+    known_hosts: str | None = None
+    strict_host_key_checking: bool = True
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+
+    @classmethod
+    def from_grid(cls, ssh: Mapping[str, Any] | Iterable[tuple[str, Any]] | None) -> SshOptions:
+        """From the grid's ``cluster.ssh`` (a mapping, or the validated grid's sorted key/value pairs)."""
+        values = dict(ssh.items() if isinstance(ssh, Mapping) else ssh or ())
+        return cls(
+            user=str(values["user"]) if values.get("user") is not None else None,
+            port=int(values["port"]) if values.get("port") is not None else None,
+            identity_file=_expand(values.get("identity_file")),
+            known_hosts=_expand(values.get("known_hosts")),
+            strict_host_key_checking=bool(values.get("strict_host_key_checking", True)),
+            connect_timeout_s=float(values.get("connect_timeout_s", DEFAULT_CONNECT_TIMEOUT_S)),
+        )
+
+    def ssh_arguments(self) -> list[str]:
+        """``ssh`` options (before the host name)."""
+        arguments = [
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            f"ConnectTimeout={max(1, round(self.connect_timeout_s))}",
+            "-o",
+            "ServerAliveInterval=15",
+            "-o",
+            "LogLevel=ERROR",
+        ]
+        if self.strict_host_key_checking:
+            arguments += ["-o", "StrictHostKeyChecking=yes"]
+            if self.known_hosts:
+                arguments += ["-o", f"UserKnownHostsFile={self.known_hosts}"]
+        else:
+            arguments += ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null"]
+        if self.identity_file:
+            arguments += ["-o", "IdentitiesOnly=yes", "-i", self.identity_file]
+        if self.port is not None:
+            arguments += ["-p", str(self.port)]
+        if self.user:
+            arguments += ["-l", self.user]
+        return arguments
+
+    def asyncssh_options(self) -> dict[str, Any]:
+        """The same options as ``asyncssh.connect`` keywords (Dask's SSHCluster ``connect_options``)."""
+        options: dict[str, Any] = {"connect_timeout": self.connect_timeout_s}
+        if self.user:
+            options["username"] = self.user
+        if self.port is not None:
+            options["port"] = self.port
+        if self.identity_file:
+            options["client_keys"] = [self.identity_file]
+        if not self.strict_host_key_checking:
+            options["known_hosts"] = None
+        elif self.known_hosts:
+            options["known_hosts"] = self.known_hosts
+        return options
+
+    def describe(self, host: str) -> str:
+        """``user@host:port`` as the messages show it."""
+        user = f"{self.user}@" if self.user else ""
+        port = f":{self.port}" if self.port is not None else ""
+        return f"{user}{host}{port}"
+
+
+@dataclass(frozen=True)
+class SshCluster:
+    """The hosts of ``manager: ssh`` and what runs on them.
+
+    ``python`` is the interpreter of the sweeper's environment on every host (the same path on
+    each, see deploy/README.md); ``java_home`` the JDK there (empty: ``java`` on the remote PATH);
+    ``remote_dir`` the parent of each launch's scratch directory on the hosts. ``driver_host``
+    (``cluster.ssh.driver_host``) is this machine's address as the hosts reach it; empty: the
+    address on the route to the first host. ``dask_tls`` (``cluster.ssh.dask_tls``) secures
+    Dask's traffic with TLS and certificates made for each launch.
+    """
+
+    hosts: tuple[str, ...]
+    options: SshOptions = field(default_factory=SshOptions)
+    python: str = sys.executable
+    java_home: str | None = None
+    remote_dir: str = "/tmp"
+    driver_host: str | None = None
+    dask_tls: bool = False
+
+    @classmethod
+    def from_grid(cls, grid: Any) -> SshCluster:
+        """From a validated grid: ``cluster.hosts``, ``cluster.ssh`` and, when the grid has them,
+        ``cluster.python``, ``cluster.java_home``, ``cluster.remote_dir``."""
+        ssh = dict(grid.ssh)
+        return cls(
+            hosts=tuple(grid.hosts),
+            options=SshOptions.from_grid(grid.ssh),
+            driver_host=ssh.get("driver_host") or None,
+            dask_tls=bool(ssh.get("dask_tls", False)),
+            python=getattr(grid, "python", None) or sys.executable,
+            java_home=getattr(grid, "java_home", None) or None,
+            remote_dir=getattr(grid, "remote_dir", None) or "/tmp",
+        )
+
+    def driver_address(self) -> str:
+        """The driver's address as the hosts reach it: ``driver_host``, else the route towards the first host."""
+        from sweeper.launch.hosts.ssh import address_towards  # behaviour, not data: hosts.ssh imports this module
+
+        if self.driver_host:
+            return self.driver_host
+        return address_towards(self.hosts[0], self.options.port or 22)
+
+    @property
+    def java(self) -> str:
+        return f"{self.java_home.rstrip('/')}/bin/java" if self.java_home else "java"
+
+
+def _expand(path: Any) -> str | None:
+    return os.path.expanduser(str(path)) if path else None
+
+
+@dataclass(frozen=True)
+class YarnOptions:
+    """``manager: yarn``: the cluster's client configuration, the queue, the packed environment."""
+
+    conf_dir: Path | None = None  # cluster.hadoop_conf_dir; None: HADOOP_CONF_DIR or YARN_CONF_DIR, read at launch
+    queue: str | None = None  # cluster.queue; None: YARN's default queue
+    python_archive: Path | None = None  # cluster.python_archive (sweeper pack-env); None: this interpreter's path
+
+
+@dataclass(frozen=True)
+class StandaloneOptions:
+    """``manager: standalone``: the clusters already running."""
+
+    spark_master: str  # spark://HOST:PORT
+    dask_scheduler: str  # tcp://HOST:PORT
+
+
+ManagerOptions = LocalOptions | SshCluster | YarnOptions | StandaloneOptions
+
+
+def options_for(grid: Grid) -> ManagerOptions:
+    """The options of the grid's manager."""
+    if grid.manager == "ssh":
+        return SshCluster.from_grid(grid)
+    if grid.manager == "yarn":
+        return YarnOptions(
+            conf_dir=Path(grid.hadoop_conf_dir) if grid.hadoop_conf_dir else None,
+            queue=grid.queue or None,
+            python_archive=Path(grid.python_archive) if grid.python_archive else None,
+        )
+    if grid.manager == "standalone":
+        return StandaloneOptions(spark_master=str(grid.spark_master), dask_scheduler=str(grid.dask_scheduler))
+    return LocalOptions()

@@ -1,0 +1,94 @@
+"""Spark's configuration for every manager: the sweeper's properties, the grid's on top, quiet logs, local Java."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from sweeper.launch.base import LaunchContext, LaunchError
+from sweeper.planning.plan import Launch
+
+# Properties the sweeper sets and a grid's spark_conf extends instead of replacing (see with_spark_conf).
+JAVA_OPTIONS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions", "spark.yarn.am.extraJavaOptions")
+LIST_PROPERTIES = ("spark.yarn.dist.archives",)
+PINNED_PREFIXES = ("spark.executorEnv.", "spark.yarn.appMasterEnv.")
+QUIET_LOG4J = """rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+# the shell's logger at the root's level: no "Setting default log level" banner
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
+"""
+
+
+def require_local_java() -> None:
+    """Fail the launch naming the problem when there is no Java for Spark (``JAVA_HOME`` first, then ``PATH``)."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        if not os.access(Path(home) / "bin" / "java", os.X_OK):
+            raise LaunchError(f"spark needs Java 17+: JAVA_HOME={home} has no bin/java (fix JAVA_HOME or unset it)")
+    elif shutil.which("java") is None:
+        raise LaunchError("spark needs Java 17+: no java on PATH and JAVA_HOME is not set")
+
+
+def session_conf(launch: Launch, context: LaunchContext, log4j: Path) -> dict[str, str]:
+    """The Spark configuration of a local launch."""
+    java_options = f"-Dlog4j2.configurationFile=file:{log4j}"
+    memory_mib = launch.executor_memory_mib
+    conf = {
+        "spark.master": f"local-cluster[{launch.executors},{launch.cores_per_executor},{memory_mib}]",
+        "spark.app.name": f"sweeper-launch-{launch.index}",
+        "spark.executor.cores": str(launch.cores_per_executor),
+        "spark.executor.memory": f"{memory_mib}m",
+        "spark.executor.memoryOverhead": f"{launch.memory_overhead_mib}m",
+        "spark.task.cpus": str(context.threads_per_fit),
+        "spark.task.maxFailures": "1",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.extraJavaOptions": java_options,
+        "spark.executor.extraJavaOptions": java_options,
+        "spark.pyspark.python": sys.executable,
+    }
+    conf.update({f"spark.executorEnv.{name}": value for name, value in context.environment.items()})
+    return conf
+
+
+def with_spark_conf(conf: Mapping[str, str], spark_conf: Mapping[str, str]) -> dict[str, str]:
+    """The sweeper's Spark configuration ``conf`` with the grid's ``spark_conf`` on top, for every manager.
+
+    Where the sweeper sets a property a user may extend, the two are merged, so that no grid
+    undoes what the sweeper relies on:
+
+    - Java options (:data:`JAVA_OPTIONS`): the grid's, then the sweeper's (a JVM takes the last
+      of a repeated ``-D``, so the sweeper's markers and log settings hold);
+    - lists (:data:`LIST_PROPERTIES`): the sweeper's entries, then the grid's;
+    - environments (:data:`PINNED_PREFIXES`): the sweeper's variables win (the fit environment,
+      the same on every engine; the grid sets it with ``environment``), the grid's others are added.
+
+    Any other property the grid sets replaces the sweeper's value.
+
+    >>> with_spark_conf({"spark.executor.extraJavaOptions": "-Dmark=1", "spark.executorEnv.OMP_NUM_THREADS": "1"},
+    ...                 {"spark.executor.extraJavaOptions": "-Dmine=2", "spark.executorEnv.OMP_NUM_THREADS": "8"})
+    {'spark.executor.extraJavaOptions': '-Dmine=2 -Dmark=1', 'spark.executorEnv.OMP_NUM_THREADS': '1'}
+    """
+    merged = dict(conf)
+    for key, value in spark_conf.items():
+        ours = conf.get(key)
+        if ours is None or not ours.strip():
+            merged[key] = value
+        elif key in JAVA_OPTIONS:
+            merged[key] = f"{value} {ours}" if value.strip() else ours
+        elif key in LIST_PROPERTIES:
+            merged[key] = f"{ours},{value}" if value.strip() else ours
+        elif not key.startswith(PINNED_PREFIXES):
+            merged[key] = value
+    return merged

@@ -1,0 +1,199 @@
+"""A started Spark application on any manager: batches through joblibspark, its executors, its grant, its end."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import psutil
+
+from sweeper.errors import error_text
+from sweeper.launch.base import Granted, LaunchContext, LaunchError
+from sweeper.launch.hosts.processes import kill_tree
+from sweeper.launch.joblib_batch import run_on_backend
+from sweeper.launch.spark.conf import with_spark_conf
+from sweeper.launch.spark.shards import SparkShards
+from sweeper.workload.data import Data
+from sweeper.workload.fit import FitResult, fit_result
+from sweeper.workload.tasks import FitTask, one_model
+
+EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
+
+
+@dataclass(frozen=True)
+class BroadcastData:
+    """Training data as a Spark broadcast: each executor fetches it once, its Python workers read it locally."""
+
+    broadcast: Any
+
+    def resolve(self) -> Data:
+        value: Data = self.broadcast.value
+        return value
+
+
+class SparkAppSession:
+    """A started Spark application (any manager): batches through joblibspark."""
+
+    def __init__(self, spark: Any, granted: Granted, n_jobs: int) -> None:
+        self.spark = spark
+        self.granted = granted
+        self.n_jobs = n_jobs
+        self._shipped: tuple[Data, BroadcastData] | None = None
+        self._shards: SparkShards | None = None
+
+    def run_batch(self, tasks: list[FitTask], data: Data) -> list[FitResult]:
+        """Fits through joblibspark's backend; the data is a broadcast, shipped once per executor."""
+        if one_model(tasks):
+            return [self._data_parallel(task, data) for task in tasks]
+        if self._shipped is None or self._shipped[0] is not data:
+            if self._shipped is not None:
+                self._shipped[1].broadcast.unpersist()
+            self._shipped = (data, BroadcastData(self.spark.sparkContext.broadcast(data)))
+        # joblib runs a batch with n_jobs=1 in the calling process (the driver): ask for 2, Spark queues the second.
+        return run_on_backend("spark", max(self.n_jobs, 2), tasks, self._shipped[1])
+
+    def _data_parallel(self, task: FitTask, data: Data) -> FitResult:
+        """One model across the executors; the shards are a cached RDD, shipped once per launch."""
+        if self._shards is None or self._shards.data is not data or self._shards.rdd.getNumPartitions() != task.shards:
+            if self._shards is not None:
+                self._shards.close()
+            self._shards = SparkShards.ship(self.spark, data, task.shards, task.seed)
+        shards = self._shards
+        return fit_result(task, data, lambda params: shards.train(params, task.epochs, task.local_epochs, task.seed))
+
+    def abort(self) -> None:
+        for process in executor_processes(self.spark):
+            kill_tree(process.pid)
+        self.spark.sparkContext.cancelAllJobs()
+
+
+def driver_process(spark: Any) -> psutil.Process | None:
+    """The driver JVM (py4j gateway) this Python process started."""
+    proc = getattr(spark.sparkContext._gateway, "proc", None)
+    return psutil.Process(proc.pid) if proc is not None else None
+
+
+def executor_processes(spark: Any) -> list[psutil.Process]:
+    """The executor JVMs of this application (children of the driver JVM in local-cluster mode)."""
+    driver = driver_process(spark)
+    if driver is None:
+        return []
+    found = []
+    for process in driver.children(recursive=True):
+        try:
+            if EXECUTOR_CLASS in " ".join(process.cmdline()):
+                found.append(process)
+        except psutil.NoSuchProcess:
+            continue
+    return found
+
+
+def heap_mib(cmdline: list[str]) -> int:
+    for argument in cmdline:
+        match = re.fullmatch(r"-Xmx(\d+)([mMgG])", argument)
+        if match:
+            return int(match.group(1)) * (1024 if match.group(2) in "gG" else 1)
+    return 0
+
+
+def granted_executors(spark: Any, expected: int, timeout_s: float) -> Granted:
+    """Wait until the executors registered, then read their cores (status store) and heap (-Xmx)."""
+    summaries = wait_registered(spark, expected, timeout_s)
+    if len(summaries) < expected:
+        raise LaunchError(f"spark: {len(summaries)} of {expected} executors registered within {timeout_s:.0f} s")
+    return uniform_shape(summaries, {heap_mib(p.cmdline()) for p in executor_processes(spark)})
+
+
+def wait_registered(spark: Any, expected: int, timeout_s: float) -> list[tuple[int, int]]:
+    """(cores, memory) of the registered executors, once ``expected`` of them are, or when the time is up."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        summaries = [(cores, memory) for cores, memory in _executor_summaries(spark) if memory > 0]
+        if len(summaries) >= expected or time.monotonic() > deadline:
+            return summaries
+        time.sleep(0.1)
+
+
+def uniform_shape(summaries: list[tuple[int, int]], heaps_mib: set[int]) -> Granted:
+    """The executors' common shape; executors that differ fail the launch."""
+    cores = {c for c, _ in summaries}
+    if len(cores) > 1 or len(heaps_mib) > 1:
+        raise LaunchError(f"spark executors differ in shape: cores {sorted(cores)}, heap MiB {sorted(heaps_mib)}")
+    return Granted(
+        executors=len(summaries),
+        cores_per_executor=cores.pop(),
+        executor_memory_mib=heaps_mib.pop() if heaps_mib else 0,
+    )
+
+
+def _executor_summaries(spark: Any) -> list[tuple[int, int]]:
+    iterator = spark.sparkContext._jsc.sc().statusStore().executorList(True).iterator()
+    summaries = []
+    while iterator.hasNext():
+        executor = iterator.next()
+        if executor.id() != "driver":
+            summaries.append((int(executor.totalCores()), int(executor.maxMemory())))
+    return summaries
+
+
+def new_session(conf: dict[str, str], context: LaunchContext) -> Any:
+    """A SparkSession with this configuration plus the grid's ``spark_conf``, its logs quiet."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder
+    for key, value in with_spark_conf(conf, context.spark_conf).items():
+        builder = builder.config(key, value)
+    spark = get_or_create(builder)
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def get_or_create(builder: Any) -> Any:
+    """``builder.getOrCreate()``; a failure becomes a :class:`LaunchError` with Java's message.
+
+    A ``Py4JJavaError`` asks the driver JVM for its message when printed, and the JVM is gone
+    once the launch is torn down, so the message is taken now.
+    """
+    try:
+        return builder.getOrCreate()
+    except Exception as error:
+        raise LaunchError(f"spark: {java_message(error)}") from None
+
+
+def java_message(error: BaseException) -> str:
+    """The Java exception behind a py4j error (``java.net.BindException: ...``), else the error's own text."""
+    java = getattr(error, "java_exception", None)
+    if java is not None:
+        with contextlib.suppress(Exception):  # the JVM may be gone
+            return str(java.toString())
+    return error_text(error)
+
+
+def stop_spark() -> None:
+    """Stop the active SparkContext and its driver JVM, and forget both, so the next launch starts clean."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    active = SparkContext._active_spark_context
+    if active is not None:
+        active.stop()
+    gateway = SparkContext._gateway
+    if gateway is not None:
+        proc = getattr(gateway, "proc", None)
+        with contextlib.suppress(Exception):  # the JVM may already be gone; we only want it gone
+            gateway.shutdown()
+        if proc is not None:
+            try:
+                proc.stdin.close()  # the gateway JVM exits when its stdin closes
+                proc.wait(10)
+            except (OSError, subprocess.TimeoutExpired):
+                kill_tree(proc.pid)
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkContext._active_spark_context = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None

@@ -1,0 +1,106 @@
+"""The fits of one measurement, and whether they train one model across the launch.
+
+``MLPClassifier`` has no ``n_jobs``: the parallel job of a launch is a batch of independent fits
+dispatched through joblib on the launch's backend. Modes: ``replicas`` (one fit per seed),
+``cv`` (one per fold), ``search`` (one per parameter combination and fold, as GridSearchCV does),
+``data-parallel`` (ONE model trained across the launch's shards by parameter averaging).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+DATA_PARALLEL = "data-parallel"
+MODES = ("replicas", "cv", "search", DATA_PARALLEL)
+
+
+@dataclass(frozen=True)
+class FitTask:
+    """One fit of a batch: its parameters, epochs, seed and (for cv/search) training rows."""
+
+    params: tuple[tuple[str, Any], ...]
+    epochs: int
+    seed: int
+    exact_epochs: bool
+    threads_per_fit: int
+    train_rows: np.ndarray | None = None
+    mode: str = "replicas"
+    local_epochs: int = 1
+    shards: int = 1
+
+
+def one_model(tasks: Sequence[FitTask]) -> bool:
+    """Whether the batch trains one model across the launch (data-parallel) instead of independent fits.
+
+    >>> one_model([FitTask((), 5, 0, False, 1, mode=DATA_PARALLEL)]), one_model([FitTask((), 5, 0, False, 1)])
+    (True, False)
+    """
+    return bool(tasks) and tasks[0].mode == DATA_PARALLEL
+
+
+def make_batch(
+    mode: str,
+    params: dict[str, Any],
+    epochs: int,
+    trial: int,
+    n_fits: int,
+    *,
+    n_train: int,
+    labels: np.ndarray,
+    folds: int,
+    param_grid: tuple[tuple[str, tuple[Any, ...]], ...],
+    seed: int,
+    exact_epochs: bool,
+    threads_per_fit: int,
+    local_epochs: int = 1,
+    shards: int = 1,
+) -> list[FitTask]:
+    """The fits of one measurement. Seeds differ per trial so trials are independent samples.
+
+    >>> import numpy as np
+    >>> batch = make_batch("replicas", {}, 5, trial=1, n_fits=3, n_train=10, labels=np.zeros(10),
+    ...                    folds=2, param_grid=(), seed=0, exact_epochs=False, threads_per_fit=1)
+    >>> [task.seed for task in batch]
+    [1000, 1001, 1002]
+    """
+    base_seed = seed + 1000 * trial
+    common = {"epochs": epochs, "exact_epochs": exact_epochs, "threads_per_fit": threads_per_fit}
+    if mode == DATA_PARALLEL:  # one model, trained across the launch's shards
+        return [
+            FitTask(
+                params=tuple(params.items()),
+                seed=base_seed,
+                mode=mode,
+                local_epochs=local_epochs,
+                shards=shards,
+                **common,  # type: ignore[arg-type]
+            )
+        ]
+    if mode == "replicas":
+        return [
+            FitTask(params=tuple(params.items()), seed=base_seed + i, **common)  # type: ignore[arg-type]
+            for i in range(n_fits)
+        ]
+    from sklearn.model_selection import StratifiedKFold
+
+    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=base_seed)
+    fold_rows = [train for train, _ in splitter.split(np.zeros(n_train), labels)]
+    combos: list[dict[str, Any]] = [{}]
+    if mode == "search":
+        names = [name for name, _ in param_grid]
+        combos = [dict(zip(names, values, strict=True)) for values in itertools.product(*(v for _, v in param_grid))]
+    return [
+        FitTask(
+            params=tuple({**params, **combo}.items()),
+            seed=base_seed,
+            train_rows=rows,
+            **common,  # type: ignore[arg-type]
+        )
+        for combo in combos
+        for rows in fold_rows
+    ]
