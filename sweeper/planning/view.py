@@ -36,19 +36,17 @@ def show_plan(plan: Plan, console: Console) -> None:
     )
     for warning in grid.warnings:
         console.print(warning_line(warning))
+    console.print(_launch_table(plan))
+    _show_workload(plan, console)
+    _show_hand_commands(plan, console)
+
+
+def _launch_table(plan: Plan) -> Table:
+    """One row per launch: its shape, its layout per node, how many measurements it takes."""
     table = Table(title="Matched launches (Spark executors = Dask workers)")
-    for column in (
-        "#",
-        "engine",
-        "cores/threads",
-        "executors/workers",
-        "memory",
-        "overhead",
-        "per node",
-        "measurements",
-    ):
-        table.add_column(column, justify="right" if column not in ("engine",) else "left")
-    trials = grid.workload.trials
+    for column in ("#", "engine", "cores/threads", "executors/workers", "memory", "overhead", "per node"):
+        table.add_column(column, justify="left" if column == "engine" else "right")
+    table.add_column("measurements", justify="right")
     for launch in plan.launches:
         baseline = launch.engine == BASELINE_ENGINE
         table.add_row(
@@ -59,10 +57,14 @@ def show_plan(plan: Plan, console: Console) -> None:
             "-" if baseline else format_mib(launch.executor_memory_mib),
             format_mib(launch.memory_overhead_mib) if launch.engine.startswith("spark") else "-",
             "-" if baseline else " + ".join(str(n) for n in launch.workers_per_node),
-            str(len(plan.points[launch.index]) * trials),
+            str(len(plan.points[launch.index]) * plan.grid.workload.trials),
         )
-    console.print(table)
-    workload = grid.workload
+    return table
+
+
+def _show_workload(plan: Plan, console: Console) -> None:
+    workload = plan.grid.workload
+    trials = workload.trials
     dataset = workload.dataset.path or workload.dataset.name
     console.print(
         plain(
@@ -82,6 +84,9 @@ def show_plan(plan: Plan, console: Console) -> None:
             f"{sum(plan.fits(p.mode) for points in plan.points.values() for p in points) * trials} fits."
         )
     )
+
+
+def _show_hand_commands(plan: Plan, console: Console) -> None:
     console.print("\nEquivalent hand commands:")
     for launch in plan.launches:
         if launch.engine.startswith("spark"):
