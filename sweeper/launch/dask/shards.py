@@ -26,21 +26,18 @@ class DaskShards:
     client: Any
     data: Data
     parts: list[tuple[str, Any, Any]]
-    shipped_bytes: int
 
     @classmethod
     def ship(cls, client: Any, data: Data, shards: int, seed: int) -> DaskShards:
         """Send each shard to one worker, once per launch."""
         workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
         parts = []
-        shipped = 0
         for index, rows in enumerate(shard_rows(data.y_train, shards, seed)):
             worker = workers[index % len(workers)]
             X, y = data.X_train[rows], data.y_train[rows]
-            shipped += X.nbytes + y.nbytes
             X_f, y_f = client.scatter([X, y], workers=[worker], hash=False)
             parts.append((worker, X_f, y_f))
-        return cls(client, data, parts, shipped)
+        return cls(client, data, parts)
 
     def train(self, params: dict[str, Any], epochs: int, local_epochs: int, seed: int) -> Outcome:
         """One model: a fresh trainer next to each shard, then synchronous rounds."""

@@ -39,8 +39,6 @@ SOLVERS = MLLIB_SOLVERS  # the grid's workload.model.mllib_solver: checked when 
 DEFAULT_SOLVER = "l-bfgs"
 DEFAULT_STEP_SIZE = 0.03  # MLlib's default stepSize
 DEFAULT_BLOCK_SIZE = 128  # MLlib's default blockSize
-MAPPED_PARAMS = ("hidden_layer_sizes", "mllib_solver", "learning_rate_init", "batch_size", "tol")
-"""Task parameters that reach MLlib; others (``activation``, ``alpha``, ``solver``, ...) have no MLlib equivalent."""
 
 ROW = "row"
 FEATURES = "features"

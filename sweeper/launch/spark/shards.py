@@ -70,7 +70,6 @@ class SparkShards:
     spark: Any
     data: Data
     rdd: Any
-    shipped_bytes: int
 
     @classmethod
     def ship(cls, spark: Any, data: Data, shards: int, seed: int) -> SparkShards:
@@ -78,8 +77,7 @@ class SparkShards:
         parts = [(data.X_train[rows], data.y_train[rows]) for rows in shard_rows(data.y_train, shards, seed)]
         rdd = spark.sparkContext.parallelize(parts, len(parts)).cache()
         rdd.count()
-        shipped = sum(X.nbytes + y.nbytes for X, y in parts)
-        return cls(spark, data, rdd, shipped)
+        return cls(spark, data, rdd)
 
     def train(self, params: dict[str, Any], epochs: int, local_epochs: int, seed: int) -> Outcome:
         """One model: fresh trainers in the executors' Python workers, then synchronous rounds."""
