@@ -71,6 +71,12 @@ def existing_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tupl
                 wait_for_port(spark_port)
             if len(processes) == 3:
                 wait_for_port(dask_port)
+        # Up as a user would see it before a sweep: both workers registered. (Workers still being spawned
+        # by their nannies would be new children of this process during a launch, which reaps those.)
+        from distributed import Client
+
+        with Client(scheduler, timeout="60s") as client:
+            client.wait_for_workers(2, timeout=120)
         yield master, scheduler
     finally:
         for process in reversed(processes):
