@@ -38,27 +38,42 @@ def require_local_java() -> None:
         raise LaunchError("spark needs Java 17+: no java on PATH and JAVA_HOME is not set")
 
 
-def session_conf(launch: Launch, context: LaunchContext, log4j: Path) -> dict[str, str]:
-    """The Spark configuration of a local launch."""
-    java_options = f"-Dlog4j2.configurationFile=file:{log4j}"
-    memory_mib = launch.executor_memory_mib
+def application_conf(
+    launch: Launch, context: LaunchContext, *, master: str, driver_host: str, python: str
+) -> dict[str, str]:
+    """What a Spark application of the sweeper asks for on every manager.
+
+    The planned executors (cores, heap, overhead, at most executors x cores cores), one task per
+    fit's threads, no task retries (a failed fit is a recorded failure), no UI, the executors'
+    Python, and the fit environment in every executor.
+    """
     conf = {
-        "spark.master": f"local-cluster[{launch.executors},{launch.cores_per_executor},{memory_mib}]",
+        "spark.master": master,
         "spark.app.name": f"sweeper-launch-{launch.index}",
         "spark.executor.cores": str(launch.cores_per_executor),
-        "spark.executor.memory": f"{memory_mib}m",
+        "spark.executor.memory": f"{launch.executor_memory_mib}m",
         "spark.executor.memoryOverhead": f"{launch.memory_overhead_mib}m",
+        "spark.cores.max": str(launch.total_cores),
         "spark.task.cpus": str(context.threads_per_fit),
         "spark.task.maxFailures": "1",
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": driver_host,
+        "spark.driver.bindAddress": driver_host,
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.driver.extraJavaOptions": java_options,
-        "spark.executor.extraJavaOptions": java_options,
-        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.python": python,
+        "spark.pyspark.driver.python": sys.executable,
     }
     conf.update({f"spark.executorEnv.{name}": value for name, value in context.environment.items()})
+    return conf
+
+
+def local_conf(launch: Launch, context: LaunchContext, log4j: Path) -> dict[str, str]:
+    """A launch on this machine (``local-cluster[N,C,M]``; YARN moves it onto its containers): quiet JVMs."""
+    memory_mib = launch.executor_memory_mib
+    master = f"local-cluster[{launch.executors},{launch.cores_per_executor},{memory_mib}]"
+    conf = application_conf(launch, context, master=master, driver_host="127.0.0.1", python=sys.executable)
+    java_options = f"-Dlog4j2.configurationFile=file:{log4j}"
+    conf.update({"spark.driver.extraJavaOptions": java_options, "spark.executor.extraJavaOptions": java_options})
     return conf
 
 

@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from sweeper.launch.base import Granted, LaunchContext, Session
 from sweeper.launch.lifecycle import launched
 from sweeper.launch.spark.base import SparkBackend
-from sweeper.launch.spark.conf import session_conf
+from sweeper.launch.spark.conf import local_conf
 from sweeper.launch.spark.session import granted_executors
 from sweeper.planning.plan import Launch
 
@@ -33,7 +33,7 @@ class LocalSpark(SparkBackend):
         }
 
     def conf(self) -> dict[str, str]:
-        return session_conf(self.launch, self.context, self.log4j)
+        return local_conf(self.launch, self.context, self.log4j)
 
     def granted(self) -> Granted:
         return granted_executors(self.spark, self.launch.executors, self.context.start_timeout_s)

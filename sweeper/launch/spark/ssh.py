@@ -30,7 +30,7 @@ from sweeper.launch.hosts.ssh import check_host, cluster_of, kill_groups, on_hos
 from sweeper.launch.lifecycle import Teardown, launched
 from sweeper.launch.options import SshCluster
 from sweeper.launch.spark.base import SparkBackend
-from sweeper.launch.spark.conf import with_spark_conf
+from sweeper.launch.spark.conf import application_conf, with_spark_conf
 from sweeper.launch.spark.session import (
     EXECUTOR_CLASS,
     SparkAppSession,
@@ -205,31 +205,6 @@ class SshSparkSession(SparkAppSession):
                 run_remote(host, f"pkill -KILL -f -- {pattern}; exit 0", self.cluster.options)
 
 
-def driver_conf(
-    launch: Launch, context: LaunchContext, cluster: SshCluster, master: str, driver: str
-) -> dict[str, str]:
-    """The driver's configuration (the secret is set separately, through py4j)."""
-    conf = {
-        "spark.master": master,
-        "spark.app.name": f"sweeper-launch-{launch.index}",
-        "spark.executor.cores": str(launch.cores_per_executor),
-        "spark.executor.memory": f"{launch.executor_memory_mib}m",
-        "spark.executor.memoryOverhead": f"{launch.memory_overhead_mib}m",
-        "spark.cores.max": str(launch.total_cores),
-        "spark.task.cpus": str(context.threads_per_fit),
-        "spark.task.maxFailures": "1",
-        "spark.driver.host": driver,
-        "spark.driver.bindAddress": driver,
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.authenticate": "true",
-        "spark.pyspark.python": cluster.python,
-        "spark.pyspark.driver.python": sys.executable,
-    }
-    conf.update({f"spark.executorEnv.{name}": value for name, value in context.environment.items()})
-    return conf
-
-
 def connect_driver(conf: dict[str, str], secret: str | None) -> Any:
     """Start the driver JVM, then configure the session through py4j so the secret is on no command line."""
     from pyspark import SparkContext
@@ -329,7 +304,10 @@ class SshSpark(SparkBackend):
         }
 
     def conf(self) -> dict[str, str]:
-        conf = driver_conf(self.launch, self.context, self.cluster, self.master, self.driver)
+        conf = application_conf(
+            self.launch, self.context, master=self.master, driver_host=self.driver, python=self.cluster.python
+        )
+        conf["spark.authenticate"] = "true"  # the secret is set separately, through py4j
         conf["spark.executor.extraJavaOptions"] = f"-D{MARKER}={self.token}"
         return conf
 

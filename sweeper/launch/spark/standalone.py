@@ -18,6 +18,7 @@ from sweeper.launch.hosts.ssh import address_towards
 from sweeper.launch.lifecycle import launched
 from sweeper.launch.options import StandaloneOptions
 from sweeper.launch.spark.base import SparkBackend
+from sweeper.launch.spark.conf import application_conf
 from sweeper.launch.spark.session import wait_registered
 from sweeper.planning.plan import Launch
 
@@ -51,22 +52,11 @@ class StandaloneSpark(SparkBackend):
         }
 
     def conf(self) -> dict[str, str]:
-        launch, context = self.launch, self.context
         host = urlparse(self.master).hostname or "127.0.0.1"
-        loopback = host in ("127.0.0.1", "localhost")
-        return {
-            "spark.master": self.master,
-            "spark.app.name": f"sweeper-launch-{launch.index}",
-            "spark.executor.cores": str(launch.cores_per_executor),
-            "spark.executor.memory": f"{launch.executor_memory_mib}m",
-            "spark.cores.max": str(launch.total_cores),
-            "spark.task.cpus": str(context.threads_per_fit),
-            "spark.task.maxFailures": "1",
-            "spark.driver.host": "127.0.0.1" if loopback else address_towards(host),
-            "spark.ui.enabled": "false",
-            "spark.ui.showConsoleProgress": "false",
-            **{f"spark.executorEnv.{name}": value for name, value in context.environment.items()},
-        }
+        driver = "127.0.0.1" if host in ("127.0.0.1", "localhost") else address_towards(host)
+        return application_conf(
+            self.launch, self.context, master=self.master, driver_host=driver, python=sys.executable
+        )
 
     def granted(self) -> Granted:
         return wait_for_executors(self.spark, self.launch, self.context.start_timeout_s)

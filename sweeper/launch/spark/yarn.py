@@ -39,7 +39,7 @@ from sweeper.launch.hosts.yarn import (
 )
 from sweeper.launch.lifecycle import Teardown, launched
 from sweeper.launch.spark.base import SparkBackend
-from sweeper.launch.spark.conf import session_conf
+from sweeper.launch.spark.conf import local_conf
 from sweeper.launch.spark.session import SparkAppSession, heap_mib, uniform_shape, wait_registered
 from sweeper.planning.plan import Launch
 
@@ -122,7 +122,7 @@ class YarnSpark(SparkBackend):
         """The local launch's Spark configuration, moved onto YARN."""
         import pyspark
 
-        conf = session_conf(self.launch, self.context, self.log4j)
+        conf = local_conf(self.launch, self.context, self.log4j)
         python = container_python(self.archive)
         conf.update(
             {
