@@ -21,6 +21,7 @@ from rich.console import Console
 from sweeper import __version__
 from sweeper.config import load as grid_file
 from sweeper.errors import UserError
+from sweeper.planning.dry_run import shrink_plan
 from sweeper.planning.plan import make_plan, plan_json
 from sweeper.planning.view import show_plan, warning_line
 from sweeper.run.view import plain
@@ -30,8 +31,10 @@ INTERRUPTED_EXIT = 130
 
 
 def cmd_plan(args: argparse.Namespace, console: Console) -> int:
-    """``sweeper plan GRID [--json]``."""
+    """``sweeper plan GRID [--json] [--dry-run]``."""
     plan = make_plan(grid_file.load(args.grid))
+    if args.dry_run:
+        plan = shrink_plan(plan)
     if args.json:
         for warning in plan.grid.warnings:  # stdout stays JSON
             print(f"warning: {warning}", file=sys.stderr)
@@ -42,8 +45,7 @@ def cmd_plan(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_run(args: argparse.Namespace, console: Console) -> int:
-    """``sweeper run GRID [--dry-run] [--fresh] [--store DIR]``."""
-    from sweeper.planning.dry_run import shrink_plan
+    """``sweeper run GRID [--dry-run [--no-reuse]] [--fresh] [--store DIR]``."""
     from sweeper.run import runner
     from sweeper.run.view import measurement_line, progress_bar, summary_table
 
@@ -78,6 +80,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
             report=report,
             warn=lambda text: bar.console.print(warning_line(text), soft_wrap=True),
             progress=advance,
+            reuse=not args.no_reuse,
         )
     if result.skipped:
         console.print(f"{result.skipped} measurements already in the store were skipped (--fresh starts over)")
@@ -136,10 +139,15 @@ def build_parser() -> argparse.ArgumentParser:
     plan = commands.add_parser("plan", help="show the matched launches of a grid without starting anything")
     plan.add_argument("grid", help="grid file (YAML)")
     plan.add_argument("--json", action="store_true", help="print one JSON object per launch")
+    plan.add_argument("--dry-run", action="store_true", help="show the shape each launch will have on this machine")
     plan.set_defaults(func=cmd_plan)
     run = commands.add_parser("run", help="run a sweep: every launch, measurement and trial of a grid")
     run.add_argument("grid", help="grid file (YAML)")
     run.add_argument("--dry-run", action="store_true", help="shrink every launch to fit this machine (rows marked)")
+    run.add_argument(
+        "--no-reuse", action="store_true",
+        help="dry run: measure every planned measurement, even those whose shrunk form is the same",
+    )  # fmt: skip
     run.add_argument("--fresh", action="store_true", help="delete this sweep's rows first instead of resuming")
     run.add_argument("--store", help="store directory (default: the grid's store)")
     run.set_defaults(func=cmd_run)

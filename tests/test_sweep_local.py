@@ -20,6 +20,8 @@ from sweeper import load_results
 from sweeper.config import load as grid_file
 from sweeper.config.grid import Dataset
 from sweeper.planning.plan import Launch, make_plan
+from sweeper.results.report.content import Rows, build_report
+from sweeper.results.statistics import config_label
 from sweeper.run import runner
 from sweeper.workload.data import load
 from tests.conftest import REPO, minimal_grid
@@ -260,20 +262,98 @@ def test_ctrl_c_tears_down_keeps_finished_rows_and_exits_non_zero(tmp_path: Path
     assert_no_launch_processes()
 
 
-def test_dry_run_of_the_report_grid_completes(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def report_grid_dry_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """``sweeper run grids/2node.yaml --dry-run``: three configurations, four epoch values, shrunk to here."""
+    store = tmp_path_factory.mktemp("dry") / "store"
     result = subprocess.run(
-        [sys.executable, "-m", "sweeper", "run", "grids/2node.yaml", "--dry-run", "--store", str(tmp_path)],
+        [sys.executable, "-m", "sweeper", "run", "grids/2node.yaml", "--dry-run", "--store", str(store)],
         capture_output=True,
         text=True,
         timeout=900,
         cwd=REPO,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    frame = load_results(tmp_path)
-    assert len(frame) == 84 and frame["dry_run"].all()
-    assert set(frame["status"]) == {"ok"}
-    assert frame["epochs"].max() == 20 and frame["manager"].eq("local").all()
-    order = frame.drop_duplicates("launch_index")[["engine", "cores_per_executor"]].values.tolist()
-    assert [engine for engine, _ in order] == ["local", "spark", "dask", "dask", "spark", "spark", "dask"]
-    assert pd.api.types.is_bool_dtype(frame["dry_run"])
+    assert_no_launch_processes()
+    return store, result
+
+
+def table_structure(frame: pd.DataFrame) -> dict[tuple[str, str], list[str]]:
+    """The report's per-configuration tables: {(caption, header): epochs of its lines}."""
+    return {
+        (block.caption, " | ".join(block.header)): [line[0] for line in block.rows]
+        for block in build_report(frame)
+        if isinstance(block, Rows) and block.caption.startswith(("Config:", "Single-thread"))
+    }
+
+
+def test_dry_run_rows_carry_the_planned_configurations_and_epochs(report_grid_dry_run: tuple[Path, Any]) -> None:
+    store, _ = report_grid_dry_run
+    frame = load_results(store)
+    assert len(frame) == 84 and frame["dry_run"].all() and set(frame["status"]) == {"ok"}
+    cluster = frame[frame["engine"] != "local"]
+    shapes = {tuple(s) for s in cluster[["cores_per_executor", "executors", "executor_memory_gib"]].values.tolist()}
+    assert shapes == {(4, 9, 11.0), (5, 7, 13.0), (6, 5, 19.0)}  # seed 001's Tables 1-2, as planned
+    assert sorted(frame["epochs"].unique()) == [10, 100, 1000, 10000]
+    assert set(frame["dry_run_epochs"]) == {10, 20} and (frame["dry_run_epochs"] <= frame["epochs"]).all()
+    assert set(cluster["granted_executors"]) == {1} and set(cluster["granted_cores_per_executor"]) == {2}
+    assert (frame["dry_run_train_rows"] <= 2000).all()
+    engines = frame.groupby("launch_index")["engine"].agg(set).tolist()  # the plan's interleaved launches
+    assert engines == [{e} for e in ("local", "spark", "dask", "dask", "spark", "spark", "dask")]
+
+
+def test_dry_run_measures_each_shrunk_measurement_once(report_grid_dry_run: tuple[Path, Any]) -> None:
+    store, _ = report_grid_dry_run
+    frame = load_results(store)
+    measured = frame[frame["reused_from"].isna()]
+    # per engine: epochs 10 and the three capped at 20, on one shrunk launch, x 3 trials
+    assert len(measured) == 3 * 2 * 3 and frame["measurement_key"].is_unique
+    reused = frame[frame["reused_from"].notna()]
+    source = measured.set_index("measurement_key")
+    assert set(reused["reused_from"]) <= set(source.index)
+    pairs = source.loc[reused["reused_from"]]
+    assert (pairs["fit_wall_s"].to_numpy() == reused["fit_wall_s"].to_numpy()).all()
+    assert (pairs["dry_run_epochs"].to_numpy() == reused["dry_run_epochs"].to_numpy()).all()
+    assert (pairs["engine"].to_numpy() == reused["engine"].to_numpy()).all()
+
+
+def test_dry_run_report_has_the_real_sweeps_tables(report_grid_dry_run: tuple[Path, Any]) -> None:
+    """Configurations x epochs x engines as the real sweep of the grid will have them (from its plan)."""
+    store, _ = report_grid_dry_run
+    plan = make_plan(grid_file.load(REPO / "grids" / "2node.yaml"))
+    structure = table_structure(load_results(store))
+    epochs = [str(e) for e in plan.grid.workload.epochs]
+    header = "# Epochs | Spark time (s) | Spark accuracy | Dask time (s) | Dask accuracy"
+    planned = {
+        config_label(launch.cores_per_executor, launch.executors, launch.executor_memory_gib)
+        for launch in plan.launches
+        if launch.engine != "local"
+    }
+    configs = {caption for caption, _ in structure if caption.startswith("Config:")}
+    assert len(configs) == len(planned) == 3 and all(any(p in c for c in configs) for p in planned)
+    assert all(lines == epochs for lines in structure.values())
+    assert all(head == header for (caption, head) in structure if caption.startswith("Config:"))
+
+
+def test_dry_run_keeps_launch_logs_out_of_the_terminal(report_grid_dry_run: tuple[Path, Any]) -> None:
+    store, result = report_grid_dry_run
+    for banner in ("Using incubator modules", "Setting default log level"):
+        assert banner not in result.stdout + result.stderr
+    logs = list((store / ".runs").glob("*/logs/launch-*-spark.log"))
+    assert logs and any("Setting default log level" in log.read_text() for log in logs)
+    assert not list((store / ".runs").glob("*/scratch"))
+
+
+def test_dry_run_and_real_sweep_of_one_grid_have_the_same_tables(swept: tuple[Path, Any], tmp_path: Path) -> None:
+    real_store, result = swept
+    assert result.returncode == 0, result.stdout + result.stderr
+    grid = tmp_path / "small.yaml"
+    grid.write_text((real_store.parent / "small.yaml").read_text())
+    dry = subprocess.run(
+        [sys.executable, "-m", "sweeper", "run", str(grid), "--dry-run", "--store", str(tmp_path / "dry")],
+        capture_output=True, text=True, timeout=600, cwd=REPO,
+    )  # fmt: skip
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    real, preview = load_results(real_store), load_results(tmp_path / "dry")
+    assert table_structure(preview) == table_structure(real) != {}
     assert_no_launch_processes()

@@ -27,6 +27,7 @@ class LaunchContext:
     start_timeout_s: float = 120.0
     spark_conf: dict[str, str] = field(default_factory=dict)  # the grid's extra Spark properties
     options: ManagerOptions = field(default_factory=LocalOptions)  # the launch's manager's (a dry run's: local)
+    log_dir: Path | None = None  # where each launch's processes write their standard error (kept after the run)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from sweeper.launch.base import Granted, LaunchContext, LaunchError, Session, check_granted
 from sweeper.launch.hosts.processes import Children
+from sweeper.launch.logs import launch_log, stderr_into
 
 if TYPE_CHECKING:
     from sweeper.planning.plan import Launch
@@ -113,7 +114,8 @@ def launched(backend_type: type[ManagerBackend], launch: Launch, context: Launch
 
     teardown.add(reap)
     try:
-        backend.start(teardown)
+        with stderr_into(launch_log(context, launch)):  # the processes it starts log there, not to the terminal
+            backend.start(teardown)
         granted = backend.granted()
         check_granted(planned, granted, backend_type.engine)
         backend.check_placement()

@@ -24,9 +24,11 @@ def shrink_launch(launch: Launch, local_cores: int, local_memory_mib: int) -> La
     >>> small = shrink_launch(big, local_cores=2, local_memory_mib=24 * 1024)
     >>> (small.manager, small.executors, small.cores_per_executor, small.executor_memory_mib, small.dry_run)
     ('local', 1, 2, 12288, True)
+    >>> small.as_planned is big
+    True
     """
     if launch.engine == BASELINE_ENGINE:
-        return replace(launch, dry_run=True)
+        return replace(launch, dry_run=True, planned=launch)
     cores = min(launch.cores_per_executor, local_cores)
     executors = max(1, min(launch.executors, local_cores // cores))
     budget_gib = int(local_memory_mib * MEMORY_SHARE) // executors // MIB_PER_GIB
@@ -40,6 +42,7 @@ def shrink_launch(launch: Launch, local_cores: int, local_memory_mib: int) -> La
         executor_memory_mib=memory_mib,
         workers_per_node=(executors,),
         dry_run=True,
+        planned=launch,
     )
 
 

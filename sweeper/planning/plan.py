@@ -52,6 +52,12 @@ class Launch:
     memory_overhead_mib: int
     workers_per_node: tuple[int, ...]
     dry_run: bool = False
+    planned: Launch | None = None  # a dry run's launch: the grid's launch it stands in for
+
+    @property
+    def as_planned(self) -> Launch:
+        """The grid's launch: this one, or the one a dry run shrank into it."""
+        return self.planned or self
 
     @property
     def executor_memory_gib(self) -> float:
@@ -454,8 +460,24 @@ def launch_json(launch: Launch, plan: Plan) -> dict[str, Any]:
 
 
 def plan_json(plan: Plan) -> str:
-    """``sweeper plan --json``: one object per launch."""
-    return json.dumps([launch_json(launch, plan) for launch in plan.launches], indent=2)
+    """``sweeper plan --json``: one object per launch (a dry run's: the planned launch and its shape ``here``)."""
+    objects = []
+    for launch in plan.launches:
+        shape = launch_json(launch.as_planned, plan)
+        if launch.dry_run:
+            shape.update(dry_run=True, here=here_json(launch))
+        objects.append(shape)
+    return json.dumps(objects, indent=2)
+
+
+def here_json(launch: Launch) -> dict[str, Any]:
+    """The shape a dry run's launch has on this machine."""
+    return {
+        "manager": launch.manager,
+        "cores_per_executor": launch.cores_per_executor,
+        "executors": launch.executors,
+        "executor_memory_gib": _gib(launch.executor_memory_mib),
+    }
 
 
 def _gib(mib: int) -> int | float:

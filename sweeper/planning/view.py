@@ -10,7 +10,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from sweeper.planning.plan import BASELINE_ENGINE, Plan, dask_commands, spark_command
+from sweeper.planning.plan import BASELINE_ENGINE, Launch, Plan, dask_commands, spark_command
+from sweeper.run.reuse import split_reused
+from sweeper.run.rows import pending
 from sweeper.run.view import plain
 from sweeper.units import format_mib
 
@@ -42,24 +44,38 @@ def show_plan(plan: Plan, console: Console) -> None:
 
 
 def _launch_table(plan: Plan) -> Table:
-    """One row per launch: its shape, its layout per node, how many measurements it takes."""
+    """One row per launch: its shape, its layout per node, how many measurements it takes.
+
+    A dry run's table shows the grid's launches, each with the shape it will have on this machine.
+    """
+    dry_run = any(launch.dry_run for launch in plan.launches)
     table = Table(title="Matched launches (Spark executors = Dask workers)")
     for column in ("#", "engine", "cores/threads", "executors/workers", "memory", "overhead", "per node"):
         table.add_column(column, justify="left" if column == "engine" else "right")
     table.add_column("measurements", justify="right")
+    if dry_run:
+        table.add_column("dry run here", justify="left")
     for launch in plan.launches:
+        planned = launch.as_planned
         baseline = launch.engine == BASELINE_ENGINE
-        table.add_row(
+        cells = [
             str(launch.index + 1),
             launch.engine + (" (baseline)" if baseline else ""),
-            str(launch.cores_per_executor),
-            str(launch.executors),
-            "-" if baseline else format_mib(launch.executor_memory_mib),
-            format_mib(launch.memory_overhead_mib) if launch.engine.startswith("spark") else "-",
-            "-" if baseline else " + ".join(str(n) for n in launch.workers_per_node),
+            str(planned.cores_per_executor),
+            str(planned.executors),
+            "-" if baseline else format_mib(planned.executor_memory_mib),
+            format_mib(planned.memory_overhead_mib) if launch.engine.startswith("spark") else "-",
+            "-" if baseline else " + ".join(str(n) for n in planned.workers_per_node),
             str(len(plan.points[launch.index]) * plan.grid.workload.trials),
-        )
+        ]
+        if dry_run:
+            cells.append("1 thread" if baseline else f"{launch.manager}: {_shape_text(launch)}")
+        table.add_row(*cells)
     return table
+
+
+def _shape_text(launch: Launch) -> str:
+    return f"{launch.executors} x {launch.cores_per_executor} cores x {format_mib(launch.executor_memory_mib)}"
 
 
 def _show_workload(plan: Plan, console: Console) -> None:
@@ -84,11 +100,20 @@ def _show_workload(plan: Plan, console: Console) -> None:
             f"{sum(plan.fits(p.mode) for points in plan.points.values() for p in points) * trials} fits."
         )
     )
+    if any(launch.dry_run for launch in plan.launches):
+        measured, _ = split_reused(plan, pending(plan, set())[0])
+        console.print(
+            plain(
+                f"Dry run: epochs capped at {plan.epochs_cap}, at most {plan.max_train_rows} training rows; "
+                f"{len(measured)} measurements taken here, the others reuse the row of one that shrinks "
+                "to the same (sweeper run --dry-run --no-reuse takes each)."
+            )
+        )
 
 
 def _show_hand_commands(plan: Plan, console: Console) -> None:
     console.print("\nEquivalent hand commands:")
-    for launch in plan.launches:
+    for launch in (launch.as_planned for launch in plan.launches):
         if launch.engine.startswith("spark"):
             console.print(plain(f"  [{launch.index + 1}] {spark_command(launch)}"), soft_wrap=True)
         elif launch.engine == "dask":

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import stat
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from sweeper.config.names import check_sweep_name
 from sweeper.errors import UserError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # Columns added after version 1: files written before them read with them empty.
 ADDED_AFTER_VERSION_1 = (
     "shards",  # version 2: data-parallel
@@ -34,6 +34,18 @@ ADDED_AFTER_VERSION_1 = (
     "round_s_mean",
     "comm_bytes_per_round",
     "cluster_hosts",  # version 3: the hosts of manager ssh
+    "cpu_s_fits",  # version 4: resource use, dry-run previews, adaptive trials and halving
+    "cpu_s_workers",
+    "slot_utilisation",
+    "worker_peak_rss_gib_max",
+    "worker_peak_rss_gib_median",
+    "jvm_peak_heap_gib",
+    "resource_note",
+    "dry_run_epochs",
+    "dry_run_train_rows",
+    "reused_from",
+    "stop_reason",
+    "rung",
 )
 
 SCHEMA = pa.schema(
@@ -99,6 +111,18 @@ SCHEMA = pa.schema(
         ("pyspark_version", pa.string()),
         ("java_version", pa.string()),
         ("dry_run", pa.bool_()),
+        ("cpu_s_fits", pa.float64()),
+        ("cpu_s_workers", pa.float64()),
+        ("slot_utilisation", pa.float64()),
+        ("worker_peak_rss_gib_max", pa.float64()),
+        ("worker_peak_rss_gib_median", pa.float64()),
+        ("jvm_peak_heap_gib", pa.float64()),
+        ("resource_note", pa.string()),
+        ("dry_run_epochs", pa.int32()),
+        ("dry_run_train_rows", pa.int64()),
+        ("reused_from", pa.string()),
+        ("stop_reason", pa.string()),
+        ("rung", pa.int32()),
     ]
 )
 COLUMNS = tuple(SCHEMA.names)
@@ -136,7 +160,7 @@ def _os_reason(error: OSError) -> str:
     return f"{reason or error} ({error.filename})" if error.filename else str(reason or error)
 
 
-def write_rows(store: Path, sweep: str, rows: list[Mapping[str, Any]], stem: str) -> Path:
+def write_rows(store: Path, sweep: str, rows: Sequence[Mapping[str, Any]], stem: str) -> Path:
     """Write rows as one Parquet file, atomically (temporary dot-name, then rename)."""
     unknown = {key for row in rows for key in row} - set(COLUMNS)
     if unknown:

@@ -9,12 +9,8 @@ finished row and stops.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import shutil
 import signal
-import socket
-import statistics
 import threading
 import time
 import uuid
@@ -29,11 +25,21 @@ from typing import Any
 from sweeper.config.grid import Grid
 from sweeper.errors import UserError, error_text
 from sweeper.launch.base import LaunchContext, Session
+from sweeper.launch.logs import launch_log, log_note
 from sweeper.launch.options import LocalOptions, options_for
 from sweeper.launch.registry import check_supported, starter
 from sweeper.planning.plan import BASELINE_ENGINE, Launch, Plan, Point
 from sweeper.results.store import check_writable, compact, completed_keys, remove_sweep, write_rows
-from sweeper.run.versions import versions
+from sweeper.run.reuse import reused_row, split_reused
+from sweeper.run.rows import (
+    Todo,
+    granted_columns,
+    pending,
+    result_columns,
+    row_of,
+    shared_columns,
+    trained_epochs,
+)
 from sweeper.workload import data as datasets
 from sweeper.workload.data import Data
 from sweeper.workload.environment import applied, fit_environment
@@ -46,16 +52,6 @@ class MeasurementTimeout(Exception):
 
 
 @dataclass
-class Todo:
-    """A measurement still to take."""
-
-    launch: Launch
-    point: Point
-    trial: int
-    key: str
-
-
-@dataclass
 class RunResult:
     """What a sweep did, for the summary and the exit code."""
 
@@ -65,41 +61,6 @@ class RunResult:
 
 
 Reporter = Callable[[dict[str, Any]], None]
-
-
-def measurement_key(grid: Grid, plan: Plan, launch: Launch, point: Point, trial: int) -> str:
-    """A stable identity for a measurement: the same point on the same launch shape and trial."""
-    workload = grid.workload
-    identity = {
-        "sweep": grid.name,
-        "engine": launch.engine,
-        "manager": launch.manager,
-        "shape": [launch.rule, launch.cores_per_executor, launch.executors, launch.executor_memory_mib],
-        "dataset": [workload.dataset.name, workload.dataset.path, point.fraction, workload.test_size],
-        "model": point.params,
-        "epochs": point.epochs,
-        "trial": trial,
-        "batch": [point.mode, plan.fits(point.mode), workload.folds, workload.param_grid, workload.seed],
-        "fits": [workload.exact_epochs, workload.threads_per_fit, grid.environment],
-        "dry_run": launch.dry_run,
-    }
-    text = json.dumps(identity, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:20]
-
-
-def pending(plan: Plan, done: set[str]) -> tuple[list[Todo], int]:
-    """Measurements not yet recorded as ``ok``, in plan order, and how many were skipped."""
-    todo = []
-    skipped = 0
-    for launch in plan.launches:
-        for point in plan.points[launch.index]:
-            for trial in range(plan.grid.workload.trials):
-                key = measurement_key(plan.grid, plan, launch, point, trial)
-                if key in done:
-                    skipped += 1
-                else:
-                    todo.append(Todo(launch, point, trial, key))
-    return todo, skipped
 
 
 def load_data(plan: Plan, warn: Callable[[str], None]) -> dict[float, Data]:
@@ -141,11 +102,14 @@ def run(
     warn: Callable[[str], None] = print,
     progress: Callable[[int, int], None] | None = None,
     start_timeout_s: float | None = None,
+    reuse: bool = True,
 ) -> RunResult:
     """Take every pending measurement of the plan and write its row to the store.
 
     Everything that can be checked is checked before the first launch: engines and managers,
     the dataset, the store (a probe file written and removed before ``fresh`` deletes anything).
+    A dry run takes each shrunk measurement once and reuses its row for the planned measurements
+    that shrink to the same one (see :mod:`sweeper.run.reuse`), unless ``reuse`` is false.
     """
     grid = plan.grid
     if not any(launch.dry_run for launch in plan.launches):
@@ -162,25 +126,20 @@ def run(
         return result
     data = load_data(plan, warn)
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-    run_dir = store / ".scratch" / run_id
-    environment = fit_environment(grid.workload.threads_per_fit, dict(grid.environment))
-    context = LaunchContext(
-        run_dir=run_dir,
-        environment=environment,
-        threads_per_fit=grid.workload.threads_per_fit,
-        start_timeout_s=grid.workload.start_timeout_s if start_timeout_s is None else start_timeout_s,
-        spark_conf=dict(grid.spark_conf),
-        options=options_for(grid),
-    )
-    shared = _shared_columns(grid, run_id, environment)
+    run_dir = store / ".runs" / run_id  # scratch/ is removed at the end, logs/ is kept
+    context = _launch_context(grid, run_dir, start_timeout_s)
+    shared = shared_columns(grid, run_id, context.environment)
+    dry_run = any(launch.dry_run for launch in plan.launches)
+    measured, stand_ins = split_reused(plan, todo) if dry_run and reuse else (todo, {})
     by_launch: dict[int, list[Todo]] = {}
-    for item in todo:
+    for item in measured:
         by_launch.setdefault(item.launch.index, []).append(item)
     done_count = 0
     try:
-        with applied(environment), _signals_as_interrupt():
+        with applied(context.environment), _signals_as_interrupt():
             for items in by_launch.values():
-                for row in _run_launch(plan, items, data, _context_of(items[0].launch, context), shared, store):
+                launch_context = _context_of(items[0].launch, context)
+                for row in _run_launch(plan, items, data, launch_context, shared, store, stand_ins):
                     result.rows.append(row)
                     done_count += 1
                     if report:
@@ -190,10 +149,24 @@ def run(
     except KeyboardInterrupt:
         result.interrupted = True
     finally:
-        shutil.rmtree(run_dir, ignore_errors=True)
-        with contextlib.suppress(OSError):  # another sweep into the same store may be using it
-            run_dir.parent.rmdir()
+        shutil.rmtree(context.run_dir, ignore_errors=True)
+        for empty in (run_dir, run_dir.parent):  # no logs; another sweep into the same store may be using it
+            with contextlib.suppress(OSError):
+                empty.rmdir()
     return result
+
+
+def _launch_context(grid: Grid, run_dir: Path, start_timeout_s: float | None) -> LaunchContext:
+    """What every launch of the run is given: its scratch, the fit environment, the grid's options."""
+    return LaunchContext(
+        run_dir=run_dir / "scratch",
+        log_dir=run_dir / "logs",
+        environment=fit_environment(grid.workload.threads_per_fit, dict(grid.environment)),
+        threads_per_fit=grid.workload.threads_per_fit,
+        start_timeout_s=grid.workload.start_timeout_s if start_timeout_s is None else start_timeout_s,
+        spark_conf=dict(grid.spark_conf),
+        options=options_for(grid),
+    )
 
 
 def _context_of(launch: Launch, context: LaunchContext) -> LaunchContext:
@@ -208,11 +181,13 @@ def _run_launch(
     context: LaunchContext,
     shared: dict[str, Any],
     store: Path,
+    stand_ins: dict[str, list[Todo]],
 ) -> Iterator[dict[str, Any]]:
     """Start one launch, take its measurements, tear it down; restart it after a measurement that failed.
 
     A launch that cannot start (or is not granted its plan) records every measurement it
-    still had as ``failed``, with the error; its processes are gone all the same.
+    still had as ``failed``, with the error; its processes are gone all the same. Each row is
+    written with the rows that reuse it (``stand_ins``, by key).
     """
     launch = items[0].launch
     sweep = plan.grid.name
@@ -222,9 +197,10 @@ def _run_launch(
     teardown_s: float | None = None
     warm_up = True
 
-    def keep(row: dict[str, Any]) -> dict[str, Any]:
-        files.append(write_rows(store, sweep, [row], f"{stem}-{len(files):04d}"))
-        return row
+    def keep(row: dict[str, Any]) -> list[dict[str, Any]]:
+        rows = [row, *(reused_row(plan, row, item) for item in stand_ins.get(row["measurement_key"], ()))]
+        files.append(write_rows(store, sweep, rows, f"{stem}-{len(files):04d}"))
+        return rows
 
     try:
         while left:
@@ -240,7 +216,7 @@ def _run_launch(
                     while left:
                         row = _measure(plan, left.pop(0), session, data, start_s, shared)
                         row["warmup_s"] = warmup_s
-                        yield keep(row)
+                        yield from keep(row)
                         if row["status"] != "ok":
                             break  # workers were killed or lost: start the launch again at its planned shape
                     closing = time.perf_counter()
@@ -249,13 +225,13 @@ def _run_launch(
                 if start_s is not None:
                     raise  # teardown itself failed: rows are kept, the error is the engine's
                 for item in left:
-                    row = _row(plan, item, None, shared, cluster_start_s=time.perf_counter() - begun)
+                    row = row_of(plan, item, None, shared, cluster_start_s=time.perf_counter() - begun)
                     row.update(
                         status="failed",
                         error_type=type(error).__name__,
-                        error=f"launch did not start: {error_text(error)}",
+                        error=f"launch did not start: {error_text(error)}{log_note(launch_log(context, launch))}",
                     )
-                    yield keep(row)
+                    yield from keep(row)
                 left = []
     finally:
         compact(store, sweep, files, stem, **({"teardown_s": teardown_s} if teardown_s is not None else {}))
@@ -313,9 +289,9 @@ def _measure(
 ) -> dict[str, Any]:
     workload = plan.grid.workload
     fit_data = data[item.point.fraction]
-    tasks = batch_for(plan, item.launch, item.point, item.trial, fit_data, epochs=_epochs(plan, item.point))
-    row = _row(plan, item, fit_data, shared, cluster_start_s=start_s)
-    row.update(_granted_columns(session))
+    tasks = batch_for(plan, item.launch, item.point, item.trial, fit_data, epochs=trained_epochs(plan, item.point))
+    row = row_of(plan, item, fit_data, shared, cluster_start_s=start_s)
+    row.update(granted_columns(session))
     started = time.perf_counter()
     try:
         results = _with_timeout(session, tasks, fit_data, workload.timeout_s)
@@ -330,13 +306,8 @@ def _measure(
         row["fit_wall_s"] = time.perf_counter() - started
         return row
     row["fit_wall_s"] = time.perf_counter() - started
-    row.update(_result_columns(results))
+    row.update(result_columns(results))
     return row
-
-
-def _epochs(plan: Plan, point: Point) -> int:
-    """The epochs a point trains for (a dry run caps them)."""
-    return min(point.epochs, plan.epochs_cap) if plan.epochs_cap else point.epochs
 
 
 def _with_timeout(session: Session, tasks: list[FitTask], data: Data, timeout_s: float) -> list[FitResult]:
@@ -381,84 +352,6 @@ def _with_timeout(session: Session, tasks: list[FitTask], data: Data, timeout_s:
         raise outcome["error"]
     results: list[FitResult] = outcome["results"]
     return results
-
-
-def _result_columns(results: list[FitResult]) -> dict[str, Any]:
-    accuracies = [r.accuracy for r in results]
-    epochs_run = [r.epochs_run for r in results]
-    return {
-        "status": "ok",
-        "fit_task_sum_s": sum(r.fit_s for r in results),
-        "fit_task_max_s": max(r.fit_s for r in results),
-        "accuracy": statistics.fmean(accuracies),
-        "accuracy_best": max(accuracies),
-        "epochs_run": max(epochs_run),
-        "epochs_run_mean": statistics.fmean(epochs_run),
-        "converged": all(r.converged for r in results),
-        "worker_pids": len({r.pid for r in results}),
-        "shards": results[0].shards,
-        "rounds": results[0].rounds,
-        "round_s_mean": results[0].round_s_mean,
-        "comm_bytes_per_round": results[0].comm_bytes_per_round,
-        "fit_environment": json.dumps(results[0].environment, sort_keys=True),
-    }
-
-
-def _granted_columns(session: Session) -> dict[str, Any]:
-    granted = session.granted
-    return {
-        "granted_executors": granted.executors,
-        "granted_cores_per_executor": granted.cores_per_executor,
-        "granted_executor_memory_gib": granted.executor_memory_gib,
-    }
-
-
-def _row(plan: Plan, item: Todo, data: Data | None, shared: dict[str, Any], **values: Any) -> dict[str, Any]:
-    """The columns every row of a measurement has, whatever its outcome."""
-    launch = item.launch
-    params = item.point.model_params
-    row = {
-        **shared,
-        "measurement_key": item.key,
-        "launch_index": launch.index,
-        "engine": launch.engine,
-        "manager": launch.manager,
-        "rule": launch.rule,
-        "nodes": launch.nodes,
-        "cores_per_executor": launch.cores_per_executor,
-        "executors": launch.executors,
-        "total_cores": launch.total_cores,
-        "executor_memory_gib": launch.executor_memory_gib,
-        "memory_overhead_gib": launch.memory_overhead_gib,
-        "dataset": data.name if data else plan.grid.workload.dataset.name,
-        "fraction": item.point.fraction,
-        "mode": item.point.mode,
-        "n_fits": plan.fits(item.point.mode),
-        "model_params": json.dumps(params, sort_keys=True, default=list),
-        "hidden_layer_sizes": "x".join(str(n) for n in params.get("hidden_layer_sizes", ())),
-        "epochs": _epochs(plan, item.point),
-        "trial": item.trial,
-        "started_at": datetime.now(UTC),
-        "dry_run": launch.dry_run,
-    }
-    if data is not None:
-        row.update(n_train=data.n_train, n_test=data.n_test, n_features=data.n_features)
-    row.update(values)
-    return row
-
-
-def _shared_columns(grid: Grid, run_id: str, environment: dict[str, str]) -> dict[str, Any]:
-    return {
-        "sweep": grid.name,
-        "run_id": run_id,
-        "grid_hash": grid.grid_hash,
-        "exact_epochs": grid.workload.exact_epochs,
-        "threads_per_fit": grid.workload.threads_per_fit,
-        "fit_environment": json.dumps(environment, sort_keys=True),
-        "host": socket.gethostname(),
-        "cluster_hosts": ",".join(grid.hosts) or None,
-        **versions(),
-    }
 
 
 @contextmanager

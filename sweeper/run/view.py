@@ -51,7 +51,7 @@ def measurement_line(row: dict[str, Any]) -> Text:
         return head + plain(
             f"  fit {row['fit_wall_s']:7.2f} s  acc {row['accuracy']:.4f}  "
             f"epochs run {row['epochs_run']}  start {row['cluster_start_s']:.1f} s"
-        )
+        ) + plain("  (same dry-run measurement as above)" if row.get("reused_from") else "", "dim")
     return head + plain(f"  {row.get('error_type')}: {str(row.get('error'))[:200]}")
 
 

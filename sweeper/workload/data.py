@@ -98,11 +98,17 @@ class Data:
     X_test: Floats
     y_test: Labels
     source: str
+    capped_from: int | None = None  # training rows before a dry run's cap
 
     @property
     def n_train(self) -> int:
         """Number of training rows."""
         return int(self.X_train.shape[0])
+
+    @property
+    def n_train_planned(self) -> int:
+        """Training rows the grid asks for: :attr:`n_train`, or the rows before a dry run's cap."""
+        return self.capped_from or self.n_train
 
     @property
     def n_test(self) -> int:
@@ -157,14 +163,13 @@ def load(
     """
     _check_arguments(fraction, test_size, max_train_rows)
     data = _load_full(dataset, test_size=test_size, seed=seed)
-    keep = round(fraction * data.n_train)
-    if max_train_rows is not None:
-        keep = min(keep, max_train_rows)
-    keep = max(keep, 1)
+    planned = max(round(fraction * data.n_train), 1)
+    keep = planned if max_train_rows is None else min(planned, max_train_rows)
     if keep >= data.n_train:
         return data
     rows = _stratified_rows(data.y_train, keep, seed)
-    return Data(data.name, data.X_train[rows], data.y_train[rows], data.X_test, data.y_test, data.source)
+    capped_from = planned if keep < planned else None
+    return Data(data.name, data.X_train[rows], data.y_train[rows], data.X_test, data.y_test, data.source, capped_from)
 
 
 def check_available(dataset: Dataset) -> None:
