@@ -20,11 +20,15 @@ from rich.console import Console
 
 from sweeper import __version__
 from sweeper.config import load as grid_file
+from sweeper.config.grid import Grid
 from sweeper.errors import UserError
 from sweeper.planning.dry_run import shrink_plan
 from sweeper.planning.plan import make_plan, plan_json
 from sweeper.planning.view import show_plan, warning_line
+from sweeper.results import PRUNED
+from sweeper.results.recommend_view import add_parser as add_recommend_parser
 from sweeper.run.view import plain
+from sweeper.search.replay_view import add_parser as add_replay_parser
 
 USER_ERROR_EXIT = 2
 INTERRUPTED_EXIT = 130
@@ -86,12 +90,41 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         console.print(f"{result.skipped} measurements already in the store were skipped (--fresh starts over)")
     if result.rows:
         console.print(summary_table(result.rows))
-    failed = sum(1 for row in result.rows if row["status"] != "ok")
-    console.print(plain(f"{len(result.rows)} rows written to {store / grid.name}, {failed} not ok"))
+        for note in result.notes:
+            console.print(plain(f"Halving: {note}"), soft_wrap=True)
+        _print_closing(store, grid, str(result.rows[0]["run_id"]), console)
+    failed = sum(1 for row in result.rows if row["status"] not in ("ok", PRUNED))
+    pruned = sum(1 for row in result.rows if row["status"] == PRUNED)
+    console.print(
+        plain(
+            f"{len(result.rows)} rows written to {store / grid.name}, {failed} not ok"
+            + (f", {pruned} pruned (not promoted by halving)" if pruned else "")
+        )
+    )
     if result.interrupted:
         console.print(plain("interrupted", "red") + plain(": the running launch was torn down; finished rows are kept"))
         return INTERRUPTED_EXIT
     return 0
+
+
+def _print_closing(store: Path, grid: Grid, run_id: str, console: Console) -> None:
+    """What ends a run: the cluster time it took, then the answer of ``sweeper recommend``."""
+    from sweeper.results.recommend import recommend
+    from sweeper.results.recommend_view import answer_lines
+    from sweeper.results.report.content import dry_run_banner
+    from sweeper.results.store import load_results
+    from sweeper.search.accounting import cluster_seconds, full_grid_estimate
+
+    df = load_results(store, grid.name)
+    spent = cluster_seconds(df[df["run_id"] == run_id])
+    line = f"Cluster time: {spent.total_s:,.0f} node-seconds, {spent.measured_share:.0%} of it in measured batches"
+    if grid.search.strategy == "halving":
+        full = full_grid_estimate(df, grid.search.rung_axis)
+        share = f" ({spent.total_s / full.total_s:.0%})" if full.total_s > 0 else ""
+        line += f"; the full grid would have taken about {full.total_s:,.0f}{share}"
+    banner = dry_run_banner(df)
+    for text in [line, *([banner] if banner else []), *answer_lines(recommend(df))]:
+        console.print(plain(text), soft_wrap=True)
 
 
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
@@ -161,6 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("store", help="store directory")
     compare.add_argument("--sweep", help="sweep name (required when the store holds several)")
     compare.set_defaults(func=cmd_compare)
+    add_recommend_parser(commands)
+    add_replay_parser(commands)
     pack_env = commands.add_parser(
         "pack-env", help="pack this virtualenv (with a real copy of sweeper) for cluster.python_archive on YARN"
     )

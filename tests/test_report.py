@@ -36,6 +36,7 @@ def test_writes_html_markdown_and_valid_pngs(written: list[Path]) -> None:
     html_path, md_path, *pngs = written
     assert (html_path.name, md_path.name) == ("report.html", "report.md")
     assert {p.name for p in pngs} == {
+        "answer_time.png",  # the answer's figure; no answer_memory.png: the fixture store has no memory figures
         "fit_time_box.png",
         "time_accuracy_vs_epochs.png",
         "accuracy_vs_time.png",
@@ -188,7 +189,7 @@ def test_figures_draw_an_engine_name_with_dollar_signs_as_written(tmp_path: Path
     ]
     write_rows(tmp_path / "store", "fixture", rows, "p")
     _, md_path, *pngs = report.write_report(tmp_path / "store", tmp_path / "out", cost_per_node_hour=1.0)
-    assert len(pngs) == 5 and all(p.read_bytes().startswith(PNG_SIGNATURE) for p in pngs)
+    assert len(pngs) == 6 and all(p.read_bytes().startswith(PNG_SIGNATURE) for p in pngs)
     assert "\\$\\\\foo{\\$" in md_path.read_text(encoding="utf-8")
 
 

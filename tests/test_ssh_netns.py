@@ -36,6 +36,7 @@ from sweeper.results.store import COLUMNS
 from sweeper.workload.data import load
 from tests.conftest import REPO, minimal_grid
 from tests.support.batches import replicas
+from tests.support.figures import assert_resource_figures
 from tests.support.leftovers import assert_no_launch_processes
 from tests.support.netns_hosts import NetnsHosts, netns_hosts, netns_unavailable, wait_until_empty
 
@@ -187,6 +188,7 @@ def test_the_sweep_over_two_namespaced_hosts_writes_ok_rows_like_a_local_sweep(s
     # the same seeded fits on one thread each: every engine scores exactly what the baseline scores
     assert frame["accuracy"].nunique() == 1, frame[["engine", "accuracy"]]
     assert frame.loc[frame["engine"] == "spark", "java_version"].str.startswith("17").all()
+    assert_resource_figures(frame)  # measured on the hosts where the workers ran
 
 
 def test_spark_executors_and_dask_workers_ran_and_listened_on_both_hosts(swept: Swept, hosts: NetnsHosts) -> None:

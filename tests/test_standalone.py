@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pyspark
 import pytest
 import yaml
@@ -19,6 +20,7 @@ from sweeper.config import load as grid_file
 from sweeper.planning.plan import make_plan
 from sweeper.run import runner
 from tests.conftest import minimal_grid
+from tests.support.figures import assert_resource_figures
 
 pytestmark = pytest.mark.integration
 
@@ -103,6 +105,7 @@ def test_a_sweep_runs_on_existing_clusters_and_leaves_them_running(
     result = runner.run(plan, store=tmp_path / "store")
     assert [(r["engine"], r["status"]) for r in result.rows] == [("spark", "ok"), ("dask", "ok")], result.rows
     assert all(r["granted_executors"] == 2 and r["manager"] == "standalone" for r in result.rows)
+    assert_resource_figures(pd.DataFrame(result.rows))
     # the clusters are the user's: still there after the sweep
     from distributed import Client
 

@@ -21,8 +21,8 @@ from sweeper.results.store import (
     SCHEMA_VERSION,
     check_writable,
     compact,
-    completed_keys,
     read_table,
+    recorded_rows,
     remove_sweep,
     sweeps,
     write_rows,
@@ -76,12 +76,19 @@ def test_compact_merges_and_fills_teardown(tmp_path: Path) -> None:
     assert frame["teardown_s"].tolist() == [2.5, 2.5, 2.5]
 
 
-def test_completed_keys_count_only_ok_rows_and_fresh_removes_one_sweep(tmp_path: Path) -> None:
+def ok_keys(store: Path, sweep: str) -> set[str]:
+    return {key for key, (status, _) in recorded_rows(store, sweep).items() if status == "ok"}
+
+
+def test_recorded_rows_give_each_keys_status_an_ok_row_first_and_fresh_removes_one_sweep(tmp_path: Path) -> None:
     write_rows(tmp_path, "s", [row("a"), row("b", status="failed"), row("c", status="timeout")], "p1")
+    write_rows(tmp_path, "s", [row("b", status="ok"), row("a", status="failed")], "p2")
     write_rows(tmp_path, "other", [{**row("z"), "sweep": "other"}], "p1")
-    assert completed_keys(tmp_path, "s") == {"a"}
-    assert remove_sweep(tmp_path, "s") == 1
-    assert completed_keys(tmp_path, "s") == set()
+    recorded = recorded_rows(tmp_path, "s")
+    assert {key: status for key, (status, _) in recorded.items()} == {"a": "ok", "b": "ok", "c": "timeout"}
+    assert recorded["a"][1] == row("a")["fit_wall_s"]
+    assert remove_sweep(tmp_path, "s") == 2
+    assert recorded_rows(tmp_path, "s") == {}
     assert load_results(tmp_path)["sweep"].tolist() == ["other"]
 
 
@@ -214,7 +221,7 @@ def test_reading_one_sweep_reads_only_its_directory(tmp_path: Path) -> None:
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "broken.parquet").write_bytes(b"not parquet")
     assert load_results(tmp_path, "s")["measurement_key"].tolist() == ["a"]
-    assert completed_keys(tmp_path, "s") == {"a"}
+    assert ok_keys(tmp_path, "s") == {"a"}
     with pytest.raises(UserError, match=r"other/broken\.parquet: not a readable Parquet file"):
         load_results(tmp_path)  # the whole store: every sweep's files
     assert sweeps(tmp_path) == ["other", "s"]
@@ -234,7 +241,7 @@ def test_a_column_of_the_wrong_type_is_named_with_its_file(tmp_path: Path) -> No
     with pytest.raises(UserError, match=r"s/p1\.parquet: not a sweeper store file \(column fit_wall_s is string"):
         load_results(tmp_path)
     with pytest.raises(UserError, match=r"p1\.parquet"):
-        completed_keys(tmp_path, "s")
+        recorded_rows(tmp_path, "s")
 
 
 def test_wider_integers_and_other_time_units_still_read(tmp_path: Path) -> None:

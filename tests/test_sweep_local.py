@@ -26,6 +26,7 @@ from sweeper.run import runner
 from sweeper.workload.data import load
 from tests.conftest import REPO, minimal_grid
 from tests.support.batches import replicas
+from tests.support.figures import assert_resource_figures
 from tests.support.leftovers import assert_no_launch_processes
 
 pytestmark = pytest.mark.integration
@@ -60,6 +61,7 @@ def test_sweep_writes_a_row_per_engine_epochs_and_trial(swept: tuple[Path, Any])
     assert counts.to_dict() == {(e, n): 2 for e in ("dask", "local", "spark") for n in (3, 8)}
     assert (frame["accuracy"] > 0.5).all()
     assert (frame["epochs_run"] <= frame["epochs"]).all()
+    assert_resource_figures(frame)
     assert "Summary" in result.stdout and "12 rows written" in result.stdout
 
 

@@ -32,6 +32,7 @@ from sweeper.workload.data import Data
 from tests.conftest import REPO, minimal_grid, run_cli
 from tests.support.batches import replicas
 from tests.support.faults import wait_until_fitting
+from tests.support.figures import assert_resource_figures
 from tests.support.yarn_cluster import BUILD_HINT, YarnCluster, built, mini_yarn
 
 pytestmark = [pytest.mark.integration, pytest.mark.yarn]
@@ -286,6 +287,7 @@ def test_a_sweep_through_the_command_line_runs_on_yarn(yarn: YarnCluster, tmp_pa
     assert (frame["granted_executors"] == 2).all() and (frame["granted_cores_per_executor"] == 1).all()
     assert (frame["granted_executor_memory_gib"] == frame["executor_memory_gib"]).all()
     assert (frame["worker_pids"] == 2).all() and (frame["accuracy"] > 0.5).all()
+    assert_resource_figures(frame)  # measured in the containers, on the NodeManagers' side
     assert_no_containers()
     assert not live_applications(yarn)
 

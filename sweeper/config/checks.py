@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from sweeper.config.grid import Dataset, Workload
+from sweeper.config.grid import AdaptiveTrials, Dataset, Search, Workload
 from sweeper.config.model import MLLIB_ONLY_PARAMS, mlp_params, model_axes, read_param_grid
 from sweeper.config.names import SSH_NAME_RULE, SSH_USER_UNSAFE, is_host, ssh_name_problem
 from sweeper.config.schema import Problems, file_kind, is_scalar, item_key, key_name
@@ -22,6 +22,7 @@ from sweeper.config.sections import (
     MAX_SETTING_CHARS,
     RESERVE,
     RULE_AXES,
+    SEARCH,
     SIZING,
     SPARK_CONF_OWNED,
     SSH,
@@ -263,17 +264,41 @@ def workload(check: Problems, value: Any) -> Workload | None:
     settings = _workload_settings(check, section, modes)
     param_grid = read_param_grid(check, section.get("param_grid"), mode)
     model = model_axes(check, section.get("model"))
-    if dataset is None or settings is None or not all(valid for _, valid in axes.values()):
+    trials = WORKLOAD.field("trials").read(section, WORKLOAD.key, check)
+    if dataset is None or settings is None or trials is None or not all(valid for _, valid in axes.values()):
         return None
+    adaptive = trials if isinstance(trials, AdaptiveTrials) else None
     return Workload(
         dataset=dataset,
         fractions=tuple(axes["fraction"][0]),
         model_axes=model,
         epochs=tuple(axes["epochs"][0]),
+        trials=adaptive.max_trials if adaptive else trials,
+        adaptive=adaptive,
         modes=tuple(modes),
         param_grid=param_grid,
         **settings,
     )
+
+
+def search(check: Problems, value: Any, measured: Workload | None) -> Search | None:
+    """``search``: the whole grid, or successive halving on a workload axis with at least two values."""
+    section = SEARCH.open(value, check)
+    if section is None:
+        return None
+    read = SEARCH.read(section, check, SEARCH.keys)
+    if any(v is None for v in read.values()):
+        return None
+    chosen = Search(**read)
+    if chosen.strategy == "halving" and measured is not None:
+        values = measured.epochs if chosen.rung_axis == "epochs" else measured.fractions
+        if len(values) < 2:
+            check.fail(
+                "search.rung_axis",
+                f"halving needs at least two values of workload.{chosen.rung_axis} (its rungs), got {list(values)}",
+            )
+            return None
+    return chosen
 
 
 def _workload_settings(check: Problems, section: dict[str, Any], modes: list[str]) -> dict[str, Any] | None:

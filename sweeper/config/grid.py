@@ -17,6 +17,28 @@ class Dataset:
     path: str | None = None
 
 
+SEARCH_STRATEGIES = ("grid", "halving")
+RUNG_AXES = ("epochs", "fraction")
+
+
+@dataclass(frozen=True)
+class AdaptiveTrials:
+    """``workload.trials: {min, max, target_rel_ci}``: measure a point until its median's 95 % CI is that tight."""
+
+    min_trials: int
+    max_trials: int
+    target_rel_ci: float
+
+
+@dataclass(frozen=True)
+class Search:
+    """``search``: measure the whole grid, or halve the configurations on the rung axis (successive halving)."""
+
+    strategy: str = "grid"
+    eta: int = 3
+    rung_axis: str = "epochs"
+
+
 @dataclass(frozen=True)
 class Workload:
     """What every launch trains, with its sweep axes as tuples."""
@@ -25,7 +47,7 @@ class Workload:
     fractions: tuple[float, ...]
     model_axes: tuple[tuple[str, tuple[Any, ...]], ...]
     epochs: tuple[int, ...]
-    trials: int
+    trials: int  # the most trials of a point (adaptive: its max)
     modes: tuple[str, ...]
     folds: int
     param_grid: tuple[tuple[str, tuple[Any, ...]], ...]
@@ -38,6 +60,7 @@ class Workload:
     seed: int
     test_size: float
     start_timeout_s: float = 180.0
+    adaptive: AdaptiveTrials | None = None
 
 
 @dataclass(frozen=True)
@@ -68,5 +91,6 @@ class Grid:
     python_archive: str | None = None
     spark_master: str | None = None
     dask_scheduler: str | None = None
+    search: Search = Search()
     grid_hash: str = field(default="", compare=False)
     warnings: tuple[str, ...] = field(default=(), compare=False)

@@ -57,6 +57,7 @@ def _read_grid(check: Problems, raw: dict[str, Any]) -> dict[str, Any] | None:
     listed = checks.engines(check, raw.get("engines", TOP.field("engines").default))
     baseline = TOP.field("baseline").read(raw, "", check)
     measured = checks.workload(check, raw.get("workload"))
+    strategy = checks.search(check, raw.get("search"), measured)
     exclude, only = checks.rules(check, raw.get("exclude"), "exclude"), checks.rules(check, raw.get("only"), "only")
     store = TOP.field("store").read(raw, "", check)
     variables = checks.environment(check, raw.get("environment"))
@@ -76,6 +77,7 @@ def _read_grid(check: Problems, raw: dict[str, Any]) -> dict[str, Any] | None:
         "engines": tuple(listed or ()),
         "baseline": baseline,
         "workload": measured,
+        "search": strategy,
         "exclude": tuple(exclude),
         "only": tuple(only),
         "store": Path(store),

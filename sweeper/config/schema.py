@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from sweeper.config.grid import AdaptiveTrials
 from sweeper.config.names import (
     MAX_NAME_CHARS,
     SHELL_CHARS_TEXT,
@@ -285,6 +286,34 @@ class Number:
 
     def describe(self) -> str:
         return f"{'(' if self.open_low else '['}{_number_text(self.low)}, {_number_text(self.high)}]"
+
+
+@dataclass(frozen=True)
+class Trials:
+    """A fixed number of trials, or ``{min, max, target_rel_ci}`` (adaptive: until the median's CI is that tight)."""
+
+    maximum: int
+
+    def check(self, value: Any, key: str, problems: Problems) -> int | AdaptiveTrials | None:
+        if not isinstance(value, dict):
+            return problems.integer(value, key, maximum=self.maximum)
+        problems.known_keys(value, key, ("min", "max", "target_rel_ci"))
+        low = problems.integer(value.get("min", 3), f"{key}.min", maximum=self.maximum)
+        high = problems.integer(value.get("max", 20), f"{key}.max", maximum=self.maximum)
+        target = problems.number(value.get("target_rel_ci", 0.05), f"{key}.target_rel_ci", 0, 1)
+        if low is None or high is None or target is None:
+            return None
+        if high < low:
+            problems.fail(f"{key}.max", f"must be at least {key}.min ({low}), got {high}")
+            return None
+        return AdaptiveTrials(low, high, target)
+
+    def describe(self) -> str:
+        return (
+            f"1 to {self.maximum}, or `{{min: 3, max: 20, target_rel_ci: 0.05}}`: after `min` trials a point is "
+            "measured until the 95 % CI of its median time is within +-`target_rel_ci` of the median, or `max` "
+            "trials (each row's `stop_reason` says which)"
+        )
 
 
 @dataclass(frozen=True)

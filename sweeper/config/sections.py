@@ -5,6 +5,7 @@ The functions of :mod:`sweeper.config.checks` read the sections; :mod:`sweeper.c
 
 from __future__ import annotations
 
+from sweeper.config.grid import RUNG_AXES, SEARCH_STRATEGIES
 from sweeper.config.schema import (
     Boolean,
     Choice,
@@ -14,6 +15,7 @@ from sweeper.config.schema import (
     Section,
     Size,
     Text,
+    Trials,
 )
 from sweeper.launch.registry import DEFAULT_ENGINES, MANAGERS
 from sweeper.planning.sizing import RULES
@@ -265,7 +267,7 @@ WORKLOAD = Section(
             doc="`max_iter` of each fit, {kind}; a list is an axis",
             axis=True,
         ),
-        Field("trials", Integer(1000), default=3, shown_default="`3`", doc="repetitions of every measurement, {kind}"),
+        Field("trials", Trials(1000), default=3, shown_default="`3`", doc="repetitions of every measurement, {kind}"),
         Field(
             "mode",
             Choice(MODES),
@@ -354,6 +356,33 @@ WORKLOAD = Section(
 )
 
 
+SEARCH = Section(
+    "search",
+    (
+        Field(
+            "strategy",
+            Choice(SEARCH_STRATEGIES),
+            default="grid",
+            shown_default="`grid`",
+            doc=(
+                "`grid` measures every configuration; `halving` measures every configuration at the rung axis's "
+                "cheapest value and promotes the fastest 1/`eta` (at least 2) to the next, up to the full "
+                "measurement; those it does not promote get `pruned` rows"
+            ),
+        ),
+        Field(
+            "eta", Integer(100, minimum=2), default=3, shown_default="`3`", doc="`halving`: keep 1/eta per rung, {kind}"
+        ),
+        Field(
+            "rung_axis",
+            Choice(RUNG_AXES),
+            default="epochs",
+            shown_default="`epochs`",
+            doc="`halving`: the workload axis whose values are the rungs, cheapest first",
+        ),
+    ),
+)
+
 TOP = Section(
     "",
     (
@@ -386,6 +415,7 @@ TOP = Section(
             doc="also measure the same batch with plain scikit-learn, 1 thread, no cluster (engine `local`)",
         ),
         Field("workload", section=WORKLOAD),
+        Field("search", section=SEARCH),
         Field(
             "exclude",
             shown_default="`[]`",

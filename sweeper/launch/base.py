@@ -52,6 +52,10 @@ class Session(Protocol):
         """Run the fits in parallel on the launch; an exception of a fit propagates unchanged."""
         ...
 
+    def jvm_peak_heap_gib(self) -> float | None:
+        """Spark: the largest executor's peak JVM heap so far, from Spark's executor metrics; other engines: None."""
+        ...
+
     def abort(self) -> None:
         """Stop a running batch at once (timeout, Ctrl-C): kill what runs fits.
 

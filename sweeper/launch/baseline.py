@@ -40,6 +40,9 @@ class BaselineSession:
     def run_batch(self, tasks: list[FitTask], data: Data) -> list[FitResult]:
         return self._executor.submit(run_sequentially, tasks, data).result()
 
+    def jvm_peak_heap_gib(self) -> float | None:
+        return None  # no JVM
+
     def abort(self) -> None:
         """Kill the worker process; a fresh one runs the next batch."""
         self._executor.shutdown(wait=True, kill_workers=True)

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import psutil
 
+from sweeper.config.grid import Search
 from sweeper.planning.plan import BASELINE_ENGINE, Launch, Plan, batch_size
 from sweeper.units import MIB_PER_GIB
 
@@ -47,12 +48,20 @@ def shrink_launch(launch: Launch, local_cores: int, local_memory_mib: int) -> La
 
 
 def shrink_plan(plan: Plan) -> Plan:
-    """The plan as a local dry-run: launches shrunk, fits per batch recomputed for them."""
+    """The plan as a local dry-run: launches shrunk, fits per batch recomputed for them.
+
+    A dry run previews the whole grid with a fixed number of trials: adaptive trials take their
+    ``min``, and ``search: halving`` measures every configuration (times here decide nothing).
+    """
     local_cores = os.cpu_count() or 1
     local_memory_mib = psutil.virtual_memory().total // (1024 * 1024)
     launches = tuple(shrink_launch(launch, local_cores, local_memory_mib) for launch in plan.launches)
+    workload = plan.grid.workload
+    trials = workload.adaptive.min_trials if workload.adaptive else workload.trials
+    grid = replace(plan.grid, workload=replace(workload, trials=trials, adaptive=None), search=Search())
     return replace(
         plan,
+        grid=grid,
         launches=launches,
         n_fits=batch_size(plan.grid, list(launches)),
         epochs_cap=MAX_EPOCHS,

@@ -32,6 +32,7 @@ from scipy import stats
 
 from sweeper.errors import UserError
 from sweeper.planning.plan import BASELINE_ENGINE
+from sweeper.results import PRUNED
 
 CONFIG = ("cores_per_executor", "executors", "executor_memory_gib")
 WORKLOAD = ("sweep", "dataset", "n_train", "n_fits", "mode", "model_params", "dry_run")
@@ -211,8 +212,13 @@ def _frame(rows: list[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(columns)).reset_index(drop=True)
 
 
+def failed_mask(df: pd.DataFrame) -> pd.Series:
+    """True for the rows that did not finish ok (failed, timeout); a ``pruned`` row was never measured."""
+    return ~ok_mask(df) & df["status"].ne(PRUNED).fillna(True).astype(bool)
+
+
 def _failed(frame: pd.DataFrame) -> int:
-    return int((~ok_mask(frame)).sum())
+    return int(failed_mask(frame).sum())
 
 
 # -- tables ---------------------------------------------------------------------------------
@@ -448,6 +454,13 @@ def price(df: pd.DataFrame, cost_per_node_hour: float) -> pd.DataFrame:
 def failures(df: pd.DataFrame) -> pd.DataFrame:
     """Every failed or timed-out row (never dropped silently), oldest first, with its error."""
     columns = ["started_at", "engine", "config", "epochs", "trial", "status", "error_type", "error", "host", "run_id"]
-    bad = df[~ok_mask(df)].copy()
+    bad = df[failed_mask(df)].copy()
     bad["config"] = [_label(row) for _, row in bad.iterrows()]
     return bad[columns].reset_index(drop=True)
+
+
+def pruned(df: pd.DataFrame) -> pd.DataFrame:
+    """Every ``pruned`` row: a configuration successive halving did not measure at that rung."""
+    rows = df[df["status"].eq(PRUNED).fillna(False).astype(bool)].copy()
+    rows["config"] = [_label(row) for _, row in rows.iterrows()]
+    return rows[["engine", "config", "epochs", "fraction", "rung", "error"]].reset_index(drop=True)

@@ -369,14 +369,19 @@ def _nullable(arrow_type: pa.DataType) -> Any:
     return mapping.get(arrow_type)
 
 
-def completed_keys(store: Path, sweep: str) -> set[str]:
-    """Measurement keys already recorded as ``ok`` in this sweep (a resumed run skips them)."""
+def recorded_rows(store: Path, sweep: str) -> dict[str, tuple[str, float | None]]:
+    """What this sweep already recorded, by measurement key: the status and ``fit_wall_s``.
+
+    A resumed run skips the ``ok`` ones (and counts their times, for adaptive trials and halving).
+    Where a key has several rows (a failed try, then an ok one), an ``ok`` row wins.
+    """
     table = read_table(store, sweep)
-    if table.num_rows == 0:
-        return set()
-    keys = table.column("measurement_key").to_pylist()
-    statuses = table.column("status").to_pylist()
-    return {key for key, status in zip(keys, statuses, strict=True) if status == "ok"}
+    recorded: dict[str, tuple[str, float | None]] = {}
+    columns = (table.column(name).to_pylist() for name in ("measurement_key", "status", "fit_wall_s"))
+    for key, status, time_s in zip(*columns, strict=True):
+        if recorded.get(key, ("",))[0] != "ok":
+            recorded[key] = (status, time_s)
+    return recorded
 
 
 def remove_sweep(store: Path, sweep: str) -> int:

@@ -29,7 +29,10 @@ from sweeper.launch.logs import launch_log, log_note
 from sweeper.launch.options import LocalOptions, options_for
 from sweeper.launch.registry import check_supported, starter
 from sweeper.planning.plan import BASELINE_ENGINE, Launch, Plan, Point
-from sweeper.results.store import check_writable, compact, completed_keys, remove_sweep, write_rows
+from sweeper.results import PRUNED
+from sweeper.results.store import check_writable, compact, recorded_rows, remove_sweep, write_rows
+from sweeper.run.halving import HalvingRun, rung_lines
+from sweeper.run.resources import resource_columns
 from sweeper.run.reuse import reused_row, split_reused
 from sweeper.run.rows import (
     Todo,
@@ -40,6 +43,7 @@ from sweeper.run.rows import (
     shared_columns,
     trained_epochs,
 )
+from sweeper.run.trials import FixedQueue, LaunchQueue, TrialQueue, trial_policy
 from sweeper.workload import data as datasets
 from sweeper.workload.data import Data
 from sweeper.workload.environment import applied, fit_environment
@@ -58,6 +62,7 @@ class RunResult:
     rows: list[dict[str, Any]] = field(default_factory=list)
     skipped: int = 0
     interrupted: bool = False
+    notes: list[str] = field(default_factory=list)  # what a search strategy decided, for the end of the run
 
 
 Reporter = Callable[[dict[str, Any]], None]
@@ -120,32 +125,34 @@ def run(
     check_writable(store, grid.name)
     if fresh:
         remove_sweep(store, grid.name)
-    todo, skipped = pending(plan, completed_keys(store, grid.name))
+    recorded = recorded_rows(store, grid.name)
+    done_s = {key: time_s for key, (status, time_s) in recorded.items() if status == "ok" and time_s is not None}
+    static = grid.workload.adaptive is None and grid.search.strategy == "grid"
+    todo, skipped = pending(plan, set(done_s)) if static else ([], 0)
     result = RunResult(skipped=skipped)
-    if not todo:
+    if static and not todo:
         return result
-    data = load_data(plan, warn)
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     run_dir = store / ".runs" / run_id  # scratch/ is removed at the end, logs/ is kept
     context = _launch_context(grid, run_dir, start_timeout_s)
     shared = shared_columns(grid, run_id, context.environment)
-    dry_run = any(launch.dry_run for launch in plan.launches)
-    measured, stand_ins = split_reused(plan, todo) if dry_run and reuse else (todo, {})
-    by_launch: dict[int, list[Todo]] = {}
-    for item in measured:
-        by_launch.setdefault(item.launch.index, []).append(item)
-    done_count = 0
+    total = len(todo) if static else plan.n_measurements
+
+    def emit(row: dict[str, Any]) -> None:
+        result.rows.append(row)
+        if report:
+            report(row)
+        if progress:
+            progress(len(result.rows), max(total, len(result.rows)))
+
+    launches = Launches(plan, load_data(plan, warn), context, shared, store)
     try:
         with applied(context.environment), _signals_as_interrupt():
-            for items in by_launch.values():
-                launch_context = _context_of(items[0].launch, context)
-                for row in _run_launch(plan, items, data, launch_context, shared, store, stand_ins):
-                    result.rows.append(row)
-                    done_count += 1
-                    if report:
-                        report(row)
-                    if progress:
-                        progress(done_count, len(todo))
+            if static:
+                _run_fixed(plan, todo, launches, emit, reuse)
+            else:
+                pruned = {key for key, (status, _) in recorded.items() if status == PRUNED}
+                result.skipped = _run_decided(plan, launches, done_s, pruned, emit, result.notes)
     except KeyboardInterrupt:
         result.interrupted = True
     finally:
@@ -154,6 +161,48 @@ def run(
             with contextlib.suppress(OSError):
                 empty.rmdir()
     return result
+
+
+def _run_fixed(
+    plan: Plan, todo: list[Todo], launches: Launches, emit: Callable[[dict[str, Any]], None], reuse: bool
+) -> None:
+    """Measurements decided before the run, launch by launch (a dry run's: each shrunk one once, see reuse)."""
+    dry_run = any(launch.dry_run for launch in plan.launches)
+    measured, launches.stand_ins = split_reused(plan, todo) if dry_run and reuse else (todo, {})
+    by_launch: dict[int, list[Todo]] = {}
+    for item in measured:
+        by_launch.setdefault(item.launch.index, []).append(item)
+    for items in by_launch.values():
+        for row in launches.run(items[0].launch, FixedQueue(items)):
+            emit(row)
+
+
+def _run_decided(
+    plan: Plan,
+    launches: Launches,
+    done_s: dict[str, float],
+    pruned: set[str],
+    emit: Callable[[dict[str, Any]], None],
+    notes: list[str],
+) -> int:
+    """Trials decided as they come (adaptive), configurations rung by rung (halving); returns the skipped count."""
+    policy = trial_policy(plan.grid.workload)
+    if plan.grid.search.strategy != "halving":
+        skipped = 0
+        for launch in plan.launches:
+            queue = TrialQueue(plan, launch, plan.points[launch.index], done_s, policy)
+            for row in launches.run(launch, queue):
+                emit(row)
+            skipped += queue.skipped
+        return skipped
+    halving = HalvingRun(plan, launches.run, done_s, emit)
+    notes += rung_lines(halving.run(), halving.rungs, halving.axis)
+    rows = halving.pruned_rows(launches.shared, pruned, launches.data)
+    if rows:
+        write_rows(launches.store, plan.grid.name, rows, f"part-{launches.shared['run_id']}-pruned")
+        for row in rows:
+            emit(row)
+    return halving.skipped
 
 
 def _launch_context(grid: Grid, run_dir: Path, start_timeout_s: float | None) -> LaunchContext:
@@ -174,67 +223,83 @@ def _context_of(launch: Launch, context: LaunchContext) -> LaunchContext:
     return replace(context, options=LocalOptions()) if launch.manager == "local" else context
 
 
-def _run_launch(
-    plan: Plan,
-    items: list[Todo],
-    data: dict[float, Data],
-    context: LaunchContext,
-    shared: dict[str, Any],
-    store: Path,
-    stand_ins: dict[str, list[Todo]],
-) -> Iterator[dict[str, Any]]:
-    """Start one launch, take its measurements, tear it down; restart it after a measurement that failed.
+@dataclass(frozen=True)
+class TornDown:
+    """A start of a launch ended cleanly, its teardown taking ``seconds``."""
 
-    A launch that cannot start (or is not granted its plan) records every measurement it
-    still had as ``failed``, with the error; its processes are gone all the same. Each row is
-    written with the rows that reuse it (``stand_ins``, by key).
-    """
-    launch = items[0].launch
-    sweep = plan.grid.name
-    stem = f"part-{shared['run_id']}-{launch.index:03d}"
-    files: list[Path] = []
-    left = list(items)
-    teardown_s: float | None = None
-    warm_up = True
+    seconds: float
 
-    def keep(row: dict[str, Any]) -> list[dict[str, Any]]:
-        rows = [row, *(reused_row(plan, row, item) for item in stand_ins.get(row["measurement_key"], ()))]
-        files.append(write_rows(store, sweep, rows, f"{stem}-{len(files):04d}"))
-        return rows
 
-    try:
-        while left:
+class Launches:
+    """Starts the plan's launches and takes a queue's measurements on each, writing every row at once."""
+
+    def __init__(
+        self, plan: Plan, data: dict[float, Data], context: LaunchContext, shared: dict[str, Any], store: Path
+    ) -> None:
+        self.plan, self.data, self.context, self.shared, self.store = plan, data, context, shared, store
+        self.stand_ins: dict[str, list[Todo]] = {}  # a dry run's rows that reuse a measured one, by its key
+        self.started: dict[int, int] = {}
+
+    def run(self, launch: Launch, queue: LaunchQueue) -> Iterator[dict[str, Any]]:
+        """Start ``launch``, take its queue's measurements, tear it down; restart it after one that failed.
+
+        A launch that cannot start (or is not granted its plan) records what its queue still had as
+        ``failed``, with the error; its processes are gone all the same.
+        """
+        serial = self.started[launch.index] = self.started.get(launch.index, -1) + 1
+        stem = f"part-{self.shared['run_id']}-{launch.index:03d}" + (f"-{serial}" if serial else "")
+        files: list[Path] = []
+        teardown_s: float | None = None
+
+        def keep(row: dict[str, Any]) -> list[dict[str, Any]]:
+            rows = [row, *(reused_row(self.plan, row, i) for i in self.stand_ins.get(row["measurement_key"], ()))]
+            files.append(write_rows(self.store, self.plan.grid.name, rows, f"{stem}-{len(files):04d}"))
+            return rows
+
+        try:
+            for row in self._sessions(launch, queue):
+                if isinstance(row, TornDown):
+                    teardown_s = row.seconds
+                else:
+                    yield from keep(row)
+        finally:
+            fill = {"teardown_s": teardown_s} if teardown_s is not None else {}
+            compact(self.store, self.plan.grid.name, files, stem, **fill)
+
+    def _sessions(self, launch: Launch, queue: LaunchQueue) -> Iterator[dict[str, Any] | TornDown]:
+        """The rows of each start of the launch, each start followed by its teardown's time when it ended cleanly."""
+        plan, context = self.plan, _context_of(launch, self.context)
+        warm_up = True
+        while (item := queue.next()) is not None:
             begun = time.perf_counter()
             start_s: float | None = None
             try:
                 with starter(launch.engine, launch.manager)(launch, context) as session:
                     start_s = time.perf_counter() - begun
-                    warmup_s, aborted = _warm_up(plan, left[0], session, data) if warm_up else (None, False)
+                    warmup_s, aborted = _warm_up(plan, item, session, self.data) if warm_up else (None, False)
                     if aborted:  # past the time limit: measure on a fresh launch, without warm-up from now on
                         warm_up = False
                         continue
-                    while left:
-                        row = _measure(plan, left.pop(0), session, data, start_s, shared)
+                    while item is not None:
+                        row = _measure(plan, item, session, self.data, start_s, self.shared)
                         row["warmup_s"] = warmup_s
-                        yield from keep(row)
+                        queue.record(item, row)
+                        yield row
                         if row["status"] != "ok":
                             break  # workers were killed or lost: start the launch again at its planned shape
+                        item = queue.next()
                     closing = time.perf_counter()
-                teardown_s = time.perf_counter() - closing
+                yield TornDown(time.perf_counter() - closing)
             except Exception as error:
                 if start_s is not None:
                     raise  # teardown itself failed: rows are kept, the error is the engine's
-                for item in left:
-                    row = row_of(plan, item, None, shared, cluster_start_s=time.perf_counter() - begun)
-                    row.update(
-                        status="failed",
-                        error_type=type(error).__name__,
-                        error=f"launch did not start: {error_text(error)}{log_note(launch_log(context, launch))}",
-                    )
-                    yield from keep(row)
-                left = []
-    finally:
-        compact(store, sweep, files, stem, **({"teardown_s": teardown_s} if teardown_s is not None else {}))
+                note = log_note(launch_log(context, launch))
+                for left in queue.rest():
+                    row = row_of(plan, left, None, self.shared, cluster_start_s=time.perf_counter() - begun)
+                    row.update(status="failed", error_type=type(error).__name__)
+                    row["error"] = f"launch did not start: {error_text(error)}{note}"
+                    queue.stamp(row)
+                    yield row
 
 
 def _warm_up(plan: Plan, item: Todo, session: Session, data: dict[float, Data]) -> tuple[float | None, bool]:
@@ -307,6 +372,16 @@ def _measure(
         return row
     row["fit_wall_s"] = time.perf_counter() - started
     row.update(result_columns(results))
+    granted = session.granted
+    row.update(
+        resource_columns(
+            results,
+            row["fit_wall_s"],
+            granted.executors * granted.cores_per_executor,
+            spark=item.launch.engine.startswith("spark"),
+            jvm_peak_heap_gib=session.jvm_peak_heap_gib(),
+        )
+    )
     return row
 
 

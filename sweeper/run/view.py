@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from sweeper.results import PRUNED
 from sweeper.text import UNPRINTABLE
 
 STATUS_STYLE = {"ok": "green", "failed": "red", "timeout": "yellow"}
@@ -48,10 +49,16 @@ def measurement_line(row: dict[str, Any]) -> Text:
         f" {row['engine']:<11} {row['mode']:<13} {shape:<18} epochs {row['epochs']:>5} trial {row['trial']}"
     )
     if status == "ok":
-        return head + plain(
-            f"  fit {row['fit_wall_s']:7.2f} s  acc {row['accuracy']:.4f}  "
-            f"epochs run {row['epochs_run']}  start {row['cluster_start_s']:.1f} s"
-        ) + plain("  (same dry-run measurement as above)" if row.get("reused_from") else "", "dim")
+        return (
+            head
+            + plain(
+                f"  fit {row['fit_wall_s']:7.2f} s  acc {row['accuracy']:.4f}  "
+                f"epochs run {row['epochs_run']}  start {row['cluster_start_s']:.1f} s"
+            )
+            + plain("  (same dry-run measurement as above)" if row.get("reused_from") else "", "dim")
+        )
+    if status == PRUNED:
+        return head + plain(f"  {row.get('error')}", "dim")
     return head + plain(f"  {row.get('error_type')}: {str(row.get('error'))[:200]}")
 
 
@@ -73,6 +80,11 @@ def progress_bar(console: Console, total: int) -> Iterator[Progress]:
         yield bar
 
 
+def _summary_order(item: tuple[tuple[Any, ...], list[dict[str, Any]]]) -> tuple[str, ...]:
+    """Engine, mode, then shape and epochs in numeric order."""
+    return tuple(f"{value:012.4f}" if isinstance(value, int | float) else str(value) for value in item[0])
+
+
 def summary_table(rows: list[dict[str, Any]]) -> Table:
     """Median fit time and accuracy per engine, shape and epochs, with failures counted."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
@@ -82,16 +94,17 @@ def summary_table(rows: list[dict[str, Any]]) -> Table:
     table = Table(title="Summary (medians over trials)")
     for column in ("engine", "mode", "executors x cores", "epochs", "ok", "failed", "fit s", "accuracy"):
         table.add_column(column, justify="left" if column in ("engine", "mode") else "right")
-    for (engine, mode, executors, cores, epochs), members in sorted(groups.items(), key=lambda item: str(item[0])):
+    for (engine, mode, executors, cores, epochs), members in sorted(groups.items(), key=_summary_order):
         ok = [r for r in members if r["status"] == "ok"]
+        pruned = "pruned" if any(r["status"] == PRUNED for r in members) else "-"
         table.add_row(
             engine,
             mode,
             "-" if engine == "local" else f"{executors} x {cores}",
             str(epochs),
             str(len(ok)),
-            str(len(members) - len(ok)),
-            f"{statistics.median(r['fit_wall_s'] for r in ok):.2f}" if ok else "-",
+            str(sum(r["status"] not in ("ok", PRUNED) for r in members)),
+            f"{statistics.median(r['fit_wall_s'] for r in ok):.2f}" if ok else pruned,
             f"{statistics.median(r['accuracy'] for r in ok):.4f}" if ok else "-",
         )
     return table

@@ -16,6 +16,7 @@ from sweeper.workload import averaging
 from sweeper.workload.data import Data
 from sweeper.workload.environment import observed
 from sweeper.workload.tasks import FitTask, one_model
+from sweeper.workload.usage import Usage, measured
 
 
 class SharedData(Protocol):
@@ -41,6 +42,7 @@ class FitResult:
     round_s_mean: float | None = None
     comm_bytes_per_round: int | None = None
     shards: int | None = None
+    usage: Usage | None = None  # CPU and memory of the fit's thread, process and (Spark) executor JVM
 
 
 def run_fit(task: FitTask, data: Data | SharedData) -> FitResult:
@@ -68,7 +70,7 @@ def run_fit(task: FitTask, data: Data | SharedData) -> FitResult:
     # Process-wide on purpose: catch_warnings is not thread-safe, and a Dask worker runs fits in threads.
     # Stopping at max_iter is expected here and recorded as converged=False.
     warnings.simplefilter("ignore", ConvergenceWarning)
-    with threadpool_limits(limits=task.threads_per_fit):
+    with threadpool_limits(limits=task.threads_per_fit), measured() as probe:
         started = time.perf_counter()
         model.fit(X, y)
         fit_s = time.perf_counter() - started
@@ -81,6 +83,7 @@ def run_fit(task: FitTask, data: Data | SharedData) -> FitResult:
         converged=epochs_run < task.epochs,
         pid=os.getpid(),
         environment=observed(),
+        usage=probe.usage,
     )
 
 

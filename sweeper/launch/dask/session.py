@@ -93,6 +93,9 @@ class DaskSession:
         shards = shipped[0]
         return fit_result(task, data, lambda params: shards.train(params, task.epochs, task.local_epochs, task.seed))
 
+    def jvm_peak_heap_gib(self) -> float | None:
+        return None  # no JVM
+
     def abort(self) -> None:
         """Kill the workers' processes, then wait until their nannies have started the planned workers again.
 

@@ -238,6 +238,9 @@ class MllibSession:
         """Train one MLlib model per task, sequentially; the data is cached on the executors once."""
         return [train_mllib(self.spark, task, data, partitions=self.partitions, cache=self.cache) for task in tasks]
 
+    def jvm_peak_heap_gib(self) -> float | None:
+        return self.spark_session.jvm_peak_heap_gib()
+
     def abort(self) -> None:
         """Stop a running fit: the wrapped Spark session kills its executors and cancels the jobs."""
         self.spark_session.abort()

@@ -65,6 +65,9 @@ class SparkAppSession:
         shards = self._shards
         return fit_result(task, data, lambda params: shards.train(params, task.epochs, task.local_epochs, task.seed))
 
+    def jvm_peak_heap_gib(self) -> float | None:
+        return peak_heap_gib(self.spark)
+
     def abort(self) -> None:
         for process in executor_processes(self.spark):
             kill_tree(process.pid)
@@ -128,6 +131,25 @@ def uniform_shape(summaries: list[tuple[int, int]], heaps_mib: set[int]) -> Gran
         cores_per_executor=cores.pop(),
         executor_memory_mib=heaps_mib.pop() if heaps_mib else 0,
     )
+
+
+def peak_heap_gib(spark: Any) -> float | None:
+    """The largest peak ``JVMHeapMemory`` of the application's executors, from Spark's executor metrics.
+
+    The metrics reach the driver with the executors' heartbeats (every ``spark.executor.heartbeatInterval``),
+    so a launch younger than one heartbeat has none yet: None. Reading them never fails a measurement.
+    """
+    peaks = []
+    try:
+        iterator = spark.sparkContext._jsc.sc().statusStore().executorList(True).iterator()
+        while iterator.hasNext():
+            executor = iterator.next()
+            metrics = executor.peakMemoryMetrics()
+            if executor.id() != "driver" and metrics.isDefined():
+                peaks.append(int(metrics.get().getMetricValue("JVMHeapMemory")))
+    except Exception:  # a figure, not a result: never fail the row for it
+        return None
+    return max(peaks) / 1024**3 if peaks and max(peaks) > 0 else None
 
 
 def _executor_summaries(spark: Any) -> list[tuple[int, int]]:

@@ -1,9 +1,9 @@
 """The report's content: one sweep's rows as a list of blocks (headings, text, tables of formatted cells, figures).
 
-The sections, in order: what was measured, the method, then per workload the tables per configuration
-(and the baseline) with their figures, Spark vs Dask, configurations compared, speedup and COST, time vs
-price; last the failed measurements. The figures come from :mod:`.plots` as PNG bytes. Nothing here is
-Markdown or HTML: :mod:`.render_md` and :mod:`.render_html` write the blocks.
+The sections, in order: the answer (:mod:`sweeper.results.recommend`), what was measured, the method, then per
+workload the tables per configuration (and the baseline) with their figures, Spark vs Dask, configurations
+compared, speedup and COST, time vs price; last the failed measurements. The figures come from :mod:`.plots`
+as PNG bytes. Nothing here is Markdown or HTML: :mod:`.render_md` and :mod:`.render_html` write the blocks.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from typing import Any
 import pandas as pd
 
 from sweeper.planning.plan import BASELINE_ENGINE
-from sweeper.results import statistics
+from sweeper.results import PRUNED, recommend, recommend_view, statistics
 from sweeper.results.report import plots
+from sweeper.search import accounting
 
 ENGINE_ORDER = ("spark", "dask")
 
@@ -132,6 +133,10 @@ def build_report(df: pd.DataFrame, machine: str = "", cost_per_node_hour: float 
     """All blocks of the report of one sweep's rows (``machine`` describes where it was made)."""
     sweep = ", ".join(_distinct(df, "sweep"))
     blocks: list[Block] = [Heading(f"sweeper report: {sweep}", level=1)]
+    banner = dry_run_banner(df)
+    if banner:
+        blocks.append(Paragraph(banner))
+    blocks += answer_blocks(df, cost_per_node_hour)
     blocks += [Heading("What was measured"), Bullets(tuple(_provenance(df, machine)))]
     blocks += [Heading("Method"), Bullets(_METHOD)]
     groups = list(df.groupby(statistics.workload_keys(df), dropna=False, sort=True))
@@ -139,11 +144,170 @@ def build_report(df: pd.DataFrame, machine: str = "", cost_per_node_hour: float 
         prefix = f"workload{index}_" if len(groups) > 1 else ""
         blocks += [Heading(f"Results: {_workload_label(rows)}")]
         blocks += _workload_blocks(rows.reset_index(drop=True), prefix, cost_per_node_hour)
+    blocks += _search_blocks(df)
     blocks += _failure_blocks(df)
     return blocks
 
 
+def dry_run_banner(df: pd.DataFrame) -> str | None:
+    """The warning a dry run's tables carry: the real sweep's structure, times that mean nothing."""
+    dry = df["dry_run"].fillna(False).astype(bool) if "dry_run" in df else pd.Series(dtype=bool)
+    if not dry.any():
+        return None
+    share = "" if dry.all() else f" ({int(dry.sum())} of {len(dry)} rows)"
+    return (
+        f"DRY RUN{share}: measured on launches shrunk to the machine that ran them, with capped epochs and "
+        "training rows. Configurations, epochs and engines are the grid's, as the real sweep will have them; "
+        "times, speedups and verdicts are not meaningful."
+    )
+
+
+# -- the answer -------------------------------------------------------------------------------
+
+
+def answer_blocks(df: pd.DataFrame, cost_per_node_hour: float | None = None) -> list[Block]:
+    """ "The answer": a few sentences, one table, time per configuration and (when measured) memory figures."""
+    found = recommend.recommend(df, cost_per_node_hour=cost_per_node_hour)
+    blocks: list[Block] = [Heading("The answer"), *(Paragraph(text) for text in _answer_paragraphs(found))]
+    if not found.answers:
+        return blocks
+    blocks.append(_answer_table(found))
+    blocks.append(
+        Picture(
+            "answer_time.png",
+            "Median fit time with its 95 % interval per configuration and engine",
+            plots.time_by_configuration(_arm_points(found)),
+        )
+    )
+    memory = pd.DataFrame(
+        [
+            {"engine": m.engine, "config": _short(m.cores_per_executor, m.executors, m.executor_memory_gib),
+             "granted_gib": m.granted_gib, "peak_gib": m.peak_gib, "suggested_gib": m.suggested_gib}
+            for m in found.memory
+        ],
+        columns=["engine", "config", "granted_gib", "peak_gib", "suggested_gib"],
+    )  # fmt: skip
+    if memory["peak_gib"].notna().any():
+        blocks.append(
+            Picture("answer_memory.png", "Peak memory against granted memory", plots.memory_vs_granted(memory))
+        )
+    return blocks
+
+
+def _answer_paragraphs(found: recommend.Recommendation) -> list[str]:
+    """The answer's sentences: overall, Spark vs Dask, memory to right-size, slots left idle."""
+    overall = recommend.overall(found.answers)
+    texts = [f"{overall[:1].upper()}{overall[1:]}."]
+    if found.spark_vs_dask:
+        texts.append(
+            "Spark vs Dask, each engine's best configuration: "
+            + "; ".join(
+                f"{e.epochs} epochs: {e.verdict} (spark/dask {ratio_text(e.ratio, e.ratio_low, e.ratio_high)})"
+                for e in found.spark_vs_dask
+            )
+            + "."
+        )
+    measured = [m for m in found.memory if m.limit != "not measured"]
+    if not measured:
+        texts.append("Memory was not measured in this sweep: no right-sizing.")
+    else:
+        resize = [m for m in measured if m.suggested_gib != m.granted_gib]
+        texts.append(
+            "Memory: " + "; ".join(recommend_view.memory_sentence(m) for m in resize) + "."
+            if resize
+            else "Memory: every configuration used what it was granted."
+        )
+    if found.idle:
+        texts.append(
+            "Slots left idle: "
+            + "; ".join(
+                f"{i.engine} {i.cores_per_executor} cores x {i.executors} ({i.slot_utilisation:.0%} used: "
+                f"{', '.join(i.reasons)})"
+                for i in found.idle
+            )
+            + "."
+        )
+    return texts
+
+
+def _answer_table(found: recommend.Recommendation) -> Rows:
+    """One line per workload and epochs value: recommendation, runner-up, ratio, verdict, accuracy."""
+    several = len({repr(sorted(a.workload.items())) for a in found.answers}) > 1
+    header: tuple[str, ...] = (
+        "# Epochs",
+        "Recommended",
+        "Median time (s) [95 % CI]",
+        "Runner-up",
+        "Runner-up / recommended [95 % CI]",
+        "Verdict",
+        "Accuracy",
+    )
+    lines = []
+    for answer in found.answers:
+        winner = answer.winner
+        verdict = answer.verdict
+        if answer.trials_needed:
+            verdict += f" (about {answer.trials_needed} trials would settle it)"
+        line: tuple[str, ...] = (
+            str(answer.epochs),
+            winner.label,
+            f"{seconds_text(winner.median_s)} [{seconds_text(winner.median_low_s)}, "
+            f"{seconds_text(winner.median_high_s)}]",
+            answer.runner_up.label if answer.runner_up else "–",
+            ratio_text(answer.ratio, answer.ratio_low, answer.ratio_high),
+            verdict,
+            _accuracy_text(answer.accuracy),
+        )
+        lines.append((_workload_fields(answer.workload), *line) if several else line)
+    if several:
+        header = ("Workload", *header)
+    return Rows("The recommendation per epochs value", header, tuple(lines))
+
+
+def _accuracy_text(check: recommend.AccuracyCheck) -> str:
+    """The accuracy check in a table cell: the status, and the difference to the most accurate when tested."""
+    if check.best is None or pd.isna(check.difference_low):
+        return recommend_view.accuracy_text(check) if check.status == "cannot differ" else check.status
+    return (
+        f"{check.status}: {check.difference:+.4f} vs {check.best.label} (one-sided 95 % bound "
+        f"{check.difference_low:+.4f}, margin {check.margin:g})"
+    )
+
+
+def _workload_fields(workload: dict[str, Any]) -> str:
+    return ", ".join(f"{key}={_text(value)}" for key, value in workload.items() if key != "sweep")
+
+
+def _short(cores: int, executors: int, memory_gib: float) -> str:
+    return plots.short_config(
+        {"engine": "", "cores_per_executor": cores, "executors": executors, "executor_memory_gib": memory_gib}
+    )
+
+
+def _arm_points(found: recommend.Recommendation) -> pd.DataFrame:
+    """Every arm of every answer as a point of the time figure (panel = epochs, and workload when several)."""
+    several = len({repr(sorted(a.workload.items())) for a in found.answers}) > 1
+    rows = [
+        {
+            "panel": f"{answer.epochs} epochs" + (f" ({index})" if several else ""),
+            "engine": arm.engine,
+            "config": _short(arm.cores_per_executor, arm.executors, arm.executor_memory_gib),
+            "median_s": arm.median_s,
+            "low_s": arm.median_low_s,
+            "high_s": arm.median_high_s,
+            "winner": arm == answer.winner,
+        }
+        for index, answer in enumerate(found.answers, start=1)
+        for arm in answer.arms
+    ]
+    return pd.DataFrame(rows)
+
+
 _METHOD = (
+    "The answer: per workload and epochs value, the engine and configuration with the lowest median time, its "
+    "95 % bootstrap interval, and the runner-up's median over it with its interval; the verdict tests the "
+    "recommendation against every other configuration (Mann-Whitney U, Holm-corrected), and where it is "
+    "inconclusive estimates the trials that would settle it (sweeper recommend prints the same).",
     "Time is fit_wall_s, the wall time of one whole parallel batch of fits; accuracy is the mean test "
     "accuracy of the batch's fits. Only ok measurements enter a statistic.",
     "Tables give the median over trials and the interquartile range (IQR) as spread.",
@@ -416,6 +580,71 @@ def _price_blocks(rows: pd.DataFrame, prefix: str, cost_per_node_hour: float) ->
         Rows("Cost = fit time / 3600 x nodes x cost per node hour", header, tuple(lines)),
         Picture(f"{prefix}time_vs_cost.png", "Time against cost, Pareto frontier marked", plots.time_vs_price(prices)),
     ]
+
+
+def _search_blocks(df: pd.DataFrame) -> list[Block]:
+    """Adaptive trials and successive halving: why points stopped, each rung, the cluster time saved."""
+    blocks: list[Block] = []
+    reasons = df["stop_reason"].dropna()
+    if len(reasons):
+        counts = ", ".join(f"{count} {reason}" for reason, count in reasons.value_counts().items())
+        blocks += [
+            Heading("Adaptive trials"),
+            Paragraph(f"Points measured until the 95 % CI of their median was tight enough: {counts}."),
+        ]
+    if df["rung"].isna().all():
+        return blocks
+    axis = rung_axis_of(df)
+    spent, full = accounting.cluster_seconds(df), accounting.full_grid_estimate(df, axis)
+    share = f" ({spent.total_s / full.total_s:.0%} of it)" if full.total_s > 0 else ""
+    lines = []
+    for rung, rows in df[df["rung"].notna()].groupby("rung", sort=True):
+        measured = rows[statistics.ok_mask(rows)]
+        configurations = measured.groupby(accounting.configuration_columns(axis), dropna=False).ngroups
+        pruned = int(rows["status"].eq(PRUNED).sum())
+        lines.append((str(int(rung)), _distinct_text(rows, axis), str(configurations), str(pruned)))
+    pruned_rows = statistics.pruned(df)
+    return [
+        *blocks,
+        Heading("Successive halving"),
+        Paragraph(
+            f"Each rung measured the configurations still in the race at the next value of {axis}; only the "
+            "fastest went on, and where the order of the configurations changed from one rung to the next "
+            "(Kendall's tau below 0.5: the cheap rung did not predict the next) pruned ones were brought back. "
+            f"Cluster time of the rows: {spent.total_s:,.0f} node-seconds, {spent.measured_share:.0%} of it in "
+            f"measured batches; the full grid would have taken about {full.total_s:,.0f}{share}."
+        ),
+        Rows("Rungs", ("Rung", axis.capitalize(), "Configurations measured", "Pruned"), tuple(lines)),
+        Rows(
+            "Pruned: not measured (never in a statistic)",
+            ("Engine", "Config", "# Epochs", "Fraction", "Rung", "Why"),
+            tuple(
+                (
+                    str(r["engine"]),
+                    str(r["config"]),
+                    str(r["epochs"]),
+                    str(r["fraction"]),
+                    str(r["rung"]),
+                    _text(r["error"]),
+                )
+                for _, r in pruned_rows.iterrows()
+            ),
+        ),
+    ]
+
+
+def rung_axis_of(df: pd.DataFrame) -> str:
+    """The axis a halving sweep's rungs ran on: the one whose value changes with the rung."""
+    rungs = df[df["rung"].notna()]
+    return (
+        "fraction"
+        if rungs.groupby("rung")["fraction"].nunique().max() == 1 and rungs["fraction"].nunique() > 1
+        else "epochs"
+    )
+
+
+def _distinct_text(rows: pd.DataFrame, column: str) -> str:
+    return ", ".join(str(v) for v in sorted(rows[column].dropna().unique()))
 
 
 def _failure_blocks(df: pd.DataFrame) -> list[Block]:

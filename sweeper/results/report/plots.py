@@ -270,3 +270,56 @@ def time_vs_price(prices: pd.DataFrame) -> bytes:
         axis.legend(fontsize=7)
     figure.suptitle("Time vs cost")
     return png(figure)
+
+
+def time_by_configuration(arms: pd.DataFrame) -> bytes:
+    """Median time with its 95 % CI per configuration, a colour per engine, one panel per ``panel`` value.
+
+    ``arms`` columns: ``panel`` (title, e.g. the epochs), ``engine``, ``config`` (short label),
+    ``median_s``, ``low_s``, ``high_s``, ``winner`` (ringed).
+    """
+    panels = list(dict.fromkeys(arms["panel"]))
+    figure, axes = _panels(max(len(panels), 1), width_in=6.0)
+    for axis, panel in zip(axes, panels, strict=False):
+        group = arms[arms["panel"] == panel]
+        configs = list(dict.fromkeys(group["config"]))
+        engines = sorted(str(e) for e in group["engine"].unique())
+        for offset, engine in enumerate(engines):
+            mine = group[group["engine"] == engine]
+            x = np.array([configs.index(c) for c in mine["config"]]) + (offset - (len(engines) - 1) / 2) * 0.15
+            median = mine["median_s"].to_numpy(dtype=float)
+            spread = np.vstack(
+                [median - mine["low_s"].to_numpy(dtype=float), mine["high_s"].to_numpy(dtype=float) - median]
+            )
+            axis.errorbar(x, median, yerr=spread, fmt="o", capsize=4, color=engine_color(engine), label=shown(engine))
+            won = mine["winner"].to_numpy(dtype=bool)
+            axis.scatter(x[won], median[won], s=180, facecolors="none", edgecolors="black", zorder=4)
+        axis.set_xticks(range(len(configs)), configs, fontsize=7)
+        axis.set_xlim(-0.5, len(configs) - 0.5)
+        axis.set_title(shown(panel))
+        axis.set_ylabel("median fit time (s), 95 % CI")
+        axis.grid(axis="y", alpha=0.3)
+        axis.legend(fontsize=7)
+    figure.suptitle("Time per configuration and engine (ringed: the recommendation)")
+    return png(figure)
+
+
+def memory_vs_granted(memory: pd.DataFrame) -> bytes:
+    """Granted memory, measured peak and suggested limit per engine and configuration (horizontal bars).
+
+    ``memory`` columns: ``engine``, ``config`` (short label), ``granted_gib``, ``peak_gib``, ``suggested_gib``.
+    """
+    measured = memory[memory["peak_gib"].notna()].reset_index(drop=True)
+    figure = Figure(figsize=(8, 1.2 + 0.45 * max(len(measured), 1)), layout="constrained")
+    axis = figure.subplots()
+    y = np.arange(len(measured))
+    colors = [engine_color(str(e)) for e in measured["engine"]]
+    axis.barh(y, measured["granted_gib"].astype(float), color="#dddddd", edgecolor="#999999", label="granted")
+    axis.barh(y, measured["peak_gib"].astype(float), height=0.4, color=colors, label="measured peak")
+    axis.scatter(measured["suggested_gib"].astype(float), y, marker="|", s=300, color="black", label="suggested")
+    axis.set_yticks(y, [f"{shown(e)} {c}" for e, c in zip(measured["engine"], measured["config"], strict=True)])
+    axis.set_xlabel("memory per executor or worker (GiB)")
+    axis.set_title("Peak memory vs granted memory (suggested: peak + 25 %)")
+    axis.grid(axis="x", alpha=0.3)
+    axis.legend(fontsize=7)
+    return png(figure)

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sweeper.results import statistics
-from sweeper.results.report.content import engine_rows
+from sweeper.results.report.content import dry_run_banner, engine_rows
 from sweeper.run.view import plain
 
 VERDICT_STYLE = {"dask faster": "cyan", "spark faster": "yellow", statistics.TOO_FEW: "dim"}
@@ -21,9 +21,10 @@ def compare_table(df: pd.DataFrame) -> Table:
     Every cell goes through :func:`~sweeper.run.view.plain`: no store string is read as console markup.
     """
     header, lines = engine_rows(df)
-    failed = int((~statistics.ok_mask(df)).sum())
-    caption = f"{failed} failed or timed-out measurement(s) left out; `sweeper report` lists them" if failed else None
-    table = Table(title="Spark vs Dask: median fit time over ok trials", caption=caption)
+    failed = int(statistics.failed_mask(df).sum())
+    notes = [f"{failed} failed or timed-out measurement(s) left out; `sweeper report` lists them"] if failed else []
+    notes += [banner] if (banner := dry_run_banner(df)) else []
+    table = Table(title="Spark vs Dask: median fit time over ok trials", caption="\n".join(notes) or None)
     for name in header:
         table.add_column(plain(name))
     for line in lines:

@@ -1,0 +1,786 @@
+"""``sweeper recommend``: which engine and configuration to use, how sure that is, and how to right-size it.
+
+Pure functions over the rows of one sweep (:func:`sweeper.results.report.load_sweep`); nothing reads
+files or keeps state, and every random draw comes from a generator seeded with ``seed``.
+
+An *arm* is an engine and configuration (``engine``, ``cores_per_executor``, ``executors``,
+``executor_memory_gib``). Arms are compared within one workload (:func:`statistics.workload_keys`)
+and one epochs value, over ``status == 'ok'`` rows only; the single-thread baseline (engine
+``local``) is never a winner. A store of several workloads gets one answer per workload and
+epochs value, each carrying its workload's fields.
+
+The answer, per workload and epochs value:
+
+- ``winner``: the arm with the lowest median of the objective (time: ``fit_wall_s``; cost: the
+  price of one measurement, ``fit_wall_s / 3600 x nodes x cost_per_node_hour`` as in
+  :func:`statistics.price`), ties to the fewer total cores; its median time with a 95 %
+  percentile-bootstrap interval of the median. ``runner_up``: the second lowest.
+- ``ratio``: runner-up median / winner median (so >= 1: how many times slower, or dearer, the
+  runner-up is), with the bootstrap interval of :func:`statistics.ratio_of_medians`.
+- ``verdict``: the winner is tested against every other arm with at least ``min_trials`` ok trials
+  (Mann-Whitney U, two-sided), the p-values Holm-corrected over those pairs. ``faster`` (``cheaper``
+  for the cost objective) when every corrected p is below ``alpha`` with the winner lower;
+  ``inconclusive`` otherwise (an arm with too few trials to test also leaves it inconclusive);
+  ``too few trials`` when the winner or the runner-up has fewer than ``min_trials``; ``one
+  configuration`` when nothing else was measured.
+- ``trials_needed`` (inconclusive only): trials per arm that would settle the hardest unsettled
+  pair at the observed spread. A normal-approximation power calculation on log times: the
+  difference ``d`` of the log medians, the pooled standard deviation ``s`` of the log values,
+  ``n = 2 (z[1 - alpha/2m] + z[0.8])^2 s^2 / d^2`` (Bonferroni over the ``m`` pairs, so at least
+  as many as Holm needs; 80 % power), divided by 3/pi, the efficiency of Mann-Whitney relative to
+  the t-test for normal data; at least ``min_trials``. ``None`` when the medians are equal (no number
+  of trials settles it) or an arm has fewer than two values.
+- ``within_budget`` (with ``budget``): the fastest arm whose median cost per measurement is within it.
+
+Spark vs Dask, per workload and epochs: each engine's best arm (as above) against the other's;
+``ratio`` = spark / dask (of the objective) with its bootstrap interval; verdict ``spark faster``,
+``dask faster`` (``cheaper`` for cost), ``inconclusive`` or ``too few trials`` (one Mann-Whitney test
+at ``alpha`` per epochs value).
+
+Accuracy: the winner against the most accurate arm (highest median ``accuracy``): one-sided
+non-inferiority, the 5th percentile of the bootstrap distribution of the difference of mean
+accuracies (winner - best) must lie above ``-accuracy_margin``. When every trial's accuracy is the
+same on every arm (the same fits on every engine: ``replicas`` with the same seeds) accuracy
+cannot differ and nothing is tested.
+
+Memory, per workload, engine and configuration: see :func:`memory_advice`. Slots left idle: see
+:func:`idle_slots`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+from scipy import stats as scipy_stats
+
+from sweeper.errors import UserError
+from sweeper.planning.plan import BASELINE_ENGINE
+from sweeper.planning.sizing import MIN_EXECUTOR_MEMORY_MIB, report_overhead_mib, spark_overhead_mib
+from sweeper.results import statistics
+from sweeper.results.statistics import ALPHA, CONFIG, MIN_TRIALS, N_BOOTSTRAP, SEED, ok_mask
+from sweeper.units import MIB_PER_GIB
+
+OBJECTIVES = ("time", "cost")
+ARM = ("engine", *CONFIG)
+FASTER = "faster"
+CHEAPER = "cheaper"
+INCONCLUSIVE = "inconclusive"
+TOO_FEW_TRIALS = "too few trials"
+ONE_CONFIGURATION = "one configuration"
+ACCURACY_MARGIN = 0.005
+POWER = 0.8
+MANN_WHITNEY_EFFICIENCY = 3 / math.pi
+HEADROOM = 1.25
+ROUND_GIB = 0.5
+LOW_UTILISATION = 0.5
+STRAGGLER_RATIO = 2.0
+
+
+# -- results ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One engine and configuration: its ok trials, median time (95 % CI) and median cost (NaN unpriced)."""
+
+    engine: str
+    cores_per_executor: int
+    executors: int
+    executor_memory_gib: float
+    n: int
+    median_s: float
+    median_low_s: float
+    median_high_s: float
+    median_cost: float = math.nan
+
+    @property
+    def label(self) -> str:
+        """The configuration's name in tables (:func:`statistics.config_label`) with its engine."""
+        config = statistics.config_label(self.cores_per_executor, self.executors, self.executor_memory_gib)
+        return f"{self.engine} {config}"
+
+
+@dataclass(frozen=True)
+class Pair:
+    """The winner against one other arm: Mann-Whitney p, Holm-corrected p, and whether the winner is lower."""
+
+    other: Arm
+    p: float
+    p_holm: float
+    winner_lower: bool
+
+
+@dataclass(frozen=True)
+class AccuracyCheck:
+    """Non-inferiority of the winner's accuracy against the most accurate arm.
+
+    ``status``: ``most accurate``, ``non-inferior``, ``not shown non-inferior``, ``cannot differ``
+    (identical fits), ``not measured`` or ``too few trials``. ``difference`` = mean accuracy of the
+    winner - that of ``best``; ``difference_low`` its one-sided 95 % lower bound.
+    """
+
+    status: str
+    margin: float
+    best: Arm | None = None
+    difference: float = math.nan
+    difference_low: float = math.nan
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The recommendation for one workload and epochs value (see the module docstring)."""
+
+    workload: dict[str, Any]
+    epochs: int
+    objective: str
+    winner: Arm
+    runner_up: Arm | None
+    ratio: float
+    ratio_low: float
+    ratio_high: float
+    verdict: str
+    pairs: tuple[Pair, ...]
+    untested: tuple[Arm, ...]
+    trials_needed: int | None
+    accuracy: AccuracyCheck
+    within_budget: Arm | None = None
+
+    @property
+    def arms(self) -> tuple[Arm, ...]:
+        """Every arm measured: the winner, the arms tested against it, then those with too few trials."""
+        return (self.winner, *(pair.other for pair in self.pairs), *self.untested)
+
+
+@dataclass(frozen=True)
+class EngineAnswer:
+    """Spark's best arm against Dask's, for one workload and epochs value; ratio = spark / dask."""
+
+    workload: dict[str, Any]
+    epochs: int
+    spark: Arm
+    dask: Arm
+    ratio: float
+    ratio_low: float
+    ratio_high: float
+    p: float
+    verdict: str
+
+
+@dataclass(frozen=True)
+class MemoryAdvice:
+    """Granted memory against the measured peak for one engine and configuration (see :func:`memory_advice`)."""
+
+    workload: dict[str, Any]
+    engine: str
+    cores_per_executor: int
+    executors: int
+    executor_memory_gib: float
+    granted_gib: float
+    peak_gib: float
+    suggested_gib: float
+    executors_per_node: int
+    executors_per_node_by_memory: int | None
+    limit: str
+    alternative: tuple[int, int] | None
+    note: str
+
+
+@dataclass(frozen=True)
+class IdleSlots:
+    """A configuration whose slots were mostly idle: its median slot utilisation and the likely reasons."""
+
+    workload: dict[str, Any]
+    engine: str
+    cores_per_executor: int
+    executors: int
+    executor_memory_gib: float
+    slot_utilisation: float
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """Everything ``sweeper recommend`` says about one sweep."""
+
+    sweep: str
+    objective: str
+    accuracy_margin: float
+    cost_per_node_hour: float | None
+    budget: float | None
+    answers: tuple[Answer, ...]
+    spark_vs_dask: tuple[EngineAnswer, ...]
+    memory: tuple[MemoryAdvice, ...]
+    idle: tuple[IdleSlots, ...]
+    idle_threshold: float = LOW_UTILISATION
+
+    @property
+    def overall(self) -> str:
+        """One line over the answers (:func:`overall`)."""
+        return overall(self.answers)
+
+
+# -- small statistics ---------------------------------------------------------------------------
+
+
+def median_ci(
+    values: Sequence[float] | np.ndarray, n_bootstrap: int = N_BOOTSTRAP, seed: int = SEED
+) -> tuple[float, float, float]:
+    """The median and its 95 % percentile-bootstrap interval (NaN for no values).
+
+    >>> median, low, high = median_ci([10, 11, 12, 13, 14])
+    >>> median, 10 <= low <= median <= high <= 14
+    (12.0, True)
+    """
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return (math.nan, math.nan, math.nan)
+    medians = np.median(np.random.default_rng(seed).choice(x, size=(n_bootstrap, x.size)), axis=1)
+    low, high = np.quantile(medians, [0.025, 0.975])
+    return (float(np.median(x)), float(low), float(high))
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the order given (NaN stays NaN, counted as 1).
+
+    >>> [round(p, 6) for p in holm([0.01, 0.04, 0.03])]
+    [0.03, 0.06, 0.06]
+    """
+    p = np.nan_to_num(np.asarray(p_values, dtype=float), nan=1.0)
+    m = p.size
+    adjusted = np.empty(m)
+    running = 0.0
+    for rank, index in enumerate(np.argsort(p, kind="stable")):
+        running = max(running, min(1.0, (m - rank) * p[index]))
+        adjusted[index] = running
+    return [math.nan if math.isnan(float(raw)) else float(a) for raw, a in zip(p_values, adjusted, strict=True)]
+
+
+def trials_needed(a: np.ndarray, b: np.ndarray, pairs: int = 1, alpha: float = ALPHA) -> int | None:
+    """Trials per arm that would tell ``a`` from ``b`` at their observed spread (module docstring).
+
+    >>> trials_needed(np.array([10.0, 10.5, 11.0, 11.5, 12.0]), np.array([10.5, 11.0, 11.5, 12.0, 12.5]))
+    42
+    """
+    log_a, log_b = np.log(a[a > 0]), np.log(b[b > 0])
+    if log_a.size < 2 or log_b.size < 2:
+        return None
+    difference = abs(float(np.median(log_a) - np.median(log_b)))
+    if difference == 0:
+        return None
+    variance = (np.var(log_a, ddof=1) + np.var(log_b, ddof=1)) / 2
+    z = scipy_stats.norm.ppf(1 - alpha / (2 * pairs)) + scipy_stats.norm.ppf(POWER)
+    needed = 2 * z**2 * variance / difference**2 / MANN_WHITNEY_EFFICIENCY
+    return max(MIN_TRIALS, math.ceil(needed))
+
+
+def suggested_memory_gib(peak_gib: float) -> float:
+    """The smallest limit with 25 % headroom over the peak, rounded up to 0.5 GiB, at least 1 GiB.
+
+    >>> suggested_memory_gib(1.0), suggested_memory_gib(3.3), suggested_memory_gib(0.2)
+    (1.5, 4.5, 1.0)
+    """
+    return max(MIN_EXECUTOR_MEMORY_MIB / MIB_PER_GIB, math.ceil(round(peak_gib * HEADROOM / ROUND_GIB, 9)) * ROUND_GIB)
+
+
+# -- the recommendation -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Options:
+    objective: str
+    accuracy_margin: float
+    cost_per_node_hour: float | None
+    budget: float | None
+    alpha: float
+    min_trials: int
+    n_bootstrap: int
+    seed: int
+
+
+def recommend(
+    df: pd.DataFrame,
+    objective: str = "time",
+    accuracy_margin: float = ACCURACY_MARGIN,
+    cost_per_node_hour: float | None = None,
+    budget: float | None = None,
+    alpha: float = ALPHA,
+    min_trials: int = MIN_TRIALS,
+    n_bootstrap: int = N_BOOTSTRAP,
+    seed: int = SEED,
+) -> Recommendation:
+    """The answer for one sweep's rows: winners, Spark vs Dask, accuracy, memory and idle slots.
+
+    Raises :class:`~sweeper.errors.UserError` for an unknown objective, a negative margin, a
+    price or budget that is not a positive number, or a cost objective or budget without a price.
+    """
+    options = _Options(objective, accuracy_margin, cost_per_node_hour, budget, alpha, min_trials, n_bootstrap, seed)
+    _check(options)
+    answers: list[Answer] = []
+    engines: list[EngineAnswer] = []
+    for workload, epochs, rows in _cells(df):
+        arms = _arms(rows, options)
+        if arms:
+            answers.append(_answer(workload, epochs, rows, arms, options))
+        engine_answer = _spark_vs_dask(workload, epochs, arms, options)
+        if engine_answer is not None:
+            engines.append(engine_answer)
+    sweep = ", ".join(sorted(str(s) for s in df["sweep"].dropna().unique())) if "sweep" in df else ""
+    return Recommendation(
+        sweep=sweep,
+        objective=objective,
+        accuracy_margin=accuracy_margin,
+        cost_per_node_hour=cost_per_node_hour,
+        budget=budget,
+        answers=tuple(answers),
+        spark_vs_dask=tuple(engines),
+        memory=tuple(memory_advice(df)),
+        idle=tuple(idle_slots(df)),
+    )
+
+
+def _check(options: _Options) -> None:
+    problems = []
+    if options.objective not in OBJECTIVES:
+        problems.append(f"--objective {options.objective!r} is not one of {', '.join(OBJECTIVES)}")
+    if not (math.isfinite(options.accuracy_margin) and options.accuracy_margin >= 0):
+        problems.append(f"--accuracy-margin must be a number >= 0, got {options.accuracy_margin!r}")
+    for name, value in (("--cost-per-node-hour", options.cost_per_node_hour), ("--budget", options.budget)):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            problems.append(f"{name} must be a positive number, got {value!r}")
+    if options.cost_per_node_hour is None and (options.objective == "cost" or options.budget is not None):
+        what = "--objective cost" if options.objective == "cost" else "--budget"
+        problems.append(f"{what} needs --cost-per-node-hour (the price of one node for an hour)")
+    if problems:
+        raise UserError(problems)
+
+
+def _cells(df: pd.DataFrame) -> Iterator[tuple[dict[str, Any], int, pd.DataFrame]]:
+    """(workload fields, epochs, ok rows of engines other than the baseline) per workload and epochs.
+
+    The rows keep only the columns used here, numbers as float64 (NaN for missing): fast to group.
+    """
+    keys = statistics.workload_keys(df)
+    numbers = [*CONFIG, "trial", "nodes", "fit_wall_s", "accuracy"]
+    ok = df.loc[
+        ok_mask(df) & df["engine"].ne(BASELINE_ENGINE).fillna(False).astype(bool),
+        [*keys, "engine", "epochs", "status", *numbers],
+    ].astype(dict.fromkeys(numbers, "float64"))
+    if ok.empty:
+        return
+    for values, rows in ok.groupby([*keys, "epochs"], dropna=False, sort=True):
+        workload = {key: _plain(value) for key, value in zip(keys, values[:-1], strict=True)}
+        yield workload, _int(values[-1]), rows
+
+
+def _plain(value: Any) -> Any:
+    """A pandas/numpy scalar as a plain Python value (NA as None), for JSON and comparisons."""
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+class _Measured(NamedTuple):
+    """An arm with its objective values (times, or costs per measurement) and accuracies."""
+
+    arm: Arm
+    values: np.ndarray
+    accuracy: np.ndarray
+
+
+def _arms(rows: pd.DataFrame, options: _Options) -> list[_Measured]:
+    """Each arm of one workload and epochs value (rows of :func:`_cells`), lowest median first."""
+    found = []
+    for key, group in rows.groupby(list(ARM), dropna=False, sort=True):
+        timed = group[group["fit_wall_s"].notna()]
+        times_s = timed["fit_wall_s"].to_numpy()
+        if times_s.size == 0:
+            continue
+        median, low, high = median_ci(times_s, options.n_bootstrap, options.seed)
+        arm = Arm(str(key[0]), _int(key[1]), _int(key[2]), float(key[3]), times_s.size, median, low, high)
+        values = times_s
+        if options.cost_per_node_hour is not None:
+            costs = _costs(timed, options.cost_per_node_hour)
+            arm = replace(arm, median_cost=float(np.median(costs)))
+            values = costs if options.objective == "cost" else times_s
+        accuracy = group["accuracy"].dropna().to_numpy()
+        found.append((_Measured(arm, values, accuracy), _int(key[1]) * _int(key[2])))
+    found.sort(key=lambda item: (float(np.median(item[0].values)), item[1]))
+    return [measured for measured, _ in found]
+
+
+def _int(value: Any) -> int:
+    return -1 if pd.isna(value) else int(value)
+
+
+def _costs(timed: pd.DataFrame, cost_per_node_hour: float) -> np.ndarray:
+    """Cost of each measurement, as :func:`statistics.price`: ``fit_wall_s / 3600 x nodes x price``."""
+    nodes = timed["nodes"].fillna(1.0).to_numpy()
+    return timed["fit_wall_s"].to_numpy() / 3600 * nodes * cost_per_node_hour
+
+
+def _answer(
+    workload: dict[str, Any], epochs: int, rows: pd.DataFrame, arms: list[_Measured], options: _Options
+) -> Answer:
+    (winner, best_values, _), others = arms[0], arms[1:]
+    runner_up = others[0].arm if others else None
+    ratio, low, high = (
+        statistics.ratio_of_medians(others[0].values, best_values, options.n_bootstrap, options.seed)
+        if others
+        else (math.nan, math.nan, math.nan)
+    )
+    tested = [(m.arm, m.values) for m in others if m.arm.n >= options.min_trials]
+    untested = tuple(m.arm for m in others if m.arm.n < options.min_trials)
+    pairs = _pairs(best_values, tested)
+    verdict = _verdict(winner, runner_up, pairs, untested, options)
+    unsettled = [values for (_, values), pair in zip(tested, pairs, strict=True) if not _settled(pair, options.alpha)]
+    unsettled += [m.values for m in others if m.arm.n < options.min_trials]
+    needed = _needed(best_values, unsettled, len(others), options) if verdict == INCONCLUSIVE else None
+    return Answer(
+        workload=workload,
+        epochs=epochs,
+        objective=options.objective,
+        winner=winner,
+        runner_up=runner_up,
+        ratio=ratio,
+        ratio_low=low,
+        ratio_high=high,
+        verdict=verdict,
+        pairs=tuple(pairs),
+        untested=untested,
+        trials_needed=needed,
+        accuracy=accuracy_check(
+            [(m.arm, m.accuracy) for m in arms],
+            winner,
+            options.accuracy_margin,
+            identical_fits(rows),
+            options.n_bootstrap,
+            options.seed,
+        ),
+        within_budget=_within_budget(arms, options.budget),
+    )
+
+
+def _pairs(best_values: np.ndarray, tested: list[tuple[Arm, np.ndarray]]) -> list[Pair]:
+    tests = [statistics.mann_whitney(best_values, values) for _, values in tested]
+    adjusted = holm([p for _, p in tests])
+    return [
+        Pair(arm, p, p_holm, bool(u < best_values.size * values.size / 2))
+        for (arm, values), (u, p), p_holm in zip(tested, tests, adjusted, strict=True)
+    ]
+
+
+def _settled(pair: Pair, alpha: float) -> bool:
+    return pair.winner_lower and not math.isnan(pair.p_holm) and pair.p_holm < alpha
+
+
+def _verdict(
+    winner: Arm, runner_up: Arm | None, pairs: list[Pair], untested: tuple[Arm, ...], options: _Options
+) -> str:
+    if runner_up is None:
+        return ONE_CONFIGURATION
+    if min(winner.n, runner_up.n) < options.min_trials:
+        return TOO_FEW_TRIALS
+    if untested or not all(_settled(pair, options.alpha) for pair in pairs):
+        return INCONCLUSIVE
+    return CHEAPER if options.objective == "cost" else FASTER
+
+
+def _needed(best_values: np.ndarray, unsettled: list[np.ndarray], pairs: int, options: _Options) -> int | None:
+    """The most trials per arm any unsettled pair needs (None when one of them cannot be settled)."""
+    counts = [trials_needed(best_values, values, max(pairs, 1), options.alpha) for values in unsettled]
+    if not counts or any(count is None for count in counts):
+        return None
+    return max(count for count in counts if count is not None)
+
+
+def _within_budget(arms: list[_Measured], budget: float | None) -> Arm | None:
+    """The fastest arm whose median cost per measurement is within the budget (None: none, or no budget)."""
+    if budget is None:
+        return None
+    affordable = [m.arm for m in arms if m.arm.median_cost <= budget]
+    return min(affordable, key=lambda arm: arm.median_s) if affordable else None
+
+
+# -- Spark vs Dask ----------------------------------------------------------------------------------
+
+
+def _spark_vs_dask(
+    workload: dict[str, Any], epochs: int, arms: list[_Measured], options: _Options
+) -> EngineAnswer | None:
+    """Each engine's best arm against the other's (None when one engine has no ok measurement)."""
+    best: dict[str, tuple[Arm, np.ndarray]] = {}
+    for measured in arms:  # lowest median first
+        best.setdefault(measured.arm.engine, (measured.arm, measured.values))
+    if "spark" not in best or "dask" not in best:
+        return None
+    (spark, spark_values), (dask, dask_values) = best["spark"], best["dask"]
+    ratio, low, high = statistics.ratio_of_medians(spark_values, dask_values, options.n_bootstrap, options.seed)
+    u, p = statistics.mann_whitney(spark_values, dask_values)
+    word = CHEAPER if options.objective == "cost" else FASTER
+    if min(spark.n, dask.n) < options.min_trials:
+        verdict = TOO_FEW_TRIALS
+    elif math.isnan(p) or p >= options.alpha:
+        verdict = INCONCLUSIVE
+    else:
+        verdict = f"{'dask' if u > spark_values.size * dask_values.size / 2 else 'spark'} {word}"
+    return EngineAnswer(workload, epochs, spark, dask, ratio, low, high, p, verdict)
+
+
+# -- accuracy -----------------------------------------------------------------------------------------
+
+
+def accuracy_check(
+    samples: Sequence[tuple[Arm, np.ndarray]],
+    winner: Arm,
+    margin: float,
+    identical: bool = False,
+    n_bootstrap: int = N_BOOTSTRAP,
+    seed: int = SEED,
+) -> AccuracyCheck:
+    """Is the winner's accuracy within ``margin`` of the most accurate arm's? (module docstring).
+
+    ``samples``: each arm of one workload and epochs value with its accuracies; ``identical``: the
+    fits were the same on every arm (:func:`identical_fits`).
+    """
+    measured = [(arm, values) for arm, values in samples if values.size]
+    mine = next((values for arm, values in measured if arm == winner), None)
+    if mine is None:
+        return AccuracyCheck("not measured", margin)
+    if len(measured) > 1 and identical:
+        return AccuracyCheck("cannot differ", margin)
+    best, theirs = max(measured, key=lambda item: float(np.median(item[1])))
+    if best == winner or float(np.median(theirs)) <= float(np.median(mine)):
+        return AccuracyCheck("most accurate", margin)
+    difference = float(np.mean(mine) - np.mean(theirs))
+    if min(mine.size, theirs.size) < 2:
+        return AccuracyCheck(TOO_FEW_TRIALS, margin, best, difference)
+    rng = np.random.default_rng(seed)
+    mine_means = rng.choice(mine, (n_bootstrap, mine.size)).mean(axis=1)
+    their_means = rng.choice(theirs, (n_bootstrap, theirs.size)).mean(axis=1)
+    low = float(np.quantile(mine_means - their_means, 0.05))
+    status = "non-inferior" if low > -margin else "not shown non-inferior"
+    return AccuracyCheck(status, margin, best, difference, low)
+
+
+def identical_fits(rows: pd.DataFrame) -> bool:
+    """Whether every trial's accuracy is the same on every arm that measured it (the same fits everywhere).
+
+    ``rows``: ok rows of one workload and epochs value. True only when some trial was measured by
+    at least two arms and no trial's accuracies differ by more than 1e-12.
+    """
+    measured = rows[rows["accuracy"].notna()]
+    if measured.empty:
+        return False
+    by_trial = measured.groupby("trial", dropna=False)["accuracy"].agg(["min", "max", "size"])
+    spans = (by_trial["max"] - by_trial["min"]).astype(float)
+    return bool((by_trial["size"] >= 2).any() and (spans <= 1e-12).all())
+
+
+# -- memory and slots ---------------------------------------------------------------------------------
+
+
+_MEMORY_COLUMNS = (
+    "status",
+    "nodes",
+    "rule",
+    "memory_overhead_gib",
+    "granted_executor_memory_gib",
+    "worker_peak_rss_gib_max",
+    "jvm_peak_heap_gib",
+    "resource_note",
+)
+_SLOT_COLUMNS = (
+    "status",
+    "slot_utilisation",
+    "threads_per_fit",
+    "total_cores",
+    "n_fits",
+    "fit_task_sum_s",
+    "fit_task_max_s",
+)
+
+
+def _engine_rows(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """The ok rows of engines other than the baseline, only the columns asked for that ``df`` has."""
+    keep = [column for column in dict.fromkeys(columns) if column in df]
+    return df.loc[ok_mask(df) & df["engine"].ne(BASELINE_ENGINE).fillna(False).astype(bool), keep]
+
+
+def memory_advice(df: pd.DataFrame) -> list[MemoryAdvice]:
+    """Granted memory against the measured peak, per workload, engine and configuration (ok rows).
+
+    - ``granted_gib``: ``granted_executor_memory_gib`` when the launch recorded it, else
+      ``executor_memory_gib`` (Dask: the worker's memory limit; Spark: the executor heap).
+    - ``peak_gib``: the largest ``worker_peak_rss_gib_max`` (resident set of one worker, for Spark
+      the executor JVM with its Python workers) or ``jvm_peak_heap_gib``, whichever is larger,
+      over the configuration's ok rows and epochs. For Spark the resident set also holds what
+      the memory overhead pays for, so the suggestion errs on the large side.
+    - ``suggested_gib``: :func:`suggested_memory_gib` of the peak. NaN when nothing was measured
+      (stores written before schema version 4): ``limit`` is then ``not measured``.
+
+    What the sizing rules would give: the store does not record node sizes, so a node is taken
+    as what the rule handed out, ``executors_per_node`` slots (``ceil(executors / nodes)``) of
+    ``executor memory + overhead`` and ``cores_per_executor`` cores each. With the suggested
+    memory (and the rule's overhead for it, :mod:`sweeper.planning.sizing`) that node memory
+    holds ``executors_per_node_by_memory`` executors. ``limit``: ``memory`` when the suggestion
+    is above the grant; ``more executors fit`` when a node's cores and memory hold more
+    executors of fewer cores (``alternative`` = (executors per node, cores each)); ``cores``
+    when the freed memory has no core to run another executor.
+    """
+    keys = [*statistics.workload_keys(df), *ARM]
+    ok = _engine_rows(df, [*keys, *_MEMORY_COLUMNS])
+    advice = []
+    for values, group in ok.groupby(keys, dropna=False, sort=True):
+        workload = {key: _plain(value) for key, value in zip(keys[: -len(ARM)], values, strict=False)}
+        advice.append(_advice(workload, group))
+    return advice
+
+
+def _advice(workload: dict[str, Any], group: pd.DataFrame) -> MemoryAdvice:
+    first = group.iloc[0]
+    cores, executors = _int(first["cores_per_executor"]), _int(first["executors"])
+    granted = _largest(group, ["granted_executor_memory_gib"])
+    granted = float(first["executor_memory_gib"]) if math.isnan(granted) else granted
+    peak = _largest(group, ["worker_peak_rss_gib_max", "jvm_peak_heap_gib"])
+    nodes = max(_int(first["nodes"]), 1)
+    per_node = max(math.ceil(executors / nodes), 1)
+    base: dict[str, Any] = {
+        "workload": workload,
+        "engine": str(first["engine"]),
+        "cores_per_executor": cores,
+        "executors": executors,
+        "executor_memory_gib": float(first["executor_memory_gib"]),
+        "granted_gib": granted,
+        "peak_gib": peak,
+        "executors_per_node": per_node,
+    }
+    if math.isnan(peak):
+        notes = sorted({str(n) for n in group["resource_note"].dropna()}) if "resource_note" in group else []
+        note = "memory was not measured" + (f" ({'; '.join(notes)})" if notes else "")
+        return MemoryAdvice(**base, suggested_gib=math.nan, executors_per_node_by_memory=None,
+                            limit="not measured", alternative=None, note=note)  # fmt: skip
+    suggested = suggested_memory_gib(peak)
+    rule = None if pd.isna(first["rule"]) else str(first["rule"])
+    overhead_now = _overhead_gib(granted, rule, first["memory_overhead_gib"])
+    node_memory_gib = per_node * (granted + overhead_now)
+    by_memory = math.floor(node_memory_gib / (suggested + _overhead_gib(suggested, rule, first["memory_overhead_gib"])))
+    limit, alternative, note = _limit(suggested, granted, per_node, by_memory, cores)
+    return MemoryAdvice(**base, suggested_gib=suggested, executors_per_node_by_memory=by_memory,
+                        limit=limit, alternative=alternative, note=note)  # fmt: skip
+
+
+def _largest(group: pd.DataFrame, columns: Sequence[str]) -> float:
+    """The largest value of the columns over the rows (NaN when all are missing or absent)."""
+    present = [group[c].astype(float).max() for c in columns if c in group]
+    values = [float(v) for v in present if not pd.isna(v)]
+    return max(values) if values else math.nan
+
+
+def _overhead_gib(memory_gib: float, rule: str | None, recorded_gib: Any) -> float:
+    """The memory overhead the sizing rule adds to an executor of ``memory_gib`` (the recorded one otherwise)."""
+    memory_mib = round(memory_gib * MIB_PER_GIB)
+    if rule == "spark-default":
+        return spark_overhead_mib(memory_mib) / MIB_PER_GIB
+    if rule == "report":  # the rule sizes the overhead from the slot = memory + overhead
+        first = report_overhead_mib(memory_mib)
+        return max(first, report_overhead_mib(memory_mib + first)) / MIB_PER_GIB
+    return 0.0 if pd.isna(recorded_gib) else float(recorded_gib)
+
+
+def _limit(
+    suggested: float, granted: float, per_node: int, by_memory: int, cores: int
+) -> tuple[str, tuple[int, int] | None, str]:
+    """(limit, alternative shape, sentence) for one configuration's memory (see :func:`memory_advice`)."""
+    if suggested > granted:
+        return (
+            "memory",
+            None,
+            f"more than granted: a node's memory holds {by_memory} such executors instead of {per_node}",
+        )
+    node_cores = per_node * cores
+    executors = min(by_memory, node_cores)
+    if executors > per_node:
+        each = node_cores // executors
+        return (
+            "more executors fit",
+            (executors, each),
+            f"a node's memory and cores then hold {executors} executors of {each} core(s) instead of "
+            f"{per_node} of {cores}",
+        )
+    return (
+        "cores",
+        None,
+        f"cores are the binding limit: a node's {node_cores} core(s) run no more than {per_node} executor(s) "
+        f"of {cores} core(s)",
+    )
+
+
+def idle_slots(df: pd.DataFrame, threshold: float = LOW_UTILISATION) -> list[IdleSlots]:
+    """Configurations whose median ``slot_utilisation`` is below ``threshold``, with the likely reasons.
+
+    Reasons looked for: fewer fits than slots (``n_fits`` < ``total_cores / threads_per_fit``);
+    threads of one Dask worker sharing its Python interpreter (GIL-bound) when
+    ``cores_per_executor`` > 1; stragglers, when the longest fit (``fit_task_max_s``) takes
+    ``STRAGGLER_RATIO`` times the mean fit (``fit_task_sum_s / n_fits``) or more.
+    """
+    if "slot_utilisation" not in df:
+        return []
+    keys = [*statistics.workload_keys(df), *ARM]
+    ok = _engine_rows(df, [*keys, *_SLOT_COLUMNS])
+    found = []
+    for values, group in ok.groupby(keys, dropna=False, sort=True):
+        utilisation = statistics.seconds(group, "slot_utilisation")
+        if utilisation.size == 0 or float(np.median(utilisation)) >= threshold:
+            continue
+        first = group.iloc[0]
+        workload = {key: _plain(value) for key, value in zip(keys[: -len(ARM)], values, strict=False)}
+        found.append(
+            IdleSlots(
+                workload,
+                str(first["engine"]),
+                _int(first["cores_per_executor"]),
+                _int(first["executors"]),
+                float(first["executor_memory_gib"]),
+                float(np.median(utilisation)),
+                _idle_reasons(group),
+            )
+        )
+    return found
+
+
+def _idle_reasons(group: pd.DataFrame) -> tuple[str, ...]:
+    first = group.iloc[0]
+    reasons = []
+    threads = max(_int(first["threads_per_fit"]), 1)
+    slots, fits = _int(first["total_cores"]) // threads, _int(first["n_fits"])
+    if 0 < fits < slots:
+        reasons.append(f"fewer fits than slots: {fits} fits for {slots} slots")
+    if str(first["engine"]) == "dask" and _int(first["cores_per_executor"]) > 1:
+        reasons.append(
+            f"GIL-bound threads: {_int(first['cores_per_executor'])} threads share one Python interpreter "
+            "in each Dask worker"
+        )
+    mean_fit = group["fit_task_sum_s"].astype(float) / group["n_fits"].astype(float)
+    straggle = (group["fit_task_max_s"].astype(float) / mean_fit).dropna()
+    if len(straggle) and float(straggle.median()) >= STRAGGLER_RATIO:
+        reasons.append(f"stragglers: the longest fit takes {float(straggle.median()):.1f}x the mean fit")
+    return tuple(reasons) or ("no cause visible in the rows (start-up, scheduling or data transfer)",)
+
+
+def overall(answers: Sequence[Answer]) -> str:
+    """One line over the epochs values: the same winner everywhere, or which epochs each winner takes."""
+    if not answers:
+        return "no answer: no ok measurement of an engine"
+    winners: dict[str, list[int]] = {}
+    for answer in answers:
+        winners.setdefault(answer.winner.label, []).append(answer.epochs)
+    if len(winners) == 1:
+        settled = sum(answer.verdict in (FASTER, CHEAPER) for answer in answers)
+        return f"{next(iter(winners))} wins at every epochs value ({settled} of {len(answers)} settled)"
+    parts = [f"{label} at {', '.join(str(e) for e in epochs)} epochs" for label, epochs in winners.items()]
+    return "the winner depends on the epochs: " + "; ".join(parts)

@@ -1,0 +1,276 @@
+"""``sweeper recommend``: the recommendation of :mod:`sweeper.results.recommend` as terminal lines or one JSON object.
+
+:func:`answer_lines` are the few lines ``sweeper run`` can end with; :func:`lines` is the whole text;
+:func:`to_json` the ``--json`` object; :func:`add_parser` and :func:`cmd_recommend` the command.
+
+The CLI builds every parser on every command, so importing this module does not import the analysis
+(pandas, scipy): :mod:`sweeper.results.recommend` is imported where it is used, and the parser's
+choices repeat its ``OBJECTIVES`` and ``ACCURACY_MARGIN`` (a test keeps them equal).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+
+if TYPE_CHECKING:
+    from sweeper.results.recommend import AccuracyCheck, Answer, Arm, EngineAnswer, MemoryAdvice, Recommendation
+
+OBJECTIVES = ("time", "cost")  # = recommend.OBJECTIVES
+ACCURACY_MARGIN = 0.005  # = recommend.ACCURACY_MARGIN
+
+
+def _seconds(value: float) -> str:
+    """Seconds in three significant figures or so.
+
+    >>> _seconds(7.123), _seconds(12.34), _seconds(1234.5)
+    ('7.12', '12.3', '1,234')
+    """
+    if math.isnan(value):
+        return "?"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
+
+
+def _ci(low: float, high: float, digits: int = 2) -> str:
+    return "[?]" if math.isnan(low) or math.isnan(high) else f"[{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def arm_text(arm: Arm) -> str:
+    """An arm with its median time and 95 % CI, e.g. ``dask 2 cores, 2 executors, 4 GiB memory: 7.12 s [6.9, 7.4]``."""
+    interval = f"[{_seconds(arm.median_low_s)}, {_seconds(arm.median_high_s)}]"
+    cost = "" if math.isnan(arm.median_cost) else f", cost {arm.median_cost:.4g}"
+    return f"{arm.label}: {_seconds(arm.median_s)} s {interval} (n={arm.n}{cost})"
+
+
+def _workload_text(workload: Mapping[str, Any]) -> str:
+    dry = " (dry run)" if workload.get("dry_run") else ""
+    return (
+        f"{workload.get('dataset')}, {workload.get('n_train')} training rows, {workload.get('n_fits')} fits "
+        f"({workload.get('mode')}){dry}"
+    )
+
+
+def _several_workloads(recommendation: Recommendation) -> bool:
+    return len({json.dumps(a.workload, sort_keys=True, default=str) for a in recommendation.answers}) > 1
+
+
+def answer_sentence(answer: Answer) -> str:
+    """One epochs value's answer in a sentence: winner, runner-up and ratio, verdict, accuracy."""
+    text = f"{answer.epochs} epochs: {arm_text(answer.winner)}"
+    if answer.runner_up is None:
+        return f"{text}; the only configuration measured"
+    slower = "dearer" if answer.objective == "cost" else "slower"
+    text += (
+        f"; runner-up {answer.runner_up.label}, {answer.ratio:.2f}x {slower} {_ci(answer.ratio_low, answer.ratio_high)}"
+        f": {answer.verdict}"
+    )
+    if answer.verdict == "inconclusive":
+        text += (
+            f" (about {answer.trials_needed} trials per configuration would settle it)"
+            if answer.trials_needed
+            else " (no estimate of the trials needed: equal medians or too few values)"
+        )
+    if answer.untested:
+        text += f"; {len(answer.untested)} configuration(s) with too few trials to test"
+    return f"{text}. Accuracy: {accuracy_text(answer.accuracy)}"
+
+
+def accuracy_text(check: AccuracyCheck) -> str:
+    """The accuracy check in words."""
+    if check.status == "cannot differ":
+        return "cannot differ (the same fits on every engine and configuration)"
+    if check.best is None or check.status in ("most accurate", "not measured"):
+        return check.status
+    return (
+        f"{check.status} within {check.margin:g} of the most accurate ({check.best.label}): "
+        f"difference {check.difference:+.4f}, one-sided 95 % bound {check.difference_low:+.4f}"
+    )
+
+
+def engine_sentence(line: EngineAnswer) -> str:
+    """Spark vs Dask for one epochs value in a sentence."""
+    return (
+        f"{line.epochs} epochs: spark {_seconds(line.spark.median_s)} s ({line.spark.label.removeprefix('spark ')}) "
+        f"vs dask {_seconds(line.dask.median_s)} s ({line.dask.label.removeprefix('dask ')}); "
+        f"spark/dask {line.ratio:.2f} {_ci(line.ratio_low, line.ratio_high)}: {line.verdict}"
+    )
+
+
+def memory_sentence(advice: MemoryAdvice) -> str:
+    """One configuration's memory right-sizing in a sentence."""
+    label = f"{advice.engine} {advice.cores_per_executor} cores x {advice.executors}"
+    if advice.limit == "not measured":
+        return f"{label}: granted {advice.granted_gib:g} GiB; {advice.note}"
+    return (
+        f"{label}: granted {advice.granted_gib:g} GiB, peak {advice.peak_gib:.2f} GiB, suggested "
+        f"{advice.suggested_gib:g} GiB; {advice.note}"
+    )
+
+
+def answer_lines(recommendation: Recommendation) -> list[str]:
+    """The few lines of the answer: one per workload and epochs value, Spark vs Dask, the overall line."""
+    if not recommendation.answers:
+        return [f"Overall: {recommendation.overall}"]
+    several = _several_workloads(recommendation)
+    out = [f"{'Cheapest' if recommendation.objective == 'cost' else 'Fastest'} configuration, per epochs value:"]
+    for answer in recommendation.answers:
+        where = f"[{_workload_text(answer.workload)}] " if several else ""
+        out.append(f"  {where}{answer_sentence(answer)}")
+    if recommendation.spark_vs_dask:
+        out.append("Spark vs Dask (each engine's best configuration):")
+        out += [f"  {engine_sentence(line)}" for line in recommendation.spark_vs_dask]
+    out.append(f"Overall: {recommendation.overall}")
+    return out
+
+
+def lines(recommendation: Recommendation) -> list[str]:
+    """The whole text of ``sweeper recommend``: the answer, budget, memory and idle slots."""
+    out = [
+        f"sweeper recommend: {recommendation.sweep} (objective: {recommendation.objective})",
+        *answer_lines(recommendation),
+    ]
+    if recommendation.budget is not None:
+        out.append(f"Fastest within a budget of {recommendation.budget:g} per measurement:")
+        for answer in recommendation.answers:
+            fits = answer.within_budget
+            out.append(f"  {answer.epochs} epochs: " + (arm_text(fits) if fits else "no configuration is within it"))
+    out.append("Memory (granted vs measured peak; suggested = peak + 25 %, rounded up to 0.5 GiB):")
+    out += [f"  {memory_sentence(advice)}" for advice in recommendation.memory] or ["  no configuration measured"]
+    if recommendation.idle:
+        out.append(f"Slots left idle (median slot utilisation below {recommendation.idle_threshold:.0%}):")
+        for idle in recommendation.idle:
+            label = f"{idle.engine} {idle.cores_per_executor} cores x {idle.executors}"
+            out.append(f"  {label}: {idle.slot_utilisation:.0%} used; likely {'; '.join(idle.reasons)}")
+    return out
+
+
+# -- JSON ------------------------------------------------------------------------------------------
+
+
+def _arm_json(arm: Arm | None) -> dict[str, Any] | None:
+    if arm is None:
+        return None
+    return {
+        "engine": arm.engine,
+        "cores_per_executor": arm.cores_per_executor,
+        "executors": arm.executors,
+        "executor_memory_gib": arm.executor_memory_gib,
+        "median_s": arm.median_s,
+        "median_ci_s": [arm.median_low_s, arm.median_high_s],
+        "n": arm.n,
+        "median_cost": arm.median_cost,
+    }
+
+
+def _answer_json(answer: Answer) -> dict[str, Any]:
+    check = answer.accuracy
+    return {
+        "epochs": answer.epochs,
+        "workload": answer.workload,
+        "winner": _arm_json(answer.winner),
+        "runner_up": _arm_json(answer.runner_up),
+        "ratio": answer.ratio,
+        "ratio_ci": [answer.ratio_low, answer.ratio_high],
+        "verdict": answer.verdict,
+        "trials_needed": answer.trials_needed,
+        "pairs": [{"other": _arm_json(p.other), "p": p.p, "p_holm": p.p_holm} for p in answer.pairs],
+        "accuracy": {
+            "status": check.status,
+            "margin": check.margin,
+            "most_accurate": _arm_json(check.best),
+            "difference": check.difference,
+            "difference_low": check.difference_low,
+        },
+        "within_budget": _arm_json(answer.within_budget),
+    }
+
+
+def to_json(recommendation: Recommendation) -> dict[str, Any]:
+    """The ``--json`` object: stable keys (README), NaN as null."""
+    document = {
+        "sweep": recommendation.sweep,
+        "objective": recommendation.objective,
+        "accuracy_margin": recommendation.accuracy_margin,
+        "cost_per_node_hour": recommendation.cost_per_node_hour,
+        "budget": recommendation.budget,
+        "answers": [_answer_json(answer) for answer in recommendation.answers],
+        "spark_vs_dask": [
+            {
+                "epochs": line.epochs,
+                "workload": line.workload,
+                "spark": _arm_json(line.spark),
+                "dask": _arm_json(line.dask),
+                "ratio": line.ratio,
+                "ratio_ci": [line.ratio_low, line.ratio_high],
+                "p": line.p,
+                "verdict": line.verdict,
+            }
+            for line in recommendation.spark_vs_dask
+        ],
+        "memory": [{**advice.__dict__, "alternative": advice.alternative} for advice in recommendation.memory],
+        "idle_slots": [idle.__dict__ for idle in recommendation.idle],
+        "overall": recommendation.overall,
+    }
+    return _nulls(document)
+
+
+def _nulls(value: Any) -> Any:
+    """NaN and infinities as None, tuples as lists, all the way down."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(key): _nulls(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_nulls(item) for item in value]
+    return value
+
+
+# -- the command -----------------------------------------------------------------------------------
+
+
+def cmd_recommend(args: argparse.Namespace, console: Console) -> int:
+    """``sweeper recommend STORE [--sweep NAME] [--objective time|cost] [--accuracy-margin M] [--json]``."""
+    from sweeper.results import report
+    from sweeper.results.recommend import recommend
+    from sweeper.results.report.content import dry_run_banner
+    from sweeper.run.view import plain
+
+    df = report.load_sweep(args.store, args.sweep)
+    recommendation = recommend(
+        df,
+        objective=args.objective,
+        accuracy_margin=args.accuracy_margin,
+        cost_per_node_hour=args.cost_per_node_hour,
+        budget=args.budget,
+    )
+    if args.json:
+        print(json.dumps(to_json(recommendation), indent=2, allow_nan=False))
+    else:
+        banner = dry_run_banner(df)
+        for line in ([banner] if banner else []) + lines(recommendation):
+            console.print(plain(line), soft_wrap=True)
+    return 0
+
+
+def add_parser(commands: Any) -> argparse.ArgumentParser:
+    """Register ``recommend`` on the CLI's subparsers (``commands`` from ``add_subparsers``)."""
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "recommend", help="say which engine and configuration to use, how sure that is, and how to right-size memory"
+    )
+    parser.add_argument("store", help="store directory")
+    parser.add_argument("--sweep", help="sweep name (required when the store holds several)")
+    parser.add_argument("--objective", choices=OBJECTIVES, default="time", help="what to minimise (default time)")
+    parser.add_argument(
+        "--accuracy-margin", type=float, default=ACCURACY_MARGIN,
+        help=f"accuracy the choice may lose to the most accurate one (default {ACCURACY_MARGIN})",
+    )  # fmt: skip
+    parser.add_argument("--cost-per-node-hour", type=float, help="price of a node-hour (needed by --objective cost)")
+    parser.add_argument("--budget", type=float, help="most a measurement may cost: the fastest configuration within it")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (keys in the README)")
+    parser.set_defaults(func=cmd_recommend)
+    return parser

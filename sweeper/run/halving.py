@@ -1,0 +1,121 @@
+"""``search: {strategy: halving}``: successive halving of the configurations, run on real launches.
+
+A configuration is a launch (engine x executor shape) with a model point, the rung axis left
+out. Rung by rung, the configurations still in the race are measured at the rung axis's next
+value (each launch started once per rung, its points' trials as the grid says), and
+:func:`sweeper.search.halving.successive_halving` decides which go on; its rank check brings
+pruned ones back when the order changed. The single-thread baseline is a reference, not a
+candidate: it is measured at every rung. What was never measured gets a ``pruned`` row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from sweeper.planning.plan import BASELINE_ENGINE, Launch, Plan, Point
+from sweeper.results import PRUNED
+from sweeper.run.rows import Todo, measurement_key, row_of
+from sweeper.run.trials import LaunchQueue, TrialQueue, trial_policy
+from sweeper.search.halving import HalvingPolicy, HalvingResult, rung_values, successive_halving
+from sweeper.workload.data import Data
+
+Configuration = tuple[int, Point]  # (launch index, point with the rung axis left out)
+RunLaunch = Callable[[Launch, LaunchQueue], Iterator[dict[str, Any]]]
+
+
+def configuration(launch: Launch, point: Point, rung_axis: str) -> Configuration:
+    """A launch and point, the rung axis left out."""
+    return (launch.index, at_rung(point, rung_axis, 0))
+
+
+def at_rung(point: Point, rung_axis: str, value: Any) -> Point:
+    """A configuration's point at one rung."""
+    return replace(point, epochs=value) if rung_axis == "epochs" else replace(point, fraction=value)
+
+
+class HalvingRun:
+    """One halving sweep: measures through ``run_launch``, hands each row to ``emit`` as it is written."""
+
+    def __init__(
+        self, plan: Plan, run_launch: RunLaunch, done_s: Mapping[str, float], emit: Callable[[dict[str, Any]], None]
+    ) -> None:
+        self.plan, self.run_launch, self.done_s, self.emit = plan, run_launch, done_s, emit
+        self.axis = plan.grid.search.rung_axis
+        workload = plan.grid.workload
+        self.rungs = rung_values(workload.epochs if self.axis == "epochs" else workload.fractions)
+        self.launches = {launch.index: launch for launch in plan.launches}
+        self.skipped = 0
+        self.unmeasured: list[tuple[Configuration, int]] = []
+
+    def candidates(self) -> list[Configuration]:
+        """Every cluster configuration of the plan, in plan order."""
+        found: dict[Configuration, None] = {}
+        for launch in self.plan.launches:
+            if launch.engine != BASELINE_ENGINE:
+                for point in self.plan.points[launch.index]:
+                    found[configuration(launch, point, self.axis)] = None
+        return list(found)
+
+    def run(self) -> HalvingResult[Configuration]:
+        """Measure the baseline at every rung, then halve the configurations rung by rung."""
+        for launch in self.plan.launches:
+            if launch.engine == BASELINE_ENGINE:
+                self._measure(launch, self.plan.points[launch.index], None)
+        candidates = self.candidates()
+        result = successive_halving(
+            candidates, len(self.rungs), self._measure_rung, HalvingPolicy(eta=self.plan.grid.search.eta)
+        )
+        self.unmeasured = result.unmeasured(candidates)
+        return result
+
+    def _measure_rung(self, rung: int, keys: Sequence[Configuration]) -> dict[Configuration, float]:
+        """The median time of each configuration of ``keys`` at rung ``rung``, launches in plan order."""
+        medians: dict[Configuration, float] = {}
+        for index in sorted({index for index, _ in keys}):
+            launch = self.launches[index]
+            wanted = {point for i, point in keys if i == index}
+            points = [
+                p
+                for p in self.plan.points[index]
+                if getattr(p, self.axis) == self.rungs[rung] and configuration(launch, p, self.axis)[1] in wanted
+            ]
+            medians.update(self._measure(launch, points, rung))
+        return medians
+
+    def _measure(self, launch: Launch, points: Sequence[Point], rung: int | None) -> dict[Configuration, float]:
+        queue = TrialQueue(self.plan, launch, points, self.done_s, trial_policy(self.plan.grid.workload), rung)
+        for row in self.run_launch(launch, queue):
+            self.emit(row)
+        self.skipped += queue.skipped
+        return {configuration(launch, point, self.axis): median for point, median in queue.medians_s().items()}
+
+    def pruned_rows(
+        self, shared: dict[str, Any], recorded: set[str], data: Mapping[float, Data]
+    ) -> list[dict[str, Any]]:
+        """A ``pruned`` row for each (configuration, rung) never measured (one the store holds is not written again)."""
+        rows = []
+        for (index, point), rung in self.unmeasured:
+            launch, planned = self.launches[index], at_rung(point, self.axis, self.rungs[rung])
+            key = measurement_key(self.plan.grid, self.plan, launch, planned, 0)
+            if key in recorded or planned not in self.plan.points[index]:
+                continue
+            todo = Todo(launch, planned, 0, key)
+            row = row_of(self.plan, todo, data[planned.fraction], shared, status=PRUNED, rung=rung)
+            row["error"] = f"not among the fastest at {self.axis} {self.rungs[rung - 1]}, so not measured here"
+            rows.append(row)
+        return rows
+
+
+def rung_lines(result: HalvingResult[Configuration], rungs: Sequence[Any], axis: str) -> list[str]:
+    """What halving did at each rung, for the end of ``sweeper run``."""
+    lines = []
+    for rung in result.rungs:
+        text = f"{axis} {rungs[rung.index]}: {len(rung.measured)} measured, {len(rung.promoted)} kept"
+        if rung.check is not None and rung.check.agreement is not None:
+            text += f"; rank agreement with {axis} {rungs[rung.index - 1]}: Kendall tau {rung.check.agreement:.2f}"
+            if rung.widened:
+                text += f", below the threshold: {len(rung.widened)} pruned configuration(s) brought back"
+        lines.append(text)
+    return lines

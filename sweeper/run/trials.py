@@ -1,0 +1,149 @@
+"""Which measurement a launch takes next: a fixed list, or trials decided one at a time.
+
+A launch asks its queue for the next measurement, takes it, records its row, and asks again;
+when it restarts (after a failed measurement), the queue hands out the same measurement until
+it is recorded. :class:`FixedQueue` is a list decided before the run (a fixed number of trials,
+a dry run). :class:`TrialQueue` measures each point of the launch until
+:func:`sweeper.search.adaptive.decide` says stop: a fixed count, or adaptive trials
+(``workload.trials: {min, max, target_rel_ci}``), stamping the last row of a point with its
+``stop_reason``. Measurements already ``ok`` in the store count without being taken again.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from sweeper.config.grid import Workload
+from sweeper.planning.plan import Launch, Plan, Point
+from sweeper.run.rows import Todo, measurement_key
+from sweeper.search.adaptive import TrialPolicy, decide
+
+
+class LaunchQueue(Protocol):
+    """The measurements of one launch, handed out one at a time."""
+
+    def next(self) -> Todo | None:
+        """The next measurement to take (the same one until it is recorded); None when done."""
+        ...
+
+    def record(self, item: Todo, row: dict[str, Any]) -> None:
+        """``item`` was taken and gave ``row`` (stamped here with the queue's columns before it is written)."""
+        ...
+
+    def rest(self) -> list[Todo]:
+        """Everything still to take, which ends the queue: the launch could not start, each gets a failed row."""
+        ...
+
+    def stamp(self, row: dict[str, Any]) -> None:
+        """Add the queue's own columns to a row (``rung``)."""
+        ...
+
+
+class FixedQueue:
+    """Measurements decided before the run, taken in order."""
+
+    def __init__(self, items: Sequence[Todo]) -> None:
+        self.items = list(items)
+
+    def next(self) -> Todo | None:
+        return self.items[0] if self.items else None
+
+    def record(self, item: Todo, row: dict[str, Any]) -> None:
+        self.items.remove(item)
+
+    def rest(self) -> list[Todo]:
+        rest, self.items = self.items, []
+        return rest
+
+    def stamp(self, row: dict[str, Any]) -> None:
+        """Nothing to add: a fixed plan has no rungs."""
+
+
+def trial_policy(workload: Workload) -> TrialPolicy:
+    """The grid's trials: adaptive (``{min, max, target_rel_ci}``) or a fixed count."""
+    adaptive = workload.adaptive
+    if adaptive is None:
+        return TrialPolicy.fixed(workload.trials)
+    return TrialPolicy(adaptive.min_trials, adaptive.max_trials, adaptive.target_rel_ci)
+
+
+@dataclass
+class PointTrials:
+    """One point's trials so far: how many were taken, the ok times, whether it stopped."""
+
+    point: Point
+    taken: int = 0
+    times_s: list[float] = field(default_factory=list)
+    stopped: bool = False
+
+
+class TrialQueue:
+    """Each point of a launch, trial after trial, until the trial policy stops it; points in plan order."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        launch: Launch,
+        points: Sequence[Point],
+        done_s: Mapping[str, float],
+        policy: TrialPolicy,
+        rung: int | None = None,
+    ) -> None:
+        self.plan, self.launch, self.done_s, self.policy, self.rung = plan, launch, done_s, policy, rung
+        self.points = [PointTrials(point) for point in points]
+        self.skipped = 0
+
+    def next(self) -> Todo | None:
+        for state in self.points:
+            while not state.stopped:
+                key = measurement_key(self.plan.grid, self.plan, self.launch, state.point, state.taken)
+                if key not in self.done_s:
+                    return Todo(self.launch, state.point, state.taken, key)
+                self.skipped += 1
+                self._count(state, self.done_s[key])
+        return None
+
+    def record(self, item: Todo, row: dict[str, Any]) -> None:
+        state = next(s for s in self.points if s.point == item.point)
+        reason = self._count(state, row["fit_wall_s"] if row["status"] == "ok" else None)
+        row["stop_reason"] = reason
+        self.stamp(row)
+
+    def rest(self) -> list[Todo]:
+        items = [todo for todo in (self._next_of(s) for s in self.points) if todo is not None]
+        for state in self.points:
+            state.stopped = True
+        return items
+
+    def stamp(self, row: dict[str, Any]) -> None:
+        row["rung"] = self.rung
+
+    def medians_s(self) -> dict[Point, float]:
+        """Each point's median ok time (NaN without one)."""
+        return {s.point: _median(s.times_s) for s in self.points}
+
+    def _next_of(self, state: PointTrials) -> Todo | None:
+        if state.stopped:
+            return None
+        key = measurement_key(self.plan.grid, self.plan, self.launch, state.point, state.taken)
+        return Todo(self.launch, state.point, state.taken, key)
+
+    def _count(self, state: PointTrials, time_s: float | None) -> str | None:
+        """One more trial of ``state`` (an ok one with its time); the stop reason when it stops there."""
+        state.taken += 1
+        if time_s is not None:
+            state.times_s.append(time_s)
+        decision = decide(state.times_s, self.policy, trials_taken=state.taken)
+        state.stopped = not decision.keep_measuring
+        return decision.stop_reason if state.stopped else None
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return math.nan
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2

@@ -1,0 +1,212 @@
+"""Successive halving across configurations, with a rank check that promotes more when the proxy lies.
+
+Every configuration is measured on the cheapest rung (the smallest value of the rung axis,
+epochs or fraction); only the best ``ceil(n / eta)`` by median time (at least ``min_keep``) go on
+to the next value; the last rung is the full measurement and its best median is the choice.
+
+The rank check: from the second rung on, the configurations measured at both this rung and the
+previous one are ranked at each, and Kendall's tau-b of the two orders is recorded (1: the
+order is kept, -1: reversed). Below ``rank_threshold`` (default 0.5: clearly more pairs keep
+their order than swap) the cheaper rungs were a poor proxy for this one, so pruning on them is
+undone in part: configurations pruned so far come back and are measured at this rung before its
+promotion, as many as are already there (``widen="double"``, the default) or all of them
+(``"all"``); those that survived more rungs come first, then the faster at the rung they were
+pruned. Medians within ``tie_rel`` (default 1 %) of each other count as tied in the check: two
+near-equal configurations swap by noise alone, which says nothing about the proxy. ``min_keep``
+(default 2) keeps two configurations up to the last rung, so a reversal there is still seen.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+from sweeper.errors import UserError
+
+K = TypeVar("K", bound=Hashable)
+ETA = 3
+RANK_THRESHOLD = 0.5
+MIN_KEEP = 2
+TIE_REL = 0.01
+WIDEN = ("double", "all")
+
+
+@dataclass(frozen=True)
+class HalvingPolicy:
+    """``search`` of a grid with ``strategy: halving``."""
+
+    eta: int = ETA
+    rank_threshold: float = RANK_THRESHOLD
+    min_keep: int = MIN_KEEP
+    widen: str = "double"
+    tie_rel: float = TIE_REL
+
+    def __post_init__(self) -> None:
+        problems = []
+        if isinstance(self.eta, bool) or not isinstance(self.eta, int) or self.eta < 2:
+            problems.append(
+                f"search.eta (--eta) must be an integer of at least 2 (keep 1/eta per rung), got {self.eta!r}"
+            )
+        if not -1 <= self.rank_threshold <= 1:
+            problems.append(f"rank threshold (--rank-threshold) must be in [-1, 1], got {self.rank_threshold}")
+        if self.min_keep < 1:
+            problems.append(f"min_keep must be at least 1, got {self.min_keep}")
+        if not 0 <= self.tie_rel < 1:
+            problems.append(f"tie_rel must be in [0, 1), got {self.tie_rel}")
+        if self.widen not in WIDEN:
+            problems.append(f"widen must be one of {', '.join(WIDEN)}, got {self.widen!r}")
+        if problems:
+            raise UserError(problems)
+
+
+@dataclass(frozen=True)
+class RankCheck:
+    """Kendall's tau-b of the orders at this rung and the previous one (None: fewer than 2 to compare)."""
+
+    agreement: float | None
+    configurations: int
+    passed: bool
+
+
+@dataclass(frozen=True)
+class Rung(Generic[K]):
+    """What halving did at one rung: measured (in order of median time), promoted, pruned, widened."""
+
+    index: int
+    measured: tuple[K, ...]
+    promoted: tuple[K, ...]
+    pruned: tuple[K, ...]
+    check: RankCheck | None
+    widened: tuple[K, ...]  # pruned before, brought back to this rung by a failed rank check
+
+
+@dataclass(frozen=True)
+class HalvingResult(Generic[K]):
+    """Every rung's decisions and the choice: the best median at the last rung."""
+
+    rungs: tuple[Rung[K], ...]
+
+    @property
+    def best(self) -> K:
+        return self.rungs[-1].measured[0]
+
+    @property
+    def widened(self) -> bool:
+        """Whether any rank check failed and promoted more."""
+        return any(rung.widened for rung in self.rungs)
+
+    def unmeasured(self, configurations: Iterable[K]) -> list[tuple[K, int]]:
+        """(configuration, rung index) never measured: the ``pruned`` rows to write."""
+        return [(key, rung.index) for rung in self.rungs for key in configurations if key not in rung.measured]
+
+
+Measure = Callable[[int, Sequence[K]], Mapping[K, float]]
+
+
+def rung_values(values: Iterable[Any]) -> tuple[Any, ...]:
+    """The rungs: the sorted distinct values of the rung axis (missing values left out).
+
+    >>> rung_values([1000, 10, 100, 10, None])
+    (10, 100, 1000)
+    """
+    present = {value for value in values if value is not None and not (isinstance(value, float) and math.isnan(value))}
+    return tuple(sorted(present))
+
+
+def keep_count(n: int, policy: HalvingPolicy) -> int:
+    """How many of ``n`` measured configurations go on: ``ceil(n / eta)``, at least ``min_keep`` (at most n).
+
+    >>> keep_count(6, HalvingPolicy()), keep_count(2, HalvingPolicy()), keep_count(27, HalvingPolicy())
+    (2, 2, 9)
+    """
+    return min(n, max(policy.min_keep, math.ceil(n / policy.eta)))
+
+
+def kendall_tau(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, tie_rel: float = 0.0) -> float:
+    """Kendall's tau-b of two paired samples; NaN with fewer than 2 pairs or all tied.
+
+    Two values count as tied when they differ by at most ``tie_rel`` times the smaller (positive values).
+
+    >>> kendall_tau([1, 2, 3, 4], [10, 20, 30, 40]), kendall_tau([1, 2, 3], [3, 2, 1])
+    (1.0, -1.0)
+    >>> kendall_tau([1.0, 2.0, 3.0], [2.0, 1.98, 3.0], tie_rel=0.05)
+    0.8164965809277261
+    """
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    upper = np.triu_indices(a.size, 1)
+    da, db = _order_signs(a, tie_rel)[upper], _order_signs(b, tie_rel)[upper]
+    denominator = math.sqrt(float(np.count_nonzero(da)) * float(np.count_nonzero(db)))
+    return float(np.sum(da * db) / denominator) if denominator > 0 else math.nan
+
+
+def _order_signs(values: np.ndarray, tie_rel: float) -> np.ndarray:
+    """sign(v_i - v_j) for every pair, 0 where they differ by at most ``tie_rel`` times the smaller."""
+    difference = values[:, None] - values[None, :]
+    tied = np.abs(difference) <= tie_rel * np.minimum(values[:, None], values[None, :])
+    return np.where(tied, 0.0, np.sign(difference))
+
+
+def ranked(medians_s: Mapping[K, float]) -> list[K]:
+    """Configurations fastest first; a NaN median (no ok trial) ranks last; ties keep their given order."""
+    order = sorted(enumerate(medians_s.items()), key=lambda item: (math.isnan(item[1][1]), item[1][1], item[0]))
+    return [key for _, (key, _) in order]
+
+
+def rank_check(previous_s: Mapping[K, float], current_s: Mapping[K, float], policy: HalvingPolicy) -> RankCheck:
+    """Rank agreement of the configurations with a finite median at both rungs."""
+    both = [k for k in current_s if k in previous_s and np.isfinite(current_s[k]) and np.isfinite(previous_s[k])]
+    previous, current = [previous_s[k] for k in both], [current_s[k] for k in both]
+    tau = kendall_tau(previous, current, policy.tie_rel) if len(both) >= 2 else math.nan
+    agreement = None if math.isnan(tau) else tau
+    return RankCheck(agreement, len(both), agreement is None or agreement >= policy.rank_threshold)
+
+
+def widened(pruned: Mapping[K, tuple[int, float]], promoted: Sequence[K], policy: HalvingPolicy) -> list[K]:
+    """The pruned configurations a failed rank check brings back, from ``{key: (last rung, median there)}``.
+
+    >>> widened({"a": (0, 3.0), "b": (1, 9.0), "c": (0, 2.0)}, ["x", "y"], HalvingPolicy())
+    ['b', 'c']
+    """
+    order = sorted(pruned, key=lambda key: (-pruned[key][0], _sortable(pruned[key][1])))
+    return order if policy.widen == "all" else order[: len(promoted)]
+
+
+def _sortable(median_s: float) -> float:
+    return math.inf if math.isnan(median_s) else median_s
+
+
+def successive_halving(
+    configurations: Sequence[K], n_rungs: int, measure: Measure[K], policy: HalvingPolicy
+) -> HalvingResult[K]:
+    """Run halving: ``measure(rung, keys)`` measures those configurations at that rung, returning median times.
+
+    ``measure`` is called once per rung with the promoted configurations, and once more when the
+    rank check fails, with the ones it brings back.
+    """
+    if n_rungs < 1 or not configurations:
+        raise ValueError("halving needs at least one rung and one configuration")
+    candidates = list(configurations)
+    previous_s: dict[K, float] | None = None
+    pruned: dict[K, tuple[int, float]] = {}
+    rungs: list[Rung[K]] = []
+    for index in range(n_rungs):
+        medians_s = dict(measure(index, candidates))
+        check: RankCheck | None = None
+        extra: list[K] = []
+        if previous_s is not None:
+            check = rank_check(previous_s, medians_s, policy)
+            extra = [] if check.passed else widened(pruned, candidates, policy)
+            if extra:
+                medians_s.update(measure(index, extra))
+                for key in extra:
+                    del pruned[key]
+        order = ranked(medians_s)
+        kept = len(order) if index == n_rungs - 1 else keep_count(len(order), policy)
+        pruned.update((key, (index, medians_s[key])) for key in order[kept:])
+        rungs.append(Rung(index, tuple(order), tuple(order[:kept]), tuple(order[kept:]), check, tuple(extra)))
+        previous_s, candidates = medians_s, order[:kept]
+    return HalvingResult(tuple(rungs))

@@ -1,0 +1,303 @@
+"""Replay a search strategy offline on a sweep that was measured in full.
+
+Each repeat resamples the recorded ok trials of every (configuration, rung) point with
+replacement (a bootstrap resample as long as the trial policy's maximum, from a generator seeded
+with ``--seed``), runs the strategy's decisions on it (adaptive stopping takes its trials one at a
+time, in order), charges the cluster-seconds the rows record, and compares the choice with the
+full grid's best: the best median of the recorded trials at the largest rung.
+
+Configurations race within one model point (dataset, mode, batch, model parameters and the
+other axis): the fastest of different models is only the smallest model. The single-thread
+baseline is a reference, not a candidate, and is left out. A configuration is an engine x
+executor shape x model point; one lacking ok trials at some rung is left out.
+
+Cluster-seconds: a measured trial costs its recorded ``fit_wall_s`` times nodes; a launch costs
+one start + warm-up + teardown (as its rows record) per rung at which halving measures any of
+its configurations (halving must see a rung's results before the next rung, so a launch starts
+again per rung), and once for the grid. The reference is the full grid as the rows record it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sweeper.config.grid import RUNG_AXES, SEARCH_STRATEGIES
+from sweeper.errors import UserError
+from sweeper.planning.plan import BASELINE_ENGINE
+from sweeper.results.statistics import ALPHA, CONFIG, MIN_TRIALS, config_label, mann_whitney, ok_mask
+from sweeper.search.accounting import POINT, cluster_seconds, one_launch_s
+from sweeper.search.adaptive import ADAPTIVE, TrialPolicy, stopping_trials
+from sweeper.search.halving import HalvingPolicy, rung_values, successive_halving
+
+SEED = 0
+MAX_REPEATS = 100_000
+HALVING = HalvingPolicy()
+
+
+@dataclass(frozen=True)
+class ReplaySettings:
+    """What to replay: the strategy, its trials and halving policies, how many repeats."""
+
+    strategy: str = "halving"
+    trials: TrialPolicy = ADAPTIVE
+    halving: HalvingPolicy = HALVING
+    repeats: int = 1000
+    rung_axis: str = "epochs"
+    seed: int = SEED
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.strategy not in SEARCH_STRATEGIES:
+            problems.append(f"--strategy must be one of {', '.join(SEARCH_STRATEGIES)}, got {self.strategy!r}")
+        if not 1 <= self.repeats <= MAX_REPEATS:
+            problems.append(f"--repeats must be between 1 and {MAX_REPEATS}, got {self.repeats}")
+        if self.seed < 0:
+            problems.append(f"--seed must be 0 or more, got {self.seed}")
+        if self.rung_axis not in RUNG_AXES:
+            problems.append(f"--rung-axis must be one of {', '.join(RUNG_AXES)}, got {self.rung_axis!r}")
+        if problems:
+            raise UserError(problems)
+
+
+@dataclass(frozen=True)
+class Race:
+    """The configurations of one model point: their recorded times per rung and what they are."""
+
+    point: str
+    labels: list[str]
+    engines: list[str]
+    launches: np.ndarray  # [configuration, rung]: the launch_index that measured it
+    nodes: np.ndarray
+    samples: list[list[np.ndarray]]  # [configuration][rung]: recorded ok fit_wall_s
+
+    @property
+    def truth_s(self) -> np.ndarray:
+        """The full grid's median per configuration at the largest rung."""
+        return np.array([float(np.median(times[-1])) for times in self.samples])
+
+
+def races(df: pd.DataFrame, rung_axis: str) -> tuple[list[Race], tuple[Any, ...], int]:
+    """The races of a sweep, its rung values, and how many configurations were left out (a rung without ok trials)."""
+    ok = df[ok_mask(df) & df["engine"].ne(BASELINE_ENGINE).fillna(False).astype(bool) & df["fit_wall_s"].notna()]
+    rungs = rung_values(ok[rung_axis].dropna().tolist())
+    point_columns = [c for c in POINT if c != rung_axis]
+    config_columns = ["engine", "manager", *CONFIG, "nodes"]
+    found, left_out = [], 0
+    for point, group in ok.groupby(point_columns, dropna=False, sort=True):
+        race = _race(group, point_columns, point, config_columns, rung_axis, rungs)
+        left_out += group.groupby(config_columns, dropna=False).ngroups - len(race.labels)
+        if len(race.labels) >= 2:
+            found.append(race)
+    if not found:
+        raise UserError(
+            "the sweep has no two configurations measured at every value of the rung axis "
+            f"({rung_axis}: {', '.join(str(v) for v in rungs) or 'none'}); replay needs a sweep measured in full"
+        )
+    return found, rungs, left_out
+
+
+def _race(
+    group: pd.DataFrame, point_columns: list[str], point: Any, config_columns: list[str], axis: str, rungs: tuple
+) -> Race:
+    labels, engines, launches, nodes, samples = [], [], [], [], []
+    for key, config in group.groupby(config_columns, dropna=False, sort=True):
+        values = dict(zip(config_columns, key, strict=True))
+        at_rung = [config[config[axis] == rung] for rung in rungs]
+        times = [rows["fit_wall_s"].to_numpy(dtype=float) for rows in at_rung]
+        if any(t.size == 0 for t in times):
+            continue
+        engines.append(str(values["engine"]))
+        labels.append(f"{values['engine']} {config_label(*(values[c] for c in CONFIG))}")
+        launches.append([int(rows["launch_index"].mode().iloc[0]) for rows in at_rung])
+        nodes.append(1.0 if pd.isna(values["nodes"]) else float(values["nodes"]))
+        samples.append(times)
+    point_text = ", ".join(f"{c}={v}" for c, v in zip(point_columns, point, strict=True) if not pd.isna(v))
+    return Race(point_text, labels, engines, np.array(launches, dtype=int), np.array(nodes), samples)
+
+
+@dataclass(frozen=True)
+class Simulated:
+    """Per configuration, rung and repeat: the resample's median, its node-seconds, trials, CI reached."""
+
+    median_s: np.ndarray
+    cost_s: np.ndarray
+    trials: np.ndarray
+    ci_reached: np.ndarray
+
+
+def simulate(race: Race, policy: TrialPolicy, repeats: int, rng: np.random.Generator) -> Simulated:
+    """Resample every point of a race ``repeats`` times and stop each as the trial policy says."""
+    shape = (len(race.labels), len(race.samples[0]), repeats)
+    median_s, cost_s = np.empty(shape), np.empty(shape)
+    trials, reached = np.empty(shape, dtype=int), np.empty(shape, dtype=bool)
+    rows = np.arange(repeats)
+    for c, per_rung in enumerate(race.samples):
+        for g, recorded in enumerate(per_rung):
+            draws = recorded[rng.integers(0, recorded.size, size=(repeats, policy.max_trials))]
+            taken, stopped = stopping_trials(draws, policy)
+            for n in np.unique(taken):
+                median_s[c, g, taken == n] = np.median(draws[taken == n, :n], axis=1)
+            cost_s[c, g] = np.cumsum(draws, axis=1)[rows, taken - 1] * race.nodes[c]
+            trials[c, g], reached[c, g] = taken, stopped
+    return Simulated(median_s, cost_s, trials, reached)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One repeat of one race: the choice, the points measured, whether the rank check promoted more."""
+
+    choice: int
+    measured: np.ndarray  # (configurations, rungs) bool
+    widened: bool
+
+
+def run_strategy(strategy: str, medians_s: np.ndarray, policy: HalvingPolicy) -> Outcome:
+    """The strategy's decisions on one repeat's medians (configurations x rungs)."""
+    n_configs, n_rungs = medians_s.shape
+    measured = np.zeros((n_configs, n_rungs), dtype=bool)
+    if strategy == "grid":
+        measured[:] = True
+        return Outcome(int(np.argmin(medians_s[:, -1])), measured, False)
+
+    def measure(rung: int, keys: Any) -> dict[int, float]:
+        measured[list(keys), rung] = True
+        return {key: float(medians_s[key, rung]) for key in keys}
+
+    result = successive_halving(list(range(n_configs)), n_rungs, measure, policy)
+    return Outcome(result.best, measured, result.widened)
+
+
+def replay(df: pd.DataFrame, settings: ReplaySettings) -> dict[str, Any]:
+    """Replay ``settings.strategy`` on a fully measured sweep; the result has stable keys (see :data:`KEYS`)."""
+    found, rungs, left_out = races(df, settings.rung_axis)
+    rng = np.random.default_rng(settings.seed)
+    scope = df[df["engine"].ne(BASELINE_ENGINE).fillna(False).astype(bool)]
+    overhead = one_launch_s(scope).sum(axis=1)
+    reference_s = cluster_seconds(scope).total_s
+    spent_s = np.zeros(settings.repeats)
+    launches_used = np.zeros((settings.repeats, len(rungs), int(overhead.index.max()) + 1), dtype=bool)
+    regrets, wrong, widened = [], [], np.zeros(settings.repeats, dtype=bool)
+    trials_taken, reached = [], []
+    for race in found:
+        simulated = simulate(race, settings.trials, settings.repeats, rng)
+        truth_s = race.truth_s
+        fastest_engine = _significant_engine(race)
+        for repeat in range(settings.repeats):
+            outcome = run_strategy(settings.strategy, simulated.median_s[:, :, repeat], settings.halving)
+            spent_s[repeat] += float(simulated.cost_s[:, :, repeat][outcome.measured].sum())
+            used = np.nonzero(outcome.measured)
+            launches_used[repeat, used[1], race.launches[used]] = True
+            regrets.append(truth_s[outcome.choice] / truth_s.min() - 1)
+            if fastest_engine is not None:
+                wrong.append(race.engines[outcome.choice] != fastest_engine)
+            widened[repeat] |= outcome.widened
+            trials_taken.append(simulated.trials[:, :, repeat][outcome.measured])
+            reached.append(simulated.ci_reached[:, :, repeat][outcome.measured])
+    spent_s += _overhead_s(launches_used, overhead, settings.strategy)
+    return _summary(settings, found, rungs, left_out, np.array(regrets), wrong, widened, spent_s, reference_s) | {
+        "trials_mean": float(np.concatenate(trials_taken).mean()),
+        "ci_reached": float(np.concatenate(reached).mean()) if settings.trials.adaptive else None,
+    }
+
+
+def _overhead_s(launches_used: np.ndarray, overhead: pd.Series, strategy: str) -> np.ndarray:
+    """Per repeat: a start + warm-up + teardown per launch and rung (halving) or per launch (grid)."""
+    per_launch = np.zeros(launches_used.shape[2])
+    per_launch[overhead.index.to_numpy(dtype=int)] = overhead.to_numpy(dtype=float)
+    starts = launches_used.any(axis=1) if strategy == "grid" else launches_used.sum(axis=1)
+    return np.asarray(starts @ per_launch, dtype=float)
+
+
+def _significant_engine(race: Race) -> str | None:
+    """The full grid's faster engine at the largest rung, when its best beats the other engines' best (Mann-Whitney)."""
+    truth_s = race.truth_s
+    best: dict[str, int] = {}
+    for index in np.argsort(truth_s, kind="stable"):
+        best.setdefault(race.engines[index], int(index))
+    if len(best) < 2:
+        return None
+    (first, a), (_, b) = list(best.items())[:2]
+    times_a, times_b = race.samples[a][-1], race.samples[b][-1]
+    _, p = mann_whitney(times_a, times_b)
+    enough = min(times_a.size, times_b.size) >= MIN_TRIALS
+    return first if enough and not math.isnan(p) and p < ALPHA else None
+
+
+KEYS = (
+    "strategy", "trials", "eta", "rank_threshold", "repeats", "seed", "rung_axis", "rungs", "races",
+    "configurations", "left_out", "full_grid_best", "full_grid_best_s", "within_5pct", "within_10pct",
+    "regret_median", "regret_p95", "cluster_s_fraction", "cluster_s_fraction_p95", "full_grid_cluster_s",
+    "strategy_cluster_s_median", "engine_verdict", "wrong_engine", "rank_check_widened", "trials_mean",
+    "ci_reached",
+)  # fmt: skip
+
+
+def _summary(
+    settings: ReplaySettings,
+    found: list[Race],
+    rungs: tuple[Any, ...],
+    left_out: int,
+    regrets: np.ndarray,
+    wrong: list[bool],
+    widened: np.ndarray,
+    spent_s: np.ndarray,
+    reference_s: float,
+) -> dict[str, Any]:
+    """The replay's figures, with the stable keys of :data:`KEYS` (the last two are added by :func:`replay`)."""
+    first = found[0]
+    best = int(np.argmin(first.truth_s))
+    verdicts = [_significant_engine(race) for race in found]
+    fraction = spent_s / reference_s if reference_s > 0 else np.full_like(spent_s, np.nan)
+    trials = settings.trials
+    return {
+        "strategy": settings.strategy,
+        "trials": f"adaptive {trials.min_trials}..{trials.max_trials} to +-{trials.target_rel_ci:g}"
+        if trials.target_rel_ci is not None
+        else str(trials.max_trials),
+        "eta": settings.halving.eta,
+        "rank_threshold": settings.halving.rank_threshold,
+        "repeats": settings.repeats,
+        "seed": settings.seed,
+        "rung_axis": settings.rung_axis,
+        "rungs": [_plain(value) for value in rungs],
+        "races": len(found),
+        "configurations": sum(len(race.labels) for race in found),
+        "left_out": left_out,
+        "full_grid_best": first.labels[best] + (f" ({first.point})" if len(found) > 1 else ""),
+        "full_grid_best_s": float(first.truth_s[best]),
+        "within_5pct": float(np.mean(regrets <= 0.05)),
+        "within_10pct": float(np.mean(regrets <= 0.10)),
+        "regret_median": float(np.median(regrets)),
+        "regret_p95": float(np.quantile(regrets, 0.95)),
+        "cluster_s_fraction": float(np.mean(fraction)),
+        "cluster_s_fraction_p95": float(np.quantile(fraction, 0.95)),
+        "full_grid_cluster_s": reference_s,
+        "strategy_cluster_s_median": float(np.median(spent_s)),
+        "engine_verdict": _verdicts_text(verdicts),
+        "wrong_engine": float(np.mean(wrong)) if wrong else None,
+        "rank_check_widened": float(np.mean(widened)),
+    }
+
+
+def _verdicts_text(verdicts: list[str | None]) -> str:
+    """The full grid's engine verdicts: one race's, or how many races had each.
+
+    >>> _verdicts_text(["dask", None, "dask"])
+    'dask faster (2 races), no significant difference (1 race)'
+    """
+    texts = [f"{v} faster" if v else "no significant difference" for v in verdicts]
+    if len(texts) == 1:
+        return texts[0]
+    counts = Counter(texts)
+    return ", ".join(f"{text} ({n} race{'s' if n > 1 else ''})" for text, n in counts.most_common())
+
+
+def _plain(value: Any) -> Any:
+    """A rung value as a JSON number (numpy and pandas scalars as Python ones)."""
+    return value.item() if hasattr(value, "item") else value

@@ -1,0 +1,126 @@
+"""``sweeper replay``: its options, and the replay's result as terminal text or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.text import Text
+
+from sweeper.config.grid import RUNG_AXES, SEARCH_STRATEGIES
+from sweeper.errors import UserError
+from sweeper.run.view import plain
+from sweeper.search.adaptive import ADAPTIVE, TrialPolicy
+from sweeper.search.halving import ETA, RANK_THRESHOLD, HalvingPolicy
+
+if TYPE_CHECKING:
+    from sweeper.search.replay import ReplaySettings
+
+
+def add_parser(commands: Any) -> argparse.ArgumentParser:
+    """Register ``replay`` on the CLI's subparsers (``commands = parser.add_subparsers(...)``)."""
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "replay", help="replay halving or the grid, with adaptive trials, offline on a sweep measured in full"
+    )
+    parser.add_argument("store", help="store directory")
+    parser.add_argument("--sweep", help="sweep name (required when the store holds several)")
+    parser.add_argument("--strategy", choices=SEARCH_STRATEGIES, default="halving", help="default: halving")
+    parser.add_argument("--eta", type=int, default=ETA, help=f"halving keeps the best 1/eta per rung (default {ETA})")
+    parser.add_argument("--trials", default="adaptive", help="'adaptive' or a fixed number per point")
+    parser.add_argument("--min-trials", type=int, default=ADAPTIVE.min_trials, help="adaptive: at least (default 3)")
+    parser.add_argument("--max-trials", type=int, default=ADAPTIVE.max_trials, help="adaptive: at most (default 20)")
+    parser.add_argument(
+        "--target-rel-ci", type=float, default=ADAPTIVE.target_rel_ci, help="adaptive: stop at a CI of +-this (0.05)"
+    )
+    parser.add_argument(
+        "--rank-threshold", type=float, default=RANK_THRESHOLD, help="promote more below this Kendall tau (0.5)"
+    )
+    parser.add_argument("--rung-axis", choices=RUNG_AXES, default="epochs", help="default: epochs")
+    parser.add_argument("--repeats", type=int, default=1000, help="bootstrap repeats (default 1000)")
+    parser.add_argument("--seed", type=int, help="seed of the resampling (default 0)")
+    parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    parser.set_defaults(func=cmd_replay)
+    return parser
+
+
+def settings_from(args: argparse.Namespace) -> ReplaySettings:
+    """The replay's settings from the options; a bad value is a UserError naming its option."""
+    from sweeper.search.replay import SEED, ReplaySettings
+
+    return ReplaySettings(
+        strategy=args.strategy,
+        trials=_trials(args),
+        halving=HalvingPolicy(eta=args.eta, rank_threshold=args.rank_threshold),
+        repeats=args.repeats,
+        rung_axis=args.rung_axis,
+        seed=SEED if args.seed is None else args.seed,
+    )
+
+
+def _trials(args: argparse.Namespace) -> TrialPolicy:
+    text = str(args.trials).strip()
+    if text == "adaptive":
+        return TrialPolicy(args.min_trials, args.max_trials, args.target_rel_ci)
+    if not text.isdigit() or int(text) < 1:
+        raise UserError(f"--trials must be 'adaptive' or a number of trials of at least 1, got {args.trials!r}")
+    return TrialPolicy.fixed(int(text))
+
+
+def cmd_replay(args: argparse.Namespace, console: Console) -> int:
+    """``sweeper replay STORE [--sweep NAME] [--strategy halving|grid] [--eta 3] [--trials adaptive|N] ...``."""
+    from sweeper.results import report
+    from sweeper.search.replay import KEYS, replay
+
+    settings = settings_from(args)
+    result = replay(report.load_sweep(args.store, args.sweep), settings)
+    if args.json:
+        print(json.dumps({key: result[key] for key in KEYS}, sort_keys=False))
+    else:
+        for line in replay_lines(result):
+            console.print(line, soft_wrap=True)
+    return 0
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f} %"
+
+
+def replay_lines(result: dict[str, Any]) -> list[Text]:
+    """The replay as a few lines of terminal text."""
+    halving = result["strategy"] == "halving"
+    rungs = ", ".join(str(v) for v in result["rungs"])
+    policy = f", eta {result['eta']}, rank threshold {result['rank_threshold']:g}" if halving else ""
+    stops = f", {_share(result['ci_reached'])} stopped on 'ci reached'" if result["ci_reached"] is not None else ""
+    engine = (
+        f"engine: {result['engine_verdict']} in the full grid; picked the slower engine in "
+        f"{_share(result['wrong_engine'])} of repeats"
+        if result["wrong_engine"] is not None
+        else f"engine: {result['engine_verdict']} in the full grid (no wrong-engine share)"
+    )
+    lines = [
+        plain(result["strategy"], "bold")
+        + plain(
+            f" with trials {result['trials']}{policy}: {result['repeats']} bootstrap repeats of "
+            f"{result['configurations']} configurations in {result['races']} race(s), {result['rung_axis']} {rungs}"
+        ),
+        plain(f"full grid's best: {result['full_grid_best']}, median {result['full_grid_best_s']:.2f} s"),
+        plain(
+            f"chose within 5 % of it in {_share(result['within_5pct'])} of repeats, within 10 % in "
+            f"{_share(result['within_10pct'])}; regret median {_share(result['regret_median'])}, "
+            f"95th percentile {_share(result['regret_p95'])}"
+        ),
+        plain(
+            f"cluster time: {_share(result['cluster_s_fraction'])} of the full grid's "
+            f"{result['full_grid_cluster_s']:.0f} node-seconds on average "
+            f"(95th percentile {_share(result['cluster_s_fraction_p95'])}); "
+            f"{result['trials_mean']:.1f} trials per measured point{stops}"
+        ),
+        plain(engine),
+    ]
+    if halving:
+        lines.append(plain(f"rank check promoted more in {_share(result['rank_check_widened'])} of repeats"))
+    if result["left_out"]:
+        lines.append(plain(f"{result['left_out']} configurations left out: not measured at every rung", "yellow"))
+    return lines

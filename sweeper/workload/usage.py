@@ -1,0 +1,102 @@
+"""What one fit used, measured inside the process that ran it (on every engine, manager and host).
+
+A fit records its own thread's CPU seconds, its process's CPU seconds before and after, and its
+process's peak resident memory so far. In a Spark Python worker it also finds the executor JVM it
+serves (its nearest ``java`` ancestor) and records the JVM's CPU seconds and peak resident memory
+from ``/proc``. Reading these costs microseconds; a figure the system does not give is None.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+PROC = Path("/proc")
+CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+@dataclass(frozen=True)
+class ProcessUsage:
+    """A process's CPU seconds (user + system, without children) and peak resident memory, at one moment."""
+
+    pid: int
+    cpu_s: float
+    peak_rss_bytes: int | None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """One fit's resource use: its thread, its process and (Spark) its executor JVM, before and after."""
+
+    host: str
+    thread_cpu_s: float
+    before: ProcessUsage
+    after: ProcessUsage
+    jvm_before: ProcessUsage | None = None
+    jvm_after: ProcessUsage | None = None
+
+
+@dataclass
+class UsageProbe:
+    """Filled in when the measured block ends."""
+
+    usage: Usage | None = None
+
+
+@contextmanager
+def measured() -> Iterator[UsageProbe]:
+    """Measure the block's resource use (never fails: a probe that cannot read the system stays None)."""
+    probe = UsageProbe()
+    jvm = executor_jvm(os.getpid())
+    thread_start, before, jvm_before = time.thread_time(), this_process(), process_usage(jvm)
+    yield probe
+    probe.usage = Usage(
+        host=socket.gethostname(),
+        thread_cpu_s=time.thread_time() - thread_start,
+        before=before,
+        after=this_process(),
+        jvm_before=jvm_before,
+        jvm_after=process_usage(jvm),
+    )
+
+
+def this_process() -> ProcessUsage:
+    """This process's CPU seconds so far and peak resident memory since it started."""
+    times = os.times()
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    return ProcessUsage(os.getpid(), times.user + times.system, peak_kib * 1024)
+
+
+def process_usage(pid: int | None) -> ProcessUsage | None:
+    """Another process's CPU seconds and peak resident memory (``VmHWM``) from ``/proc``; None if unreadable."""
+    if pid is None:
+        return None
+    try:
+        fields = (PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+        status = (PROC / str(pid) / "status").read_text()
+    except (OSError, IndexError):
+        return None
+    cpu_s = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS_PER_S  # utime, stime (fields 14 and 15 of stat)
+    peak = next((line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")), None)
+    return ProcessUsage(pid, cpu_s, int(peak) * 1024 if peak else None)
+
+
+def executor_jvm(pid: int, max_depth: int = 3) -> int | None:
+    """In a Spark Python worker, the executor JVM it serves (its nearest ``*ExecutorBackend`` ancestor); else None."""
+    if "pyspark.worker" not in sys.modules:  # a Dask worker, the baseline, the driver: no executor JVM of its own
+        return None
+    for _ in range(max_depth):
+        try:
+            pid = int((PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if pid > 1 and b"ExecutorBackend" in (PROC / str(pid) / "cmdline").read_bytes():
+                return pid
+        except (OSError, IndexError, ValueError):
+            return None
+    return None

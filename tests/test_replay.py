@@ -1,0 +1,219 @@
+"""Cluster-second accounting and ``sweeper replay`` on synthetic full-grid stores with known answers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from sweeper import cli
+from sweeper.results.store import COLUMNS
+from sweeper.search.accounting import cluster_seconds, full_grid_estimate, launch_seconds
+from sweeper.search.adaptive import TrialPolicy
+from sweeper.search.replay import KEYS, ReplaySettings, replay
+from sweeper.search.replay_view import add_parser
+from tests.support.budget_stores import (
+    Arm,
+    budget_rows,
+    close_race,
+    easy_winner,
+    frame,
+    proxy_reversal,
+    write_store,
+)
+
+REPEATS = "200"
+
+
+def row(launch: int, nodes: int, **values: Any) -> dict[str, Any]:
+    base = {"sweep": "s", "run_id": "r1", "launch_index": launch, "nodes": nodes, "engine": "dask", "status": "ok"}
+    return {column: {**base, **values}.get(column) for column in COLUMNS}
+
+
+def hand_store() -> list[dict[str, Any]]:
+    """Launch 0 on 2 nodes: a session (start 10, warm-up 2) of fits 3, 4 and a failed 1, then a second
+    session (start 12, warm-up 3) with a fit of 5; teardown 4. Launch 1 on 1 node never started (7.2 s)."""
+    first = {"cluster_start_s": 10.0, "warmup_s": 2.0, "teardown_s": 4.0}
+    second = {"cluster_start_s": 12.0, "warmup_s": 3.0, "teardown_s": 4.0}
+    failed = {"status": "failed", "error": "launch did not start: no workers", "error_type": "TimeoutError"}
+    return [
+        row(0, 2, fit_wall_s=3.0, **first),
+        row(0, 2, fit_wall_s=4.0, **first),
+        row(0, 2, fit_wall_s=1.0, **first, status="failed", error="worker lost"),
+        row(0, 2, fit_wall_s=5.0, **second),
+        *(row(1, 1, cluster_start_s=start, **failed) for start in (7.0, 7.1, 7.2)),
+    ]
+
+
+def test_cluster_seconds_count_each_start_warm_up_and_teardown_once() -> None:
+    df = frame(hand_store())
+    parts = launch_seconds(df).set_index("launch_index")
+    assert parts.loc[0, ["sessions", "start_s", "warmup_s", "measured_s", "teardown_s"]].tolist() == [2, 22, 5, 13, 4]
+    assert parts.loc[1, ["sessions", "start_s", "measured_s"]].tolist() == [0, 7.2, 0]
+    total = cluster_seconds(df)
+    assert (total.start_s, total.warmup_s, total.measured_s, total.teardown_s) == pytest.approx((51.2, 10, 26, 8))
+    assert total.total_s == pytest.approx(95.2)
+    assert total.measured_share == pytest.approx(26 / 95.2)
+    plain_rows = pd.DataFrame([{k: v for k, v in r.items() if v is not None} for r in hand_store()])
+    assert cluster_seconds(plain_rows.reindex(columns=list(COLUMNS))) == total  # the runner's rows as they are
+
+
+def test_a_launch_started_once_per_rung_counts_every_start_and_teardown() -> None:
+    rungs = [
+        {"cluster_start_s": 10.0 + rung, "warmup_s": 2.0, "teardown_s": 3.0 + rung, "epochs": 10**rung}
+        for rung in (1, 2)
+    ]
+    rows = [row(0, 1, fit_wall_s=1.0, **values) for values in rungs for _ in range(2)]
+    rows.append(row(0, 1, status="pruned", epochs=1000))
+    parts = launch_seconds(frame(rows)).iloc[0]
+    assert parts[["sessions", "teardowns", "start_s", "warmup_s", "measured_s", "teardown_s"]].tolist() == [
+        2, 2, 23, 4, 4, 9,
+    ]  # fmt: skip
+    # one start, warm-up and teardown; the pruned point at 1000 epochs: 1 s at 100 x the rung ratio 10 x 1 row
+    assert full_grid_estimate(frame(rows)).total_s == pytest.approx(11.5 + 2 + 4.5 + 4 + 10)
+
+
+def test_full_grid_estimate_prices_pruned_points_by_the_growth_of_the_measured_ones() -> None:
+    session = {"cluster_start_s": 10.0, "warmup_s": 2.0, "teardown_s": 3.0, "model_params": "{}"}
+    rows = [row(0, 1, epochs=10, fit_wall_s=t, **session) for t in (1.0, 2.0, 3.0)]
+    rows += [row(0, 1, epochs=100, fit_wall_s=t, **session) for t in (19.0, 20.0, 21.0)]
+    rows += [row(1, 1, epochs=10, fit_wall_s=t, engine="spark", **session) for t in (2.0, 3.0, 4.0)]
+    rows += [row(1, 1, epochs=100, engine="spark", status="pruned", **session)]
+    df = frame(rows)
+    assert cluster_seconds(df).measured_s == pytest.approx(75)
+    estimate = full_grid_estimate(df)
+    assert estimate.measured_s == pytest.approx(75 + 3 * (20 / 2) * 3)  # median 3 s x growth 10 x 3 trials
+    assert (estimate.start_s, estimate.warmup_s, estimate.teardown_s) == (20, 4, 6)
+
+
+def test_the_full_grid_estimate_of_a_full_grid_is_its_cost() -> None:
+    df = frame(budget_rows(easy_winner(), trials=3))
+    assert full_grid_estimate(df).total_s == pytest.approx(cluster_seconds(df).total_s)
+
+
+def run_cli(argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """``sweeper replay`` through the real ``main`` (with ``replay`` registered when cli.py does not yet)."""
+    build = cli.build_parser
+
+    def with_replay() -> argparse.ArgumentParser:
+        parser = build()
+        commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        if "replay" not in commands.choices:
+            add_parser(commands)
+        return parser
+
+    monkeypatch.setattr(cli, "build_parser", with_replay)
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out if code == 0 else err
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    rows = budget_rows(easy_winner(), sweep="easy", seed=1)
+    rows += budget_rows(close_race(), sweep="close", seed=2)
+    rows += budget_rows(proxy_reversal(), sweep="reversal", seed=3)
+    return write_store(tmp_path / "store", rows)
+
+
+def replayed(store: Path, sweep: str, *options: str, **fixtures: Any) -> dict[str, Any]:
+    code, out = run_cli(["replay", str(store), "--sweep", sweep, "--repeats", REPEATS, "--json", *options], **fixtures)
+    assert code == 0, out
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+def test_easy_winner_halving_with_adaptive_trials_is_right_for_a_fraction_of_the_cost(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = replayed(store, "easy", monkeypatch=monkeypatch, capsys=capsys)
+    assert list(result) == list(KEYS)
+    assert result["full_grid_best"] == "dask 4 cores, 2 executors, 4 GiB memory"
+    assert result["within_5pct"] >= 0.95 and result["regret_median"] == 0.0
+    assert result["cluster_s_fraction"] <= 0.30
+    assert result["engine_verdict"] == "dask faster" and result["wrong_engine"] == 0.0
+    assert result["rungs"] == [10, 100, 1000, 10000] and result["configurations"] == 6
+    assert result["rank_check_widened"] <= 0.05
+    assert 6 <= result["trials_mean"] < 10 and result["ci_reached"] >= 0.9
+
+
+def test_a_close_race_has_no_engine_verdict_and_stays_near_the_best(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = replayed(store, "close", monkeypatch=monkeypatch, capsys=capsys)
+    assert result["engine_verdict"] == "no significant difference" and result["wrong_engine"] is None
+    assert result["within_5pct"] >= 0.95  # the two leaders are 1 % apart: either is a good choice
+    assert result["full_grid_best"] in (
+        "spark 2 cores, 4 executors, 4 GiB memory",
+        "dask 2 cores, 4 executors, 4 GiB memory",
+    )
+
+
+def test_a_proxy_reversal_is_caught_by_the_rank_check(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = replayed(store, "reversal", monkeypatch=monkeypatch, capsys=capsys)
+    assert result["full_grid_best"] == "spark 4 cores, 2 executors, 4 GiB memory"
+    assert result["within_5pct"] >= 0.95 and result["rank_check_widened"] >= 0.95
+    assert result["engine_verdict"] == "spark faster" and result["wrong_engine"] <= 0.05
+    unchecked = replayed(store, "reversal", "--rank-threshold", "-1", monkeypatch=monkeypatch, capsys=capsys)
+    assert unchecked["within_5pct"] <= 0.05 and unchecked["rank_check_widened"] == 0.0
+    assert unchecked["cluster_s_fraction"] < result["cluster_s_fraction"]
+
+
+def test_the_grid_with_the_recorded_trial_count_costs_the_full_grid() -> None:
+    df = frame(budget_rows(easy_winner(), trials=10, seed=5))
+    result = replay(df, ReplaySettings(strategy="grid", trials=TrialPolicy.fixed(10), repeats=100))
+    assert result["cluster_s_fraction"] == pytest.approx(1.0, abs=0.02)
+    assert result["within_5pct"] == 1.0 and result["trials_mean"] == 10 and result["ci_reached"] is None
+
+
+def test_replay_is_reproducible_and_leaves_out_configurations_missing_a_rung() -> None:
+    rows = budget_rows([*easy_winner(), Arm("spark", 8, 1, batch_s=1.0, per_epoch_s=0.001)], seed=6)
+    rows = [r for r in rows if not (r["launch_index"] == 6 and r["epochs"] == 10000)]
+    df = frame(rows)
+    settings = ReplaySettings(repeats=50, seed=9)
+    first, again = replay(df, settings), replay(df, settings)
+    assert first == again
+    assert first["left_out"] == 1 and first["configurations"] == 6
+
+
+def test_text_output(store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run_cli(["replay", str(store), "--sweep", "easy", "--repeats", "20"], monkeypatch, capsys)
+    assert code == 0
+    text = " ".join(out.split())
+    assert "full grid's best: dask 4 cores, 2 executors, 4 GiB memory" in text
+    assert "of repeats, within 10 %" in text and "rank check promoted more in" in text
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--sweep", "easy", "--eta", "1"], "--eta"),
+        (["--sweep", "easy", "--repeats", "0"], "--repeats"),
+        (["--sweep", "easy", "--trials", "many"], "--trials"),
+        (["--sweep", "easy", "--trials", "adaptive", "--max-trials", "2"], "--max-trials"),
+        (["--sweep", "easy", "--target-rel-ci", "0"], "--target-rel-ci"),
+        (["--sweep", "easy", "--seed", "-1"], "--seed"),
+        (["--sweep", "nosuch"], "no sweep 'nosuch'"),
+        ([], "holds 3 sweeps"),
+    ],
+)
+def test_bad_options_are_user_errors(
+    store: Path, options: list[str], message: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = run_cli(["replay", str(store), *options], monkeypatch, capsys)
+    assert code == 2 and err.startswith("error: ") and message in err
+
+
+def test_a_sweep_with_one_configuration_cannot_be_replayed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = write_store(tmp_path / "one", budget_rows(easy_winner()[:1], trials=3))
+    code, err = run_cli(["replay", str(store)], monkeypatch, capsys)
+    assert code == 2 and "no two configurations measured at every value" in err

@@ -1,0 +1,143 @@
+"""Successive halving and its rank check, on medians with known answers."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from sweeper.errors import UserError
+from sweeper.search.halving import (
+    HalvingPolicy,
+    HalvingResult,
+    keep_count,
+    kendall_tau,
+    rung_values,
+    successive_halving,
+)
+
+EPOCHS = (10, 100, 1000, 10000)
+
+
+class Table:
+    """Known medians per configuration and rung; records every measure call."""
+
+    def __init__(self, medians_s: Mapping[str, Sequence[float]]) -> None:
+        self.medians_s = medians_s
+        self.calls: list[tuple[int, list[str]]] = []
+
+    def __call__(self, rung: int, keys: Sequence[str]) -> dict[str, float]:
+        self.calls.append((rung, list(keys)))
+        return {key: self.medians_s[key][rung] for key in keys}
+
+    def run(self, policy: HalvingPolicy | None = None) -> HalvingResult[str]:
+        return successive_halving(list(self.medians_s), len(EPOCHS), self, policy or HalvingPolicy())
+
+
+def linear(batch_s: float, per_epoch_s: float) -> list[float]:
+    return [batch_s + per_epoch_s * e for e in EPOCHS]
+
+
+def test_rungs_and_keep_counts() -> None:
+    assert rung_values([1.0, 0.25, float("nan"), 0.5, 0.25]) == (0.25, 0.5, 1.0)
+    policy = HalvingPolicy(eta=3, min_keep=1)
+    assert [keep_count(n, policy) for n in (1, 2, 3, 4, 9, 10, 27)] == [1, 1, 1, 2, 3, 4, 9]
+    assert [keep_count(n, HalvingPolicy(eta=2)) for n in (1, 2, 3, 5)] == [1, 2, 2, 3]
+
+
+def test_kendall_tau_matches_scipy_with_ties() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        x, y = rng.integers(0, 4, 9), rng.integers(0, 4, 9)
+        assert kendall_tau(x, y) == pytest.approx(stats.kendalltau(x, y).statistic)
+    assert math.isnan(kendall_tau([1.0], [2.0])) and math.isnan(kendall_tau([1, 1], [1, 2]))
+
+
+def test_a_consistent_order_keeps_the_best_third_and_finds_the_winner() -> None:
+    table = Table({f"c{i}": linear(1 + i, 0.01 * (1 + i)) for i in range(9)})  # c0 fastest everywhere
+    result = table.run()
+    assert [rung.promoted for rung in result.rungs[:3]] == [("c0", "c1", "c2"), ("c0", "c1"), ("c0", "c1")]
+    assert result.best == "c0" and not result.widened
+    assert [check.agreement for check in (r.check for r in result.rungs[1:]) if check] == [1.0, 1.0, 1.0]
+    assert [len(keys) for _, keys in table.calls] == [9, 3, 2, 2]  # one measure call per rung
+    unmeasured = result.unmeasured(table.medians_s)
+    assert len(unmeasured) == 6 + 7 + 7 and ("c2", 2) in unmeasured and ("c0", 3) not in unmeasured
+
+
+def reversal() -> dict[str, list[float]]:
+    """'a' leads 'b' up to 1000 epochs, 'b' leads at 10000; 'w' (3rd at 10 epochs) is the true winner."""
+    return {
+        "a": linear(1.0, 0.040),  # 1.4, 5, 41, 401
+        "b": linear(8.0, 0.037),  # 8.37, 11.7, 45, 378
+        "w": linear(20.0, 0.025),  # 20.25, 22.5, 45, 270
+        "x": linear(30.0, 0.050),
+        "y": linear(40.0, 0.050),
+        "z": linear(50.0, 0.050),
+    }
+
+
+def test_the_rank_check_catches_a_reversal_at_the_last_rung_and_brings_back_the_winner() -> None:
+    table = Table(reversal())
+    result = table.run()
+    assert result.rungs[0].pruned == ("w", "x", "y", "z")
+    last = result.rungs[-1]
+    assert last.check is not None and last.check.agreement == -1.0 and not last.check.passed
+    assert last.widened == ("w", "x")  # as many as were there, best first
+    assert result.best == "w" and result.widened
+    assert table.calls[-1] == (3, ["w", "x"])
+
+
+def test_without_the_rank_check_the_reversal_picks_the_wrong_configuration() -> None:
+    result = Table(reversal()).run(HalvingPolicy(rank_threshold=-1.0))
+    assert result.best == "b" and not result.widened
+
+
+def test_swaps_within_the_tie_tolerance_are_noise_not_a_lying_proxy() -> None:
+    medians = {"a": [1.0, 100.0], "b": [2.0, 99.5], "c": [3.0, 300.0]}  # a and b swap by 0.5 %
+    policy = HalvingPolicy(eta=2, min_keep=1)
+    for tie_rel, widened in ((0.01, ()), (0.0, ("c",))):
+        result = successive_halving(
+            list(medians), 2, lambda r, keys: {k: medians[k][r] for k in keys}, replace(policy, tie_rel=tie_rel)
+        )
+        assert result.rungs[1].widened == widened
+
+
+def test_widen_all_brings_back_every_pruned_configuration() -> None:
+    result = Table(reversal()).run(HalvingPolicy(widen="all"))
+    assert set(result.rungs[-1].widened) == {"w", "x", "y", "z"} and result.best == "w"
+
+
+def test_later_survivors_come_back_first() -> None:
+    medians = {
+        "a": [1.0, 1.0, 10.0],
+        "b": [2.0, 2.0, 5.0],  # swaps with a at the last rung
+        "c": [3.0, 3.0, 1.0],  # pruned at rung 0, the winner
+        "d": [2.5, 9.0, 9.0],  # survived rung 0, pruned at rung 1
+        "e": [3.5, 0, 0],
+        "f": [4.0, 0, 0],
+    }
+    policy = HalvingPolicy(eta=2)
+    result = successive_halving(list(medians), 3, lambda r, keys: {k: medians[k][r] for k in keys}, policy)
+    assert result.rungs[0].promoted == ("a", "b", "d") and result.rungs[1].promoted == ("a", "b")
+    assert result.rungs[2].widened == ("d", "c") and result.best == "c"
+
+
+def test_a_configuration_without_an_ok_trial_ranks_last() -> None:
+    medians = {"a": [float("nan"), 1.0], "b": [2.0, 2.0], "c": [3.0, 3.0], "d": [4.0, 4.0]}
+    policy = HalvingPolicy(eta=2)
+    result = successive_halving(list(medians), 2, lambda r, keys: {k: medians[k][r] for k in keys}, policy)
+    assert result.rungs[0].measured[-1] == "a" and result.best == "b"
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [({"eta": 1}, "--eta"), ({"eta": 2.5}, "--eta"), ({"rank_threshold": 2.0}, "--rank-threshold"),
+     ({"widen": "some"}, "widen"), ({"min_keep": 0}, "min_keep"), ({"tie_rel": 1.0}, "tie_rel")],
+)  # fmt: skip
+def test_bad_policies_are_user_errors(options: dict[str, object], named: str) -> None:
+    with pytest.raises(UserError, match=named):
+        HalvingPolicy(**options)  # type: ignore[arg-type]

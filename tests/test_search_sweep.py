@@ -1,0 +1,113 @@
+"""Real sweeps that spend less cluster time: adaptive trials and successive halving through the CLI, then replay."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import yaml
+
+from sweeper import load_results
+from sweeper.results import statistics
+from sweeper.search.accounting import cluster_seconds
+from sweeper.search.adaptive import CI_REACHED, MAX_TRIALS
+from tests.conftest import REPO, minimal_grid
+from tests.support.leftovers import assert_no_launch_processes
+
+pytestmark = pytest.mark.integration
+EPOCHS = [5, 30]
+CONFIGURATIONS = 4  # spark and dask x 1 and 2 cores per executor
+
+
+def write(tmp: Path, name: str, trials: Any, search: dict[str, Any] | None) -> Path:
+    spec = minimal_grid(name=name, store=str(tmp / "store"))
+    spec["sizing"]["cores_per_executor"] = [1, 2]
+    spec["workload"] = {"dataset": "digits", "epochs": EPOCHS, "trials": trials, "model": {"hidden_layer_sizes": [32]}}
+    if search:
+        spec["search"] = search
+    path = tmp / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def sweeper(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sweeper", *args], capture_output=True, text=True, timeout=900, cwd=REPO
+    )
+
+
+@pytest.fixture(scope="module")
+def halved(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str], Any]:
+    """A halving sweep with adaptive trials, then the same command again (a resume: nothing left to take)."""
+    tmp = tmp_path_factory.mktemp("halving")
+    grid = write(tmp, "halved", {"min": 3, "max": 6, "target_rel_ci": 0.2}, {"strategy": "halving", "eta": 3})
+    first, again = sweeper("run", str(grid)), sweeper("run", str(grid))
+    assert_no_launch_processes()
+    return tmp / "store", first, again
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same grid measured in full, 6 trials a point."""
+    tmp = tmp_path_factory.mktemp("full")
+    result = sweeper("run", str(write(tmp, "full", 6, None)))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert_no_launch_processes()
+    return tmp / "store"
+
+
+def test_halving_measures_every_configuration_first_then_prunes(halved: tuple[Path, Any, Any]) -> None:
+    store, first, _ = halved
+    assert first.returncode == 0, first.stdout + first.stderr
+    frame = load_results(store)
+    cluster = frame[frame["engine"] != "local"]
+    config = ["engine", "cores_per_executor"]
+    at = {rung: cluster[cluster["rung"] == rung] for rung in (0, 1)}
+    assert at[0]["epochs"].eq(EPOCHS[0]).all() and at[1]["epochs"].eq(EPOCHS[1]).all()
+    assert len(at[0][at[0]["status"] == "ok"].drop_duplicates(config)) == CONFIGURATIONS
+    measured = at[1][at[1]["status"] == "ok"].drop_duplicates(config)
+    pruned = at[1][at[1]["status"] == "pruned"]
+    assert len(measured) >= 2 and len(measured) + len(pruned) == CONFIGURATIONS
+    assert pruned["fit_wall_s"].isna().all() and pruned["error"].str.contains("not among the fastest").all()
+    # the baseline is a reference, measured at every rung; pruned rows are in no statistic and no failure count
+    assert sorted(frame.loc[frame["engine"] == "local", "epochs"].unique()) == EPOCHS
+    assert statistics.failures(frame).empty and len(statistics.pruned(frame)) == len(pruned)
+    assert "Halving: epochs 5: 4 measured, 2 kept" in first.stdout
+
+
+def test_adaptive_trials_stop_each_point_once_and_say_why(halved: tuple[Path, Any, Any]) -> None:
+    store, _, _ = halved
+    ok = load_results(store).query("status == 'ok'")
+    for _, point in ok.groupby(["engine", "cores_per_executor", "epochs"]):
+        reasons = [None if pd.isna(r) else r for r in point.sort_values("trial")["stop_reason"]]
+        assert 3 <= len(point) <= 6 and reasons[:-1] == [None] * (len(point) - 1), reasons
+        assert reasons[-1] in (CI_REACHED, MAX_TRIALS) and (reasons[-1] == CI_REACHED or len(point) == 6)
+
+
+def test_the_run_accounts_its_cluster_time_and_a_resume_takes_nothing(halved: tuple[Path, Any, Any]) -> None:
+    store, first, again = halved
+    frame = load_results(store)
+    spent = cluster_seconds(frame)
+    assert spent.start_s > 0 and spent.measured_s > 0 and 0 < spent.measured_share < 1
+    assert "Cluster time:" in first.stdout and "the full grid would have taken about" in first.stdout
+    assert again.returncode == 0 and "0 rows written" in again.stdout, again.stdout + again.stderr
+    assert len(load_results(store)) == len(frame)  # no measurement and no pruned row twice
+
+
+def test_replay_of_the_full_sweep_of_the_same_grid(full: Path) -> None:
+    frame = load_results(full)
+    assert frame["rung"].isna().all() and frame["stop_reason"].isna().all() and set(frame["status"]) == {"ok"}
+    result = sweeper("replay", str(full), "--repeats", "200", "--trials", "adaptive", "--json")
+    assert result.returncode == 0, result.stderr
+    replay = json.loads(result.stdout)
+    assert replay["repeats"] == 200 and replay["configurations"] == CONFIGURATIONS
+    for key in ("within_5pct", "within_10pct", "cluster_s_fraction"):
+        assert 0 <= replay[key] <= 1.5, (key, replay)
+    assert replay["within_10pct"] >= replay["within_5pct"]
+    assert replay["wrong_engine"] is None or 0 <= replay["wrong_engine"] <= 1
+    assert pd.notna(replay["regret_median"])
