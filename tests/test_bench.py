@@ -29,6 +29,7 @@ def engine(batch_s: float, fit_s: float, **extra: Any) -> dict[str, Any]:
         "cpu_s": [{"fit workers": 19.0, "driver": 0.1, "JVMs": 0.5, "other processes": 0.1}] * 3,
         "cpu_median_s": {"fit workers": 19.0, "driver": 0.1, "JVMs": 0.5, "other processes": 0.1},
         "fit_environment": {"OMP_NUM_THREADS": "1"},
+        "measuring_median_s": 0.002,
         **extra,
     }
 
@@ -40,7 +41,15 @@ def full_report(**changes: Any) -> dict[str, Any]:
         "command": "python -m tests.bench",
         "quick": False,
         "machine": {"cpu": "test", "cores": "2"},
-        "batch": {"fits": 8, "epochs": 32, "repeats": 5, "dataset": "fashion-mnist", "machine_cores": 2},
+        "batch": {
+            "fits": 8,
+            "epochs": 32,
+            "repeats": 5,
+            "dataset": "fashion-mnist",
+            "machine_cores": 2,
+            "slots": 2,
+            "probe_s": 0.0001,
+        },
         "engines": {
             "loky": engine(10.0, 2.4, shipping={"how": "memmap", "bytes_per_fit": 1e6}),
             "dask": engine(10.5, 2.45, shipping={"copies_per_process": 1, "peer_fetches": 0, "how": "scatter"}),
@@ -121,6 +130,15 @@ def test_targets_pass_and_miss() -> None:
     assert found["store_load_s"].ok is True
     assert found["dask_rss_slope_mib"].ok is True
     assert found["dask_schedulers_alive"].ok is True
+    # the slowest-measured engine: (4 fits / slot x 0.1 ms + 2 ms) / 10.5 s
+    assert found["measuring_share"].measured == pytest.approx((4 * 0.0001 + 0.002) / 10.5)
+    assert found["measuring_share"].ok is True
+
+
+def test_measuring_that_takes_a_batch_s_time_misses_its_target() -> None:
+    report = full_report()
+    report["engines"]["spark"]["measuring_median_s"] = 0.5  # 0.5 s of a 13 s batch: 3.8 %
+    assert checks(report)["measuring_share"].ok is False
 
 
 def test_ratio_targets_do_not_apply_to_a_small_batch() -> None:

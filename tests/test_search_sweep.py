@@ -111,3 +111,16 @@ def test_replay_of_the_full_sweep_of_the_same_grid(full: Path) -> None:
     assert replay["within_10pct"] >= replay["within_5pct"]
     assert replay["wrong_engine"] is None or 0 <= replay["wrong_engine"] <= 1
     assert pd.notna(replay["regret_median"])
+
+
+def test_the_report_shows_the_rungs_the_pruned_and_the_cluster_time(
+    halved: tuple[Path, Any, Any], tmp_path: Path
+) -> None:
+    store, _, _ = halved
+    result = sweeper("report", str(store), "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    text = (tmp_path / "report.md").read_text()
+    assert "## Successive halving" in text and "## Adaptive trials" in text
+    assert "| 0 | 5 | 4 | 0 | - |" in text and "configurations) |" in text  # rung 1 has its rank agreement
+    assert "the full grid would have taken about" in text and "not among the fastest at epochs 5" in text
+    assert text.count("## Results:") == 1  # pruned rows belong to the sweep's one workload

@@ -43,8 +43,7 @@ accuracies (winner - best) must lie above ``-accuracy_margin``. When every trial
 same on every arm (the same fits on every engine: ``replicas`` with the same seeds) accuracy
 cannot differ and nothing is tested.
 
-Memory, per workload, engine and configuration: see :func:`memory_advice`. Slots left idle: see
-:func:`idle_slots`.
+Memory per workload, engine and configuration, and slots left idle: :mod:`sweeper.results.right_sizing`.
 """
 
 from __future__ import annotations
@@ -60,13 +59,20 @@ from scipy import stats as scipy_stats
 
 from sweeper.errors import UserError
 from sweeper.planning.plan import BASELINE_ENGINE
-from sweeper.planning.sizing import MIN_EXECUTOR_MEMORY_MIB, report_overhead_mib, spark_overhead_mib
 from sweeper.results import statistics
+from sweeper.results.right_sizing import (
+    ARM,
+    LOW_UTILISATION,
+    IdleSlots,
+    MemoryAdvice,
+    as_int,
+    idle_slots,
+    memory_advice,
+    plain_value,
+)
 from sweeper.results.statistics import ALPHA, CONFIG, MIN_TRIALS, N_BOOTSTRAP, SEED, ok_mask
-from sweeper.units import MIB_PER_GIB
 
 OBJECTIVES = ("time", "cost")
-ARM = ("engine", *CONFIG)
 FASTER = "faster"
 CHEAPER = "cheaper"
 INCONCLUSIVE = "inconclusive"
@@ -75,10 +81,6 @@ ONE_CONFIGURATION = "one configuration"
 ACCURACY_MARGIN = 0.005
 POWER = 0.8
 MANN_WHITNEY_EFFICIENCY = 3 / math.pi
-HEADROOM = 1.25
-ROUND_GIB = 0.5
-LOW_UTILISATION = 0.5
-STRAGGLER_RATIO = 2.0
 
 
 # -- results ----------------------------------------------------------------------------------
@@ -172,38 +174,6 @@ class EngineAnswer:
 
 
 @dataclass(frozen=True)
-class MemoryAdvice:
-    """Granted memory against the measured peak for one engine and configuration (see :func:`memory_advice`)."""
-
-    workload: dict[str, Any]
-    engine: str
-    cores_per_executor: int
-    executors: int
-    executor_memory_gib: float
-    granted_gib: float
-    peak_gib: float
-    suggested_gib: float
-    executors_per_node: int
-    executors_per_node_by_memory: int | None
-    limit: str
-    alternative: tuple[int, int] | None
-    note: str
-
-
-@dataclass(frozen=True)
-class IdleSlots:
-    """A configuration whose slots were mostly idle: its median slot utilisation and the likely reasons."""
-
-    workload: dict[str, Any]
-    engine: str
-    cores_per_executor: int
-    executors: int
-    executor_memory_gib: float
-    slot_utilisation: float
-    reasons: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class Recommendation:
     """Everything ``sweeper recommend`` says about one sweep."""
 
@@ -276,15 +246,6 @@ def trials_needed(a: np.ndarray, b: np.ndarray, pairs: int = 1, alpha: float = A
     z = scipy_stats.norm.ppf(1 - alpha / (2 * pairs)) + scipy_stats.norm.ppf(POWER)
     needed = 2 * z**2 * variance / difference**2 / MANN_WHITNEY_EFFICIENCY
     return max(MIN_TRIALS, math.ceil(needed))
-
-
-def suggested_memory_gib(peak_gib: float) -> float:
-    """The smallest limit with 25 % headroom over the peak, rounded up to 0.5 GiB, at least 1 GiB.
-
-    >>> suggested_memory_gib(1.0), suggested_memory_gib(3.3), suggested_memory_gib(0.2)
-    (1.5, 4.5, 1.0)
-    """
-    return max(MIN_EXECUTOR_MEMORY_MIB / MIB_PER_GIB, math.ceil(round(peak_gib * HEADROOM / ROUND_GIB, 9)) * ROUND_GIB)
 
 
 # -- the recommendation -----------------------------------------------------------------------------
@@ -373,15 +334,8 @@ def _cells(df: pd.DataFrame) -> Iterator[tuple[dict[str, Any], int, pd.DataFrame
     if ok.empty:
         return
     for values, rows in ok.groupby([*keys, "epochs"], dropna=False, sort=True):
-        workload = {key: _plain(value) for key, value in zip(keys, values[:-1], strict=True)}
-        yield workload, _int(values[-1]), rows
-
-
-def _plain(value: Any) -> Any:
-    """A pandas/numpy scalar as a plain Python value (NA as None), for JSON and comparisons."""
-    if value is None or (not isinstance(value, str) and pd.isna(value)):
-        return None
-    return value.item() if hasattr(value, "item") else value
+        workload = {key: plain_value(value) for key, value in zip(keys, values[:-1], strict=True)}
+        yield workload, as_int(values[-1]), rows
 
 
 class _Measured(NamedTuple):
@@ -401,20 +355,16 @@ def _arms(rows: pd.DataFrame, options: _Options) -> list[_Measured]:
         if times_s.size == 0:
             continue
         median, low, high = median_ci(times_s, options.n_bootstrap, options.seed)
-        arm = Arm(str(key[0]), _int(key[1]), _int(key[2]), float(key[3]), times_s.size, median, low, high)
+        arm = Arm(str(key[0]), as_int(key[1]), as_int(key[2]), float(key[3]), times_s.size, median, low, high)
         values = times_s
         if options.cost_per_node_hour is not None:
             costs = _costs(timed, options.cost_per_node_hour)
             arm = replace(arm, median_cost=float(np.median(costs)))
             values = costs if options.objective == "cost" else times_s
         accuracy = group["accuracy"].dropna().to_numpy()
-        found.append((_Measured(arm, values, accuracy), _int(key[1]) * _int(key[2])))
+        found.append((_Measured(arm, values, accuracy), as_int(key[1]) * as_int(key[2])))
     found.sort(key=lambda item: (float(np.median(item[0].values)), item[1]))
     return [measured for measured, _ in found]
-
-
-def _int(value: Any) -> int:
-    return -1 if pd.isna(value) else int(value)
 
 
 def _costs(timed: pd.DataFrame, cost_per_node_hour: float) -> np.ndarray:
@@ -579,197 +529,6 @@ def identical_fits(rows: pd.DataFrame) -> bool:
     by_trial = measured.groupby("trial", dropna=False)["accuracy"].agg(["min", "max", "size"])
     spans = (by_trial["max"] - by_trial["min"]).astype(float)
     return bool((by_trial["size"] >= 2).any() and (spans <= 1e-12).all())
-
-
-# -- memory and slots ---------------------------------------------------------------------------------
-
-
-_MEMORY_COLUMNS = (
-    "status",
-    "nodes",
-    "rule",
-    "memory_overhead_gib",
-    "granted_executor_memory_gib",
-    "worker_peak_rss_gib_max",
-    "jvm_peak_heap_gib",
-    "resource_note",
-)
-_SLOT_COLUMNS = (
-    "status",
-    "slot_utilisation",
-    "threads_per_fit",
-    "total_cores",
-    "n_fits",
-    "fit_task_sum_s",
-    "fit_task_max_s",
-)
-
-
-def _engine_rows(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
-    """The ok rows of engines other than the baseline, only the columns asked for that ``df`` has."""
-    keep = [column for column in dict.fromkeys(columns) if column in df]
-    return df.loc[ok_mask(df) & df["engine"].ne(BASELINE_ENGINE).fillna(False).astype(bool), keep]
-
-
-def memory_advice(df: pd.DataFrame) -> list[MemoryAdvice]:
-    """Granted memory against the measured peak, per workload, engine and configuration (ok rows).
-
-    - ``granted_gib``: ``granted_executor_memory_gib`` when the launch recorded it, else
-      ``executor_memory_gib`` (Dask: the worker's memory limit; Spark: the executor heap).
-    - ``peak_gib``: the largest ``worker_peak_rss_gib_max`` (resident set of one worker, for Spark
-      the executor JVM with its Python workers) or ``jvm_peak_heap_gib``, whichever is larger,
-      over the configuration's ok rows and epochs. For Spark the resident set also holds what
-      the memory overhead pays for, so the suggestion errs on the large side.
-    - ``suggested_gib``: :func:`suggested_memory_gib` of the peak. NaN when nothing was measured
-      (stores written before schema version 4): ``limit`` is then ``not measured``.
-
-    What the sizing rules would give: the store does not record node sizes, so a node is taken
-    as what the rule handed out, ``executors_per_node`` slots (``ceil(executors / nodes)``) of
-    ``executor memory + overhead`` and ``cores_per_executor`` cores each. With the suggested
-    memory (and the rule's overhead for it, :mod:`sweeper.planning.sizing`) that node memory
-    holds ``executors_per_node_by_memory`` executors. ``limit``: ``memory`` when the suggestion
-    is above the grant; ``more executors fit`` when a node's cores and memory hold more
-    executors of fewer cores (``alternative`` = (executors per node, cores each)); ``cores``
-    when the freed memory has no core to run another executor.
-    """
-    keys = [*statistics.workload_keys(df), *ARM]
-    ok = _engine_rows(df, [*keys, *_MEMORY_COLUMNS])
-    advice = []
-    for values, group in ok.groupby(keys, dropna=False, sort=True):
-        workload = {key: _plain(value) for key, value in zip(keys[: -len(ARM)], values, strict=False)}
-        advice.append(_advice(workload, group))
-    return advice
-
-
-def _advice(workload: dict[str, Any], group: pd.DataFrame) -> MemoryAdvice:
-    first = group.iloc[0]
-    cores, executors = _int(first["cores_per_executor"]), _int(first["executors"])
-    granted = _largest(group, ["granted_executor_memory_gib"])
-    granted = float(first["executor_memory_gib"]) if math.isnan(granted) else granted
-    peak = _largest(group, ["worker_peak_rss_gib_max", "jvm_peak_heap_gib"])
-    nodes = max(_int(first["nodes"]), 1)
-    per_node = max(math.ceil(executors / nodes), 1)
-    base: dict[str, Any] = {
-        "workload": workload,
-        "engine": str(first["engine"]),
-        "cores_per_executor": cores,
-        "executors": executors,
-        "executor_memory_gib": float(first["executor_memory_gib"]),
-        "granted_gib": granted,
-        "peak_gib": peak,
-        "executors_per_node": per_node,
-    }
-    if math.isnan(peak):
-        notes = sorted({str(n) for n in group["resource_note"].dropna()}) if "resource_note" in group else []
-        note = "memory was not measured" + (f" ({'; '.join(notes)})" if notes else "")
-        return MemoryAdvice(**base, suggested_gib=math.nan, executors_per_node_by_memory=None,
-                            limit="not measured", alternative=None, note=note)  # fmt: skip
-    suggested = suggested_memory_gib(peak)
-    rule = None if pd.isna(first["rule"]) else str(first["rule"])
-    overhead_now = _overhead_gib(granted, rule, first["memory_overhead_gib"])
-    node_memory_gib = per_node * (granted + overhead_now)
-    by_memory = math.floor(node_memory_gib / (suggested + _overhead_gib(suggested, rule, first["memory_overhead_gib"])))
-    limit, alternative, note = _limit(suggested, granted, per_node, by_memory, cores)
-    return MemoryAdvice(**base, suggested_gib=suggested, executors_per_node_by_memory=by_memory,
-                        limit=limit, alternative=alternative, note=note)  # fmt: skip
-
-
-def _largest(group: pd.DataFrame, columns: Sequence[str]) -> float:
-    """The largest value of the columns over the rows (NaN when all are missing or absent)."""
-    present = [group[c].astype(float).max() for c in columns if c in group]
-    values = [float(v) for v in present if not pd.isna(v)]
-    return max(values) if values else math.nan
-
-
-def _overhead_gib(memory_gib: float, rule: str | None, recorded_gib: Any) -> float:
-    """The memory overhead the sizing rule adds to an executor of ``memory_gib`` (the recorded one otherwise)."""
-    memory_mib = round(memory_gib * MIB_PER_GIB)
-    if rule == "spark-default":
-        return spark_overhead_mib(memory_mib) / MIB_PER_GIB
-    if rule == "report":  # the rule sizes the overhead from the slot = memory + overhead
-        first = report_overhead_mib(memory_mib)
-        return max(first, report_overhead_mib(memory_mib + first)) / MIB_PER_GIB
-    return 0.0 if pd.isna(recorded_gib) else float(recorded_gib)
-
-
-def _limit(
-    suggested: float, granted: float, per_node: int, by_memory: int, cores: int
-) -> tuple[str, tuple[int, int] | None, str]:
-    """(limit, alternative shape, sentence) for one configuration's memory (see :func:`memory_advice`)."""
-    if suggested > granted:
-        return (
-            "memory",
-            None,
-            f"more than granted: a node's memory holds {by_memory} such executors instead of {per_node}",
-        )
-    node_cores = per_node * cores
-    executors = min(by_memory, node_cores)
-    if executors > per_node:
-        each = node_cores // executors
-        return (
-            "more executors fit",
-            (executors, each),
-            f"a node's memory and cores then hold {executors} executors of {each} core(s) instead of "
-            f"{per_node} of {cores}",
-        )
-    return (
-        "cores",
-        None,
-        f"cores are the binding limit: a node's {node_cores} core(s) run no more than {per_node} executor(s) "
-        f"of {cores} core(s)",
-    )
-
-
-def idle_slots(df: pd.DataFrame, threshold: float = LOW_UTILISATION) -> list[IdleSlots]:
-    """Configurations whose median ``slot_utilisation`` is below ``threshold``, with the likely reasons.
-
-    Reasons looked for: fewer fits than slots (``n_fits`` < ``total_cores / threads_per_fit``);
-    threads of one Dask worker sharing its Python interpreter (GIL-bound) when
-    ``cores_per_executor`` > 1; stragglers, when the longest fit (``fit_task_max_s``) takes
-    ``STRAGGLER_RATIO`` times the mean fit (``fit_task_sum_s / n_fits``) or more.
-    """
-    if "slot_utilisation" not in df:
-        return []
-    keys = [*statistics.workload_keys(df), *ARM]
-    ok = _engine_rows(df, [*keys, *_SLOT_COLUMNS])
-    found = []
-    for values, group in ok.groupby(keys, dropna=False, sort=True):
-        utilisation = statistics.seconds(group, "slot_utilisation")
-        if utilisation.size == 0 or float(np.median(utilisation)) >= threshold:
-            continue
-        first = group.iloc[0]
-        workload = {key: _plain(value) for key, value in zip(keys[: -len(ARM)], values, strict=False)}
-        found.append(
-            IdleSlots(
-                workload,
-                str(first["engine"]),
-                _int(first["cores_per_executor"]),
-                _int(first["executors"]),
-                float(first["executor_memory_gib"]),
-                float(np.median(utilisation)),
-                _idle_reasons(group),
-            )
-        )
-    return found
-
-
-def _idle_reasons(group: pd.DataFrame) -> tuple[str, ...]:
-    first = group.iloc[0]
-    reasons = []
-    threads = max(_int(first["threads_per_fit"]), 1)
-    slots, fits = _int(first["total_cores"]) // threads, _int(first["n_fits"])
-    if 0 < fits < slots:
-        reasons.append(f"fewer fits than slots: {fits} fits for {slots} slots")
-    if str(first["engine"]) == "dask" and _int(first["cores_per_executor"]) > 1:
-        reasons.append(
-            f"GIL-bound threads: {_int(first['cores_per_executor'])} threads share one Python interpreter "
-            "in each Dask worker"
-        )
-    mean_fit = group["fit_task_sum_s"].astype(float) / group["n_fits"].astype(float)
-    straggle = (group["fit_task_max_s"].astype(float) / mean_fit).dropna()
-    if len(straggle) and float(straggle.median()) >= STRAGGLER_RATIO:
-        reasons.append(f"stragglers: the longest fit takes {float(straggle.median()):.1f}x the mean fit")
-    return tuple(reasons) or ("no cause visible in the rows (start-up, scheduling or data transfer)",)
 
 
 def overall(answers: Sequence[Answer]) -> str:

@@ -117,12 +117,7 @@ def run(
     that shrink to the same one (see :mod:`sweeper.run.reuse`), unless ``reuse`` is false.
     """
     grid = plan.grid
-    if not any(launch.dry_run for launch in plan.launches):
-        for launch in plan.launches:
-            check_supported(launch.engine, launch.manager)
-    if plan.max_train_rows is None:  # a dry run falls back to the bundled digits instead
-        datasets.check_available(grid.workload.dataset)
-    check_writable(store, grid.name)
+    _check_first(plan, store)
     if fresh:
         remove_sweep(store, grid.name)
     recorded = recorded_rows(store, grid.name)
@@ -203,6 +198,16 @@ def _run_decided(
         for row in rows:
             emit(row)
     return halving.skipped
+
+
+def _check_first(plan: Plan, store: Path) -> None:
+    """What can fail before any launch: engines and managers, the dataset, a store that cannot be written."""
+    if not any(launch.dry_run for launch in plan.launches):
+        for launch in plan.launches:
+            check_supported(launch.engine, launch.manager)
+    if plan.max_train_rows is None:  # a dry run falls back to the bundled digits instead
+        datasets.check_available(plan.grid.workload.dataset)
+    check_writable(store, plan.grid.name)
 
 
 def _launch_context(grid: Grid, run_dir: Path, start_timeout_s: float | None) -> LaunchContext:

@@ -95,6 +95,7 @@ def compare_engines(
                 runs[name].cpu_s.append(parts)
                 runs[name].batches_s.append(wall)
                 runs[name].fit_s.append([r.fit_s for r in results])
+                runs[name].measuring_s.append(driver_measuring_s(name, sessions[name], results, wall, slots))
                 _record(runs[name], results)
                 log(f"repetition {repetition + 1}/{settings.repeats} {name}: {wall:.2f} s")
         if profile_dir is not None:
@@ -111,8 +112,30 @@ def compare_engines(
         "threads_per_fit": workload.threads_per_fit,
         "slots": slots,
         "machine_cores": machine_cores(),
+        "probe_s": probe_s(),
     }
     return batch_info, {name: run.summary(slots) for name, run in runs.items()}
+
+
+def driver_measuring_s(name: str, session: Any, results: list[FitResult], wall_s: float, slots: int) -> float:
+    """What the runner adds to a batch for its resource figures: Spark's heap peak, the row's columns."""
+    from sweeper.run.resources import resource_columns
+
+    started = time.perf_counter()
+    heap = session.jvm_peak_heap_gib() if name != "loky" else None
+    resource_columns(results, wall_s, slots, spark=name == "spark", jvm_peak_heap_gib=heap)
+    return time.perf_counter() - started
+
+
+def probe_s(repeats: int = 2000) -> float:
+    """Seconds one fit spends measuring itself (:func:`sweeper.workload.usage.measured` around an empty block)."""
+    from sweeper.workload.usage import measured
+
+    started = time.perf_counter()
+    for _ in range(repeats):
+        with measured():
+            pass
+    return (time.perf_counter() - started) / repeats
 
 
 def profile_batches(sessions: Mapping[str, Any], tasks: list[FitTask], data: Data, directory: Path) -> None:

@@ -25,6 +25,7 @@ class EngineRun:
     shipping: dict[str, Any] = field(default_factory=dict)
     cpu_s: list[dict[str, float]] = field(default_factory=list)
     environment: dict[str, str] = field(default_factory=dict)
+    measuring_s: list[float] = field(default_factory=list)  # the driver's share of a row's resource figures
 
     def summary(self, slots: int) -> dict[str, Any]:
         """The JSON object of this engine."""
@@ -54,4 +55,5 @@ class EngineRun:
                 ]
             ),
             "fit_environment": self.environment,
+            "measuring_median_s": median(self.measuring_s),
         }

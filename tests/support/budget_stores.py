@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,22 +24,14 @@ import pandas as pd
 import pyarrow as pa
 
 from sweeper.results.store import COLUMNS, SCHEMA, SCHEMA_VERSION, write_rows
+from tests.support.synthetic_stores import START
+from tests.support.synthetic_stores import WORKLOAD as SYNTHETIC_WORKLOAD
 
 EPOCHS = (10, 100, 1000, 10000)
-START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 RUN_ID = "20260302T090000-budget"
 WORKLOAD: dict[str, Any] = {
-    "dataset": "digits",
-    "n_train": 1347,
-    "n_test": 450,
-    "n_features": 64,
-    "fraction": 1.0,
-    "mode": "replicas",
-    "n_fits": 8,
+    **SYNTHETIC_WORKLOAD,
     "model_params": '{"hidden_layer_sizes": [32]}',
-    "hidden_layer_sizes": "32",
-    "threads_per_fit": 1,
-    "dry_run": False,
     "manager": "standalone",
     "rule": "report",
     "exact_epochs": True,

@@ -18,6 +18,7 @@ from sweeper.planning.plan import BASELINE_ENGINE
 from sweeper.results import PRUNED, recommend, recommend_view, statistics
 from sweeper.results.report import plots
 from sweeper.search import accounting
+from sweeper.search.halving import TIE_REL, kendall_tau
 
 ENGINE_ORDER = ("spark", "dask")
 
@@ -598,11 +599,19 @@ def _search_blocks(df: pd.DataFrame) -> list[Block]:
     spent, full = accounting.cluster_seconds(df), accounting.full_grid_estimate(df, axis)
     share = f" ({spent.total_s / full.total_s:.0%} of it)" if full.total_s > 0 else ""
     lines = []
+    columns = [c for c in accounting.configuration_columns(axis) if c in df]
+    previous: pd.Series | None = None
     for rung, rows in df[df["rung"].notna()].groupby("rung", sort=True):
         measured = rows[statistics.ok_mask(rows)]
-        configurations = measured.groupby(accounting.configuration_columns(axis), dropna=False).ngroups
+        medians = measured.groupby(columns, dropna=False)["fit_wall_s"].median()
+        agreement = "-"
+        if previous is not None:
+            both = medians.index.intersection(previous.index)
+            tau = kendall_tau(previous[both].to_numpy(), medians[both].to_numpy(), TIE_REL) if len(both) > 1 else None
+            agreement = "-" if tau is None or pd.isna(tau) else f"{tau:.2f} ({len(both)} configurations)"
         pruned = int(rows["status"].eq(PRUNED).sum())
-        lines.append((str(int(rung)), _distinct_text(rows, axis), str(configurations), str(pruned)))
+        lines.append((str(int(rung)), _distinct_text(rows, axis), str(len(medians)), str(pruned), agreement))
+        previous = medians
     pruned_rows = statistics.pruned(df)
     return [
         *blocks,
@@ -614,7 +623,11 @@ def _search_blocks(df: pd.DataFrame) -> list[Block]:
             f"Cluster time of the rows: {spent.total_s:,.0f} node-seconds, {spent.measured_share:.0%} of it in "
             f"measured batches; the full grid would have taken about {full.total_s:,.0f}{share}."
         ),
-        Rows("Rungs", ("Rung", axis.capitalize(), "Configurations measured", "Pruned"), tuple(lines)),
+        Rows(
+            "Rungs (rank agreement: Kendall's tau of the medians at this rung and the previous one)",
+            ("Rung", axis.capitalize(), "Configurations measured", "Pruned", "Rank agreement"),
+            tuple(lines),
+        ),
         Rows(
             "Pruned: not measured (never in a statistic)",
             ("Engine", "Config", "# Epochs", "Fraction", "Rung", "Why"),

@@ -1,0 +1,272 @@
+"""Right-sizing from the resource figures: memory granted vs the measured peak, slots left idle.
+
+Per workload, engine and configuration (an *arm*: ``engine``, ``cores_per_executor``, ``executors``,
+``executor_memory_gib``), over ``status == 'ok'`` rows of cluster engines; see :func:`memory_advice`
+and :func:`idle_slots`. Used by :mod:`sweeper.results.recommend` and the report.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sweeper.planning.plan import BASELINE_ENGINE
+from sweeper.planning.sizing import MIN_EXECUTOR_MEMORY_MIB, report_overhead_mib, spark_overhead_mib
+from sweeper.results import statistics
+from sweeper.results.statistics import CONFIG, ok_mask
+from sweeper.units import MIB_PER_GIB
+
+ARM = ("engine", *CONFIG)
+HEADROOM = 1.25
+ROUND_GIB = 0.5
+LOW_UTILISATION = 0.5
+STRAGGLER_RATIO = 2.0
+
+
+@dataclass(frozen=True)
+class MemoryAdvice:
+    """Granted memory against the measured peak for one engine and configuration (see :func:`memory_advice`)."""
+
+    workload: dict[str, Any]
+    engine: str
+    cores_per_executor: int
+    executors: int
+    executor_memory_gib: float
+    granted_gib: float
+    peak_gib: float
+    suggested_gib: float
+    executors_per_node: int
+    executors_per_node_by_memory: int | None
+    limit: str
+    alternative: tuple[int, int] | None
+    note: str
+
+
+@dataclass(frozen=True)
+class IdleSlots:
+    """A configuration whose slots were mostly idle: its median slot utilisation and the likely reasons."""
+
+    workload: dict[str, Any]
+    engine: str
+    cores_per_executor: int
+    executors: int
+    executor_memory_gib: float
+    slot_utilisation: float
+    reasons: tuple[str, ...]
+
+
+def plain_value(value: Any) -> Any:
+    """A pandas/numpy scalar as a plain Python value (NA as None), for JSON and comparisons."""
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def as_int(value: Any) -> int:
+    """An integer column's value (-1 for NA)."""
+    return -1 if pd.isna(value) else int(value)
+
+
+def suggested_memory_gib(peak_gib: float) -> float:
+    """The smallest limit with 25 % headroom over the peak, rounded up to 0.5 GiB, at least 1 GiB.
+
+    >>> suggested_memory_gib(1.0), suggested_memory_gib(3.3), suggested_memory_gib(0.2)
+    (1.5, 4.5, 1.0)
+    """
+    return max(MIN_EXECUTOR_MEMORY_MIB / MIB_PER_GIB, math.ceil(round(peak_gib * HEADROOM / ROUND_GIB, 9)) * ROUND_GIB)
+
+
+# -- memory and slots ---------------------------------------------------------------------------------
+
+
+_MEMORY_COLUMNS = (
+    "status",
+    "nodes",
+    "rule",
+    "memory_overhead_gib",
+    "granted_executor_memory_gib",
+    "worker_peak_rss_gib_max",
+    "jvm_peak_heap_gib",
+    "resource_note",
+)
+_SLOT_COLUMNS = (
+    "status",
+    "slot_utilisation",
+    "threads_per_fit",
+    "total_cores",
+    "n_fits",
+    "fit_task_sum_s",
+    "fit_task_max_s",
+)
+
+
+def _engine_rows(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """The ok rows of engines other than the baseline, only the columns asked for that ``df`` has."""
+    keep = [column for column in dict.fromkeys(columns) if column in df]
+    return df.loc[ok_mask(df) & df["engine"].ne(BASELINE_ENGINE).fillna(False).astype(bool), keep]
+
+
+def memory_advice(df: pd.DataFrame) -> list[MemoryAdvice]:
+    """Granted memory against the measured peak, per workload, engine and configuration (ok rows).
+
+    - ``granted_gib``: ``granted_executor_memory_gib`` when the launch recorded it, else
+      ``executor_memory_gib`` (Dask: the worker's memory limit; Spark: the executor heap).
+    - ``peak_gib``: the largest ``worker_peak_rss_gib_max`` (resident set of one worker, for Spark
+      the executor JVM with its Python workers) or ``jvm_peak_heap_gib``, whichever is larger,
+      over the configuration's ok rows and epochs. For Spark the resident set also holds what
+      the memory overhead pays for, so the suggestion errs on the large side.
+    - ``suggested_gib``: :func:`suggested_memory_gib` of the peak. NaN when nothing was measured
+      (stores written before schema version 4): ``limit`` is then ``not measured``.
+
+    What the sizing rules would give: the store does not record node sizes, so a node is taken
+    as what the rule handed out, ``executors_per_node`` slots (``ceil(executors / nodes)``) of
+    ``executor memory + overhead`` and ``cores_per_executor`` cores each. With the suggested
+    memory (and the rule's overhead for it, :mod:`sweeper.planning.sizing`) that node memory
+    holds ``executors_per_node_by_memory`` executors. ``limit``: ``memory`` when the suggestion
+    is above the grant; ``more executors fit`` when a node's cores and memory hold more
+    executors of fewer cores (``alternative`` = (executors per node, cores each)); ``cores``
+    when the freed memory has no core to run another executor.
+    """
+    keys = [*statistics.workload_keys(df), *ARM]
+    ok = _engine_rows(df, [*keys, *_MEMORY_COLUMNS])
+    advice = []
+    for values, group in ok.groupby(keys, dropna=False, sort=True):
+        workload = {key: plain_value(value) for key, value in zip(keys[: -len(ARM)], values, strict=False)}
+        advice.append(_advice(workload, group))
+    return advice
+
+
+def _advice(workload: dict[str, Any], group: pd.DataFrame) -> MemoryAdvice:
+    first = group.iloc[0]
+    cores, executors = as_int(first["cores_per_executor"]), as_int(first["executors"])
+    granted = _largest(group, ["granted_executor_memory_gib"])
+    granted = float(first["executor_memory_gib"]) if math.isnan(granted) else granted
+    peak = _largest(group, ["worker_peak_rss_gib_max", "jvm_peak_heap_gib"])
+    nodes = max(as_int(first["nodes"]), 1)
+    per_node = max(math.ceil(executors / nodes), 1)
+    base: dict[str, Any] = {
+        "workload": workload,
+        "engine": str(first["engine"]),
+        "cores_per_executor": cores,
+        "executors": executors,
+        "executor_memory_gib": float(first["executor_memory_gib"]),
+        "granted_gib": granted,
+        "peak_gib": peak,
+        "executors_per_node": per_node,
+    }
+    if math.isnan(peak):
+        notes = sorted({str(n) for n in group["resource_note"].dropna()}) if "resource_note" in group else []
+        note = "memory was not measured" + (f" ({'; '.join(notes)})" if notes else "")
+        return MemoryAdvice(**base, suggested_gib=math.nan, executors_per_node_by_memory=None,
+                            limit="not measured", alternative=None, note=note)  # fmt: skip
+    suggested = suggested_memory_gib(peak)
+    rule = None if pd.isna(first["rule"]) else str(first["rule"])
+    overhead_now = _overhead_gib(granted, rule, first["memory_overhead_gib"])
+    node_memory_gib = per_node * (granted + overhead_now)
+    by_memory = math.floor(node_memory_gib / (suggested + _overhead_gib(suggested, rule, first["memory_overhead_gib"])))
+    limit, alternative, note = _limit(suggested, granted, per_node, by_memory, cores)
+    return MemoryAdvice(**base, suggested_gib=suggested, executors_per_node_by_memory=by_memory,
+                        limit=limit, alternative=alternative, note=note)  # fmt: skip
+
+
+def _largest(group: pd.DataFrame, columns: Sequence[str]) -> float:
+    """The largest value of the columns over the rows (NaN when all are missing or absent)."""
+    present = [group[c].astype(float).max() for c in columns if c in group]
+    values = [float(v) for v in present if not pd.isna(v)]
+    return max(values) if values else math.nan
+
+
+def _overhead_gib(memory_gib: float, rule: str | None, recorded_gib: Any) -> float:
+    """The memory overhead the sizing rule adds to an executor of ``memory_gib`` (the recorded one otherwise)."""
+    memory_mib = round(memory_gib * MIB_PER_GIB)
+    if rule == "spark-default":
+        return spark_overhead_mib(memory_mib) / MIB_PER_GIB
+    if rule == "report":  # the rule sizes the overhead from the slot = memory + overhead
+        first = report_overhead_mib(memory_mib)
+        return max(first, report_overhead_mib(memory_mib + first)) / MIB_PER_GIB
+    return 0.0 if pd.isna(recorded_gib) else float(recorded_gib)
+
+
+def _limit(
+    suggested: float, granted: float, per_node: int, by_memory: int, cores: int
+) -> tuple[str, tuple[int, int] | None, str]:
+    """(limit, alternative shape, sentence) for one configuration's memory (see :func:`memory_advice`)."""
+    if suggested > granted:
+        return (
+            "memory",
+            None,
+            f"more than granted: a node's memory holds {by_memory} such executors instead of {per_node}",
+        )
+    node_cores = per_node * cores
+    executors = min(by_memory, node_cores)
+    if executors > per_node:
+        each = node_cores // executors
+        return (
+            "more executors fit",
+            (executors, each),
+            f"a node's memory and cores then hold {executors} executors of {each} core(s) instead of "
+            f"{per_node} of {cores}",
+        )
+    return (
+        "cores",
+        None,
+        f"cores are the binding limit: a node's {node_cores} core(s) run no more than {per_node} executor(s) "
+        f"of {cores} core(s)",
+    )
+
+
+def idle_slots(df: pd.DataFrame, threshold: float = LOW_UTILISATION) -> list[IdleSlots]:
+    """Configurations whose median ``slot_utilisation`` is below ``threshold``, with the likely reasons.
+
+    Reasons looked for: fewer fits than slots (``n_fits`` < ``total_cores / threads_per_fit``);
+    threads of one Dask worker sharing its Python interpreter (GIL-bound) when
+    ``cores_per_executor`` > 1; stragglers, when the longest fit (``fit_task_max_s``) takes
+    ``STRAGGLER_RATIO`` times the mean fit (``fit_task_sum_s / n_fits``) or more.
+    """
+    if "slot_utilisation" not in df:
+        return []
+    keys = [*statistics.workload_keys(df), *ARM]
+    ok = _engine_rows(df, [*keys, *_SLOT_COLUMNS])
+    found = []
+    for values, group in ok.groupby(keys, dropna=False, sort=True):
+        utilisation = statistics.seconds(group, "slot_utilisation")
+        if utilisation.size == 0 or float(np.median(utilisation)) >= threshold:
+            continue
+        first = group.iloc[0]
+        workload = {key: plain_value(value) for key, value in zip(keys[: -len(ARM)], values, strict=False)}
+        found.append(
+            IdleSlots(
+                workload,
+                str(first["engine"]),
+                as_int(first["cores_per_executor"]),
+                as_int(first["executors"]),
+                float(first["executor_memory_gib"]),
+                float(np.median(utilisation)),
+                _idle_reasons(group),
+            )
+        )
+    return found
+
+
+def _idle_reasons(group: pd.DataFrame) -> tuple[str, ...]:
+    first = group.iloc[0]
+    reasons = []
+    threads = max(as_int(first["threads_per_fit"]), 1)
+    slots, fits = as_int(first["total_cores"]) // threads, as_int(first["n_fits"])
+    if 0 < fits < slots:
+        reasons.append(f"fewer fits than slots: {fits} fits for {slots} slots")
+    if str(first["engine"]) == "dask" and as_int(first["cores_per_executor"]) > 1:
+        reasons.append(
+            f"GIL-bound threads: {as_int(first['cores_per_executor'])} threads share one Python interpreter "
+            "in each Dask worker"
+        )
+    mean_fit = group["fit_task_sum_s"].astype(float) / group["n_fits"].astype(float)
+    straggle = (group["fit_task_max_s"].astype(float) / mean_fit).dropna()
+    if len(straggle) and float(straggle.median()) >= STRAGGLER_RATIO:
+        reasons.append(f"stragglers: the longest fit takes {float(straggle.median()):.1f}x the mean fit")
+    return tuple(reasons) or ("no cause visible in the rows (start-up, scheduling or data transfer)",)
