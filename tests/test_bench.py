@@ -131,14 +131,14 @@ def test_targets_pass_and_miss() -> None:
     assert found["dask_rss_slope_mib"].ok is True
     assert found["dask_schedulers_alive"].ok is True
     # the slowest-measured engine: (4 fits / slot x 0.1 ms + 2 ms) / 10.5 s
-    assert found["measuring_share"].measured == pytest.approx((4 * 0.0001 + 0.002) / 10.5)
-    assert found["measuring_share"].ok is True
+    assert found["measuring_pct"].measured == pytest.approx(100 * (4 * 0.0001 + 0.002) / 10.5)
+    assert found["measuring_pct"].ok is True
 
 
 def test_measuring_that_takes_a_batch_s_time_misses_its_target() -> None:
     report = full_report()
     report["engines"]["spark"]["measuring_median_s"] = 0.5  # 0.5 s of a 13 s batch: 3.8 %
-    assert checks(report)["measuring_share"].ok is False
+    assert checks(report)["measuring_pct"].ok is False
 
 
 def test_ratio_targets_do_not_apply_to_a_small_batch() -> None:

@@ -81,6 +81,13 @@ def _shape_text(launch: Launch) -> str:
 def _show_workload(plan: Plan, console: Console) -> None:
     workload = plan.grid.workload
     trials = workload.trials
+    adaptive = workload.adaptive
+    trials_text = (
+        f"{trials} trial(s)"
+        if adaptive is None
+        else f"{adaptive.min_trials} to {adaptive.max_trials} trials, until the median's 95 % CI is within "
+        f"+-{adaptive.target_rel_ci:g} of it"
+    )
     dataset = workload.dataset.path or workload.dataset.name
     console.print(
         plain(
@@ -88,18 +95,27 @@ def _show_workload(plan: Plan, console: Console) -> None:
             + ", ".join(f"mode {mode} ({plan.fits(mode)} fits per batch)" for mode in workload.modes)
             + f", {workload.threads_per_fit} thread(s) per fit; epochs "
             f"{', '.join(map(str, workload.epochs))}; fraction {', '.join(map(str, workload.fractions))}; "
-            f"{trials} trial(s)"
+            f"{trials_text}"
         )
     )
     for name, values in workload.model_axes:
         console.print(plain(f"  model.{name}: {', '.join(map(str, values))}"))
+    search = plan.grid.search
+    at_most = "" if adaptive is None and search.strategy == "grid" else "at most "
     console.print(
-        plain(plan.n_measurements, "bold")
+        plain(f"{at_most}{plan.n_measurements}", "bold")
         + plain(
             f" measurements in {len(plan.launches)} launches, "
             f"{sum(plan.fits(p.mode) for points in plan.points.values() for p in points) * trials} fits."
         )
     )
+    if search.strategy == "halving":
+        console.print(
+            plain(
+                f"Search: successive halving on {search.rung_axis}, keeping the fastest 1/{search.eta} "
+                "(at least 2) configurations per rung; pruned ones get rows with status pruned."
+            )
+        )
     if any(launch.dry_run for launch in plan.launches):
         measured, _ = split_reused(plan, pending(plan, set())[0])
         console.print(

@@ -75,7 +75,7 @@ def granted_yarn_executors(spark: Any, expected: int, timeout_s: float) -> Grant
     return uniform_shape(summaries, heaps)
 
 
-class SparkYarnLaunch(SparkAppSession):
+class SparkYarnSession(SparkAppSession):
     """A started Spark application on YARN."""
 
     def __init__(self, spark: Any, granted: Granted, n_jobs: int) -> None:
@@ -169,9 +169,9 @@ class YarnSpark(SparkBackend):
     def granted(self) -> Granted:
         return granted_yarn_executors(self.spark, self.launch.executors, self.context.start_timeout_s)
 
-    def session(self, granted: Granted, n_jobs: int) -> SparkYarnLaunch:
+    def session(self, granted: Granted, n_jobs: int) -> SparkYarnSession:
         super().session(granted, n_jobs)
-        return SparkYarnLaunch(self.spark, granted, n_jobs)
+        return SparkYarnSession(self.spark, granted, n_jobs)
 
 
 def start(launch: Launch, context: LaunchContext) -> AbstractContextManager[Session]:
