@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 from sweeper.config import load as grid_file
-from sweeper.planning.dry_run import MAX_EPOCHS, MAX_TRAIN_ROWS, shrink_launch
+from sweeper.planning.dry_run import MAX_EPOCHS, MAX_TRAIN_ROWS, shrink_launch, shrink_plan
 from sweeper.planning.plan import Plan, make_plan
 from sweeper.run.reuse import reused_row, split_reused
 from sweeper.run.rows import pending, planned_columns, row_of
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, minimal_grid, run_cli
 
 SMALL_MACHINE = {"local_cores": 2, "local_memory_mib": 16 * 1024}  # every shape of 2node.yaml shrinks to 1 x 2 x 8 GiB
 
@@ -71,3 +73,14 @@ def test_plan_dry_run_shows_the_shape_each_launch_has_here() -> None:
     spark = [o for o in launches if o["engine"] == "spark"]
     assert [(o["cores_per_executor"], o["executors"]) for o in spark] == [(4, 9), (5, 7), (6, 5)]
     assert all(o["dry_run"] and o["here"]["manager"] == "local" for o in launches)
+
+
+def test_a_dry_run_previews_the_whole_grid_with_a_fixed_number_of_trials(write_grid: Callable[..., Path]) -> None:
+    spec = minimal_grid()
+    spec["workload"] = {"dataset": "digits", "epochs": [5, 10], "trials": {"min": 4, "max": 20}}
+    spec["search"] = {"strategy": "halving", "eta": 2}
+    plan = make_plan(grid_file.load(write_grid(spec)))
+    assert plan.grid.search.strategy == "halving" and plan.grid.workload.adaptive is not None
+    dry = shrink_plan(plan)
+    assert dry.grid.search.strategy == "grid" and dry.grid.workload.adaptive is None
+    assert dry.grid.workload.trials == 4 and len(pending(dry, set())[0]) == 4 * len(pending(plan, set())[0]) // 20
