@@ -161,8 +161,10 @@ def test_a_proxy_reversal_is_caught_by_the_rank_check(
     assert result["full_grid_best"] == "spark 4 cores, 2 executors, 4 GiB memory"
     assert result["within_5pct"] >= 0.95 and result["rank_check_widened"] >= 0.95
     assert result["engine_verdict"] == "spark faster" and result["wrong_engine"] <= 0.05
+    # without the rank check the best Spark configuration still goes on (the best of each engine always
+    # does), so this engine reversal is caught all the same, for less cluster time
     unchecked = replayed(store, "reversal", "--rank-threshold", "-1", monkeypatch=monkeypatch, capsys=capsys)
-    assert unchecked["within_5pct"] <= 0.05 and unchecked["rank_check_widened"] == 0.0
+    assert unchecked["within_5pct"] >= 0.95 and unchecked["rank_check_widened"] == 0.0
     assert unchecked["cluster_s_fraction"] < result["cluster_s_fraction"]
 
 

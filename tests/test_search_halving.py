@@ -141,3 +141,25 @@ def test_a_configuration_without_an_ok_trial_ranks_last() -> None:
 def test_bad_policies_are_user_errors(options: dict[str, object], named: str) -> None:
     with pytest.raises(UserError, match=named):
         HalvingPolicy(**options)  # type: ignore[arg-type]
+
+
+def test_the_best_of_each_engine_always_goes_on_so_an_engine_reversal_is_measured() -> None:
+    # spark's fixed cost loses the short runs, its lower cost per epoch wins the long one
+    medians = {
+        "dask-a": linear(1.0, 0.040),
+        "dask-b": linear(2.0, 0.041),
+        "dask-c": linear(3.0, 0.042),
+        "spark-a": linear(20.0, 0.025),
+        "spark-b": linear(30.0, 0.030),
+        "spark-c": linear(40.0, 0.035),
+    }
+    alone = Table(medians)
+    assert alone.run(HalvingPolicy(rank_threshold=-1.0)).best.startswith("dask")  # pruned spark at 10 epochs
+    table = Table(medians)
+    result = successive_halving(list(medians), len(EPOCHS), table, HalvingPolicy(rank_threshold=-1.0), group=engine)
+    assert result.rungs[0].promoted == ("dask-a", "dask-b", "spark-a")  # the best 2, then spark's best
+    assert all("spark-a" in rung.measured for rung in result.rungs) and result.best == "spark-a"
+
+
+def engine(key: str) -> str:
+    return key.split("-")[0]

@@ -366,8 +366,8 @@ SEARCH = Section(
             shown_default="`grid`",
             doc=(
                 "`grid` measures every configuration; `halving` measures every configuration at the rung axis's "
-                "cheapest value and promotes the fastest 1/`eta` (at least 2) to the next, up to the full "
-                "measurement; those it does not promote get `pruned` rows"
+                "cheapest value and promotes the fastest 1/`eta` (at least 2, and the best of each engine) to "
+                "the next, up to the full measurement; those it does not promote get `pruned` rows"
             ),
         ),
         Field(

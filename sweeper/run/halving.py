@@ -64,11 +64,14 @@ class HalvingRun:
             if launch.engine == BASELINE_ENGINE:
                 self._measure(launch, self.plan.points[launch.index], None)
         candidates = self.candidates()
-        result = successive_halving(
-            candidates, len(self.rungs), self._measure_rung, HalvingPolicy(eta=self.plan.grid.search.eta)
-        )
+        policy = HalvingPolicy(eta=self.plan.grid.search.eta)
+        engine_of = self._engine_of  # the best configuration of each engine always goes on
+        result = successive_halving(candidates, len(self.rungs), self._measure_rung, policy, group=engine_of)
         self.unmeasured = result.unmeasured(candidates)
         return result
+
+    def _engine_of(self, key: Configuration) -> str:
+        return self.launches[key[0]].engine
 
     def _measure_rung(self, rung: int, keys: Sequence[Configuration]) -> dict[Configuration, float]:
         """The median time of each configuration of ``keys`` at rung ``rung``, launches in plan order."""

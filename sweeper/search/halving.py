@@ -105,6 +105,7 @@ class HalvingResult(Generic[K]):
 
 
 Measure = Callable[[int, Sequence[K]], Mapping[K, float]]
+Group = Callable[[K], Hashable]
 
 
 def rung_values(values: Iterable[Any]) -> tuple[Any, ...]:
@@ -179,13 +180,38 @@ def _sortable(median_s: float) -> float:
     return math.inf if math.isnan(median_s) else median_s
 
 
+def promoted(order: Sequence[K], kept: int, medians_s: Mapping[K, float], group: Group[K] | None) -> list[K]:
+    """The first ``kept`` of ``order``, plus the best measured configuration of every group not among them.
+
+    With ``group`` = the engine, the best Spark and the best Dask configuration always go on: the
+    engine answer is measured at full length, and the rank check compares the engines at every rung
+    (a short run that favours one engine cannot prune the other).
+
+    >>> promoted(["d1", "d2", "s1", "s2"], 2, {"d1": 1.0, "d2": 2.0, "s1": 3.0, "s2": 4.0}, lambda k: k[0])
+    ['d1', 'd2', 's1']
+    """
+    chosen = list(order[:kept])
+    if group is not None:
+        groups = {group(key) for key in chosen}
+        for key in order[kept:]:
+            if group(key) not in groups and math.isfinite(medians_s[key]):
+                chosen.append(key)
+                groups.add(group(key))
+    return chosen
+
+
 def successive_halving(
-    configurations: Sequence[K], n_rungs: int, measure: Measure[K], policy: HalvingPolicy
+    configurations: Sequence[K],
+    n_rungs: int,
+    measure: Measure[K],
+    policy: HalvingPolicy,
+    group: Group[K] | None = None,
 ) -> HalvingResult[K]:
     """Run halving: ``measure(rung, keys)`` measures those configurations at that rung, returning median times.
 
     ``measure`` is called once per rung with the promoted configurations, and once more when the
-    rank check fails, with the ones it brings back.
+    rank check fails, with the ones it brings back. ``group`` (the engine): the best of each group
+    always goes on (see :func:`promoted`).
     """
     if n_rungs < 1 or not configurations:
         raise ValueError("halving needs at least one rung and one configuration")
@@ -206,7 +232,9 @@ def successive_halving(
                     del pruned[key]
         order = ranked(medians_s)
         kept = len(order) if index == n_rungs - 1 else keep_count(len(order), policy)
-        pruned.update((key, (index, medians_s[key])) for key in order[kept:])
-        rungs.append(Rung(index, tuple(order), tuple(order[:kept]), tuple(order[kept:]), check, tuple(extra)))
-        previous_s, candidates = medians_s, order[:kept]
+        going_on = promoted(order, kept, medians_s, group)
+        dropped = [key for key in order if key not in going_on]
+        pruned.update((key, (index, medians_s[key])) for key in dropped)
+        rungs.append(Rung(index, tuple(order), tuple(going_on), tuple(dropped), check, tuple(extra)))
+        previous_s, candidates = medians_s, going_on
     return HalvingResult(tuple(rungs))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,8 +158,8 @@ class Outcome:
     widened: bool
 
 
-def run_strategy(strategy: str, medians_s: np.ndarray, policy: HalvingPolicy) -> Outcome:
-    """The strategy's decisions on one repeat's medians (configurations x rungs)."""
+def run_strategy(strategy: str, medians_s: np.ndarray, policy: HalvingPolicy, engines: Sequence[str]) -> Outcome:
+    """The strategy's decisions on one repeat's medians (configurations x rungs); the best of each engine goes on."""
     n_configs, n_rungs = medians_s.shape
     measured = np.zeros((n_configs, n_rungs), dtype=bool)
     if strategy == "grid":
@@ -169,7 +170,7 @@ def run_strategy(strategy: str, medians_s: np.ndarray, policy: HalvingPolicy) ->
         measured[list(keys), rung] = True
         return {key: float(medians_s[key, rung]) for key in keys}
 
-    result = successive_halving(list(range(n_configs)), n_rungs, measure, policy)
+    result = successive_halving(list(range(n_configs)), n_rungs, measure, policy, group=engines.__getitem__)
     return Outcome(result.best, measured, result.widened)
 
 
@@ -189,7 +190,7 @@ def replay(df: pd.DataFrame, settings: ReplaySettings) -> dict[str, Any]:
         truth_s = race.truth_s
         fastest_engine = _significant_engine(race)
         for repeat in range(settings.repeats):
-            outcome = run_strategy(settings.strategy, simulated.median_s[:, :, repeat], settings.halving)
+            outcome = run_strategy(settings.strategy, simulated.median_s[:, :, repeat], settings.halving, race.engines)
             spent_s[repeat] += float(simulated.cost_s[:, :, repeat][outcome.measured].sum())
             used = np.nonzero(outcome.measured)
             launches_used[repeat, used[1], race.launches[used]] = True
