@@ -8,6 +8,7 @@ their environment so that the process-table checks only see this test's processe
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -255,6 +256,8 @@ def test_a_taken_driver_port_fails_the_spark_launch_naming_the_port_and_the_othe
     spark = measurement(frame, "spark", 2)
     assert spark["status"] == "failed"
     assert str(port) in spark["error"] and "bind" in spark["error"].lower(), spark["error"]
+    logged = re.search(r"\(logs: (\S+\.log)\)", spark["error"])  # what the launch's JVM wrote, kept
+    assert logged and Path(logged.group(1)).is_file() and "/.runs/" in logged.group(1), spark["error"]
     assert_no_tagged_processes(tag)
 
 

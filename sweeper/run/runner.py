@@ -288,6 +288,8 @@ class Launches:
                     while item is not None:
                         row = _measure(plan, item, session, self.data, start_s, self.shared)
                         row["warmup_s"] = warmup_s
+                        if row["status"] != "ok":  # what the launch's processes said may explain it
+                            row["error"] = f"{row['error']}{log_note(launch_log(context, launch))}"
                         queue.record(item, row)
                         yield row
                         if row["status"] != "ok":
