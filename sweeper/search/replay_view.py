@@ -71,14 +71,18 @@ def _trials(args: argparse.Namespace) -> TrialPolicy:
 def cmd_replay(args: argparse.Namespace, console: Console) -> int:
     """``sweeper replay STORE [--sweep NAME] [--strategy halving|grid] [--eta 3] [--trials adaptive|N] ...``."""
     from sweeper.results import report
+    from sweeper.results.report.content import dry_run_banner
+    from sweeper.run.view import plain
     from sweeper.search.replay import KEYS, replay
 
     settings = settings_from(args)
-    result = replay(report.load_sweep(args.store, args.sweep), settings)
+    df = report.load_sweep(args.store, args.sweep)
+    result = replay(df, settings)
     if args.json:
         print(json.dumps({key: result[key] for key in KEYS}, sort_keys=False))
     else:
-        for line in replay_lines(result):
+        banner = dry_run_banner(df)
+        for line in ([plain(banner)] if banner else []) + replay_lines(result):
             console.print(line, soft_wrap=True)
     return 0
 
