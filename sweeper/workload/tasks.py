@@ -90,10 +90,7 @@ def make_batch(
 
     splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=base_seed)
     fold_rows = [train for train, _ in splitter.split(np.zeros(n_train), labels)]
-    combos: list[dict[str, Any]] = [{}]
-    if mode == "search":
-        names = [name for name, _ in param_grid]
-        combos = [dict(zip(names, values, strict=True)) for values in itertools.product(*(v for _, v in param_grid))]
+    combos = _combinations(param_grid) if mode == "search" else [{}]
     return [
         FitTask(
             params=tuple({**params, **combo}.items()),
@@ -104,3 +101,9 @@ def make_batch(
         for combo in combos
         for rows in fold_rows
     ]
+
+
+def _combinations(param_grid: tuple[tuple[str, tuple[Any, ...]], ...]) -> list[dict[str, Any]]:
+    """Every combination of a ``search`` grid's values, as ``GridSearchCV`` walks them."""
+    names = [name for name, _ in param_grid]
+    return [dict(zip(names, values, strict=True)) for values in itertools.product(*(v for _, v in param_grid))]
