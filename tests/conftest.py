@@ -1,11 +1,16 @@
-"""Shared fixtures: write grid files, run the CLI in-process and as a subprocess."""
+"""Shared fixtures: write grid files, run the CLI in-process and as a subprocess, the clusters the tests share.
+
+The expensive clusters (an sshd, the standalone Spark master and Dask scheduler, a MiniYARNCluster) start
+once per session, at their first use, and stop at its end. The tests that use one run after all others,
+grouped per cluster, so that no cluster idles through the rest of the suite.
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +19,16 @@ import yaml
 
 from sweeper.config.grid import Dataset
 from sweeper.workload.data import Data, load
+from tests.support.leftovers import shared_cluster
+from tests.support.sshd import Sshd, sshd_running, sshd_unavailable
+from tests.support.standalone_clusters import StandaloneClusters, standalone_clusters
+from tests.support.yarn_cluster import BUILD_HINT, YarnCluster, built, mini_yarn
 
 REPO = Path(__file__).resolve().parent.parent
+# the shared clusters' fixtures, in the order their tests run (last)
+SHARED_CLUSTERS = ("sshd", "existing_clusters", "yarn")
+# the shared cluster of each manager, for tests parametrized over managers (tests/test_engine_contract.py)
+CLUSTER_OF_MANAGER = {"ssh": "sshd", "standalone": "existing_clusters", "yarn": "yarn"}
 
 
 def minimal_grid(**overrides: Any) -> dict[str, Any]:
@@ -55,6 +68,63 @@ def run_cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "sweeper", *args], cwd=cwd, capture_output=True, text=True, timeout=300
     )
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    """A key-only OpenSSH server on loopback (tests/support/sshd.py); its log has a line per connection."""
+    reason = sshd_unavailable()
+    if reason:
+        pytest.skip(reason)
+    with sshd_running(tmp_path_factory.mktemp("sshd"), extra_config={"LogLevel": "VERBOSE"}) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def existing_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneClusters]:
+    """A Spark master + worker and a Dask scheduler + 2 workers, started as a user would (``manager: standalone``)."""
+    with standalone_clusters(tmp_path_factory.mktemp("standalone")) as clusters, shared_cluster(clusters.pids):
+        yield clusters
+
+
+@pytest.fixture(scope="session")
+def yarn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[YarnCluster]:
+    """A MiniYARNCluster: 2 NodeManagers of 4 GiB and 2 vcores (tests/support/yarn_cluster.py)."""
+    if not built():
+        if os.environ.get("CI"):
+            pytest.fail(BUILD_HINT)
+        pytest.skip(BUILD_HINT)
+    work = tmp_path_factory.mktemp("miniyarn")
+    with mini_yarn(work, node_managers=2, nm_memory_mib=4096, nm_vcores=2) as cluster, shared_cluster([cluster.pid]):
+        yield cluster
+
+
+def shared_cluster_rank(names: set[str]) -> int:
+    """0 for fixtures without a shared cluster, else 1 + the index in SHARED_CLUSTERS of the last one among them."""
+    return max((rank for rank, name in enumerate(SHARED_CLUSTERS, 1) if name in names), default=0)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the tests of each shared cluster together, after the others; the order is kept otherwise.
+
+    A module's tests stay together (its module-scoped fixtures start once) unless they are parametrized over
+    managers: those go with their manager's cluster.
+    """
+    module_rank: dict[str, int] = {}
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        uses = shared_cluster_rank(set(getattr(item, "fixturenames", ())))
+        module_rank[module] = max(uses, module_rank.get(module, 0))
+
+    def rank(item: pytest.Item) -> int:
+        callspec = getattr(item, "callspec", None)
+        manager = callspec.params.get("manager") if callspec is not None else None
+        if manager is not None:
+            return shared_cluster_rank({CLUSTER_OF_MANAGER.get(manager, "")})
+        return module_rank[item.nodeid.split("::")[0]]
+
+    items.sort(key=rank)
 
 
 @pytest.hookimpl(hookwrapper=True)

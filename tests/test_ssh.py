@@ -1,14 +1,15 @@
-"""manager ssh against a real OpenSSH server on loopback: full launches of both engines, and the failures.
+"""manager ssh against a real OpenSSH server on loopback: what is particular to SSH, and the failures.
 
-The server (tests/support/sshd.py) allows only the test's own key and is pinned in a known_hosts file,
-so the engines run with strict host-key checking exactly as on a real cluster. Hosts are this
-machine, so "remote" processes are checked in the local process table.
+The engine contract on ssh (granted, fits, a hostile remote_dir, an abort, nothing left) is in
+tests/test_engine_contract.py. The server (the session's ``sshd``, tests/support/sshd.py) allows only
+the test's own key and is pinned in a known_hosts file, so the engines run with strict host-key checking
+exactly as on a real cluster. Hosts are this machine, so "remote" processes are checked in the local
+process table.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,75 +17,35 @@ import psutil
 import pytest
 
 from sweeper.cli import main
-from sweeper.launch.base import Granted, LaunchContext, LaunchError
+from sweeper.launch.base import LaunchContext, LaunchError
 from sweeper.launch.dask import ssh as dask_ssh
 from sweeper.launch.hosts.ssh import check_host, run_remote
-from sweeper.launch.options import SshCluster, SshOptions
+from sweeper.launch.options import SshCluster
 from sweeper.launch.spark import ssh as spark_ssh
 from sweeper.launch.spark.session import EXECUTOR_CLASS, SparkAppSession
 from sweeper.planning.plan import Launch
 from sweeper.workload.data import Data
 from tests.conftest import minimal_grid
 from tests.support.batches import replicas
-from tests.support.sshd import Sshd, free_port, keygen, sshd_running, sshd_unavailable
+from tests.support.sshd import (
+    Sshd,
+    assert_nothing_left,
+    cluster_for,
+    free_port,
+    hostile,
+    keygen,
+    sshd_unavailable,
+)
 
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(sshd_unavailable() is not None, reason=str(sshd_unavailable())),
 ]
 
-# what a launch over SSH may leave behind: its daemons, executors, Dask processes, all carrying the marker
-SSH_LAUNCH_MARKERS = (
-    "sweeper.launch=",
-    "org.apache.spark.deploy.master.Master",
-    "org.apache.spark.deploy.worker.Worker",
-    "distributed.cli.dask_spec",
-)
 
-
-def ssh_launch_processes() -> list[str]:
-    found = []
-    for process in psutil.process_iter(["cmdline", "status"]):
-        try:
-            if process.info["status"] == psutil.STATUS_ZOMBIE:
-                continue
-            cmdline = " ".join(process.info["cmdline"] or [])
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-        if any(marker in cmdline for marker in SSH_LAUNCH_MARKERS):
-            found.append(f"{process.pid}: {cmdline[:200]}")
-    return found
-
-
-def assert_nothing_left(server: Sshd, wait_s: float = 10.0) -> None:
-    deadline = time.monotonic() + wait_s
-    while (left := ssh_launch_processes() + [str(p) for p in server.sessions()]) and time.monotonic() < deadline:
-        time.sleep(0.3)
-    assert not left, "left running:\n" + "\n".join(left)
-    assert not list(Path("/tmp").glob("sweeper-spark-*")) + list(Path("/tmp").glob("sweeper-dask-*"))
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
-    # VERBOSE: the log has a line for every connection ("Connection from ..."), to show when there was none
-    with sshd_running(tmp_path_factory.mktemp("sshd"), extra_config={"LogLevel": "VERBOSE"}) as running:
-        yield running
-
-
-def connections(server: Sshd) -> int:
+def connections(sshd: Sshd) -> int:
     """How many connections the server has logged so far."""
-    return server.log.read_text(errors="replace").count("Connection from ")
-
-
-def hostile(tmp_path: Path) -> tuple[str, Path]:
-    """A path under ``tmp_path`` that a shell given it unquoted would turn into ``touch MARKER``, and the marker."""
-    marker = tmp_path / "hostile-marker"
-    return f"{tmp_path}/a'; touch {marker}; echo '", marker
-
-
-def cluster_for(server: Sshd, **changes: object) -> SshCluster:
-    cluster = SshCluster(hosts=(server.host,), options=SshOptions.from_grid(server.ssh_options()))
-    return replace(cluster, **changes)  # type: ignore[arg-type]
+    return sshd.log.read_text(errors="replace").count("Connection from ")
 
 
 def small_launch(engine: str) -> Launch:
@@ -113,36 +74,9 @@ def context(tmp_path: Path, cluster: SshCluster, **spark_conf: str) -> LaunchCon
     )
 
 
-@pytest.mark.parametrize("engine", ["spark", "dask"])
-def test_a_launch_over_ssh_is_granted_its_plan_runs_fits_recovers_from_an_abort_and_leaves_nothing(
-    engine: str, server: Sshd, digits: Data, tmp_path: Path
-) -> None:
-    launch = small_launch(engine)
-    tasks = replicas(digits)
-    start = spark_ssh.start if engine == "spark" else dask_ssh.start
-    # past grid validation (which refuses it), a remote_dir made to break out of quotes only names a directory
-    remote_dir, marker = hostile(tmp_path)
-    with start(launch, context(tmp_path, cluster_for(server, remote_dir=remote_dir))) as session:
-        assert session.granted == Granted(2, 1, 512)
-        results = session.run_batch(tasks, digits)
-        # the fits ran in two different worker processes, started over SSH, not by this process
-        pids = {r.pid for r in results}
-        assert len(pids) == 2
-        over_ssh = {server.process.pid} | {p.pid for p in server.sessions()}
-        assert not pids & ({p.pid for p in psutil.Process().children(recursive=True)} - over_ssh)
-        assert all(0 < r.accuracy <= 1 for r in results)
-        assert list((tmp_path / "a'; touch ").rglob(f"sweeper-{engine}-*")), "the launch's directory is elsewhere"
-        # a batch past its time limit is aborted: the next one runs on new workers
-        session.abort()
-        again = session.run_batch(tasks, digits)
-        assert all(0 < r.accuracy <= 1 for r in again) and not pids & {r.pid for r in again}
-    assert not marker.exists()
-    assert_nothing_left(server)
-
-
-def test_the_spark_secret_is_on_no_command_line_and_spark_conf_extends_the_marker(server: Sshd, tmp_path: Path) -> None:
+def test_the_spark_secret_is_on_no_command_line_and_spark_conf_extends_the_marker(sshd: Sshd, tmp_path: Path) -> None:
     mine = "-Dsweeper.test.user.option=kept"
-    user_conf = context(tmp_path, cluster_for(server), **{"spark.executor.extraJavaOptions": mine})
+    user_conf = context(tmp_path, cluster_for(sshd), **{"spark.executor.extraJavaOptions": mine})
     with spark_ssh.start(small_launch("spark"), user_conf) as session:
         assert isinstance(session, SparkAppSession)
         secret = session.spark.sparkContext.getConf().get("spark.authenticate.secret")
@@ -154,68 +88,68 @@ def test_the_spark_secret_is_on_no_command_line_and_spark_conf_extends_the_marke
         executors = [c.split() for c in cmdlines if EXECUTOR_CLASS in c]
         assert len(executors) == 2
         assert all(mine in args and any(a.startswith("-Dsweeper.launch=") for a in args) for args in executors)
-    assert_nothing_left(server)
+    assert_nothing_left(sshd)
 
 
-def test_a_refused_key_names_the_host_and_authentication(server: Sshd, tmp_path: Path) -> None:
+def test_a_refused_key_names_the_host_and_authentication(sshd: Sshd, tmp_path: Path) -> None:
     stranger = keygen(tmp_path / "stranger", "not authorized")
-    cluster = cluster_for(server, options=replace(cluster_for(server).options, identity_file=str(stranger)))
+    cluster = cluster_for(sshd, options=replace(cluster_for(sshd).options, identity_file=str(stranger)))
     with (
         pytest.raises(LaunchError, match=r"host 127\.0\.0\.1: SSH authentication refused"),
         spark_ssh.start(small_launch("spark"), context(tmp_path, cluster)),
     ):
         pass
-    assert_nothing_left(server)
+    assert_nothing_left(sshd)
 
 
-def test_an_unreachable_port_names_the_host(server: Sshd, tmp_path: Path) -> None:
-    cluster = cluster_for(server, options=replace(cluster_for(server).options, port=free_port()))
+def test_an_unreachable_port_names_the_host(sshd: Sshd, tmp_path: Path) -> None:
+    cluster = cluster_for(sshd, options=replace(cluster_for(sshd).options, port=free_port()))
     with (
         pytest.raises(LaunchError, match=r"host 127\.0\.0\.1 unreachable over SSH .*Connection refused"),
         dask_ssh.start(small_launch("dask"), context(tmp_path, cluster)),
     ):
         pass
-    assert_nothing_left(server)
+    assert_nothing_left(sshd)
 
 
-def test_an_unknown_host_key_is_refused(server: Sshd, tmp_path: Path) -> None:
+def test_an_unknown_host_key_is_refused(sshd: Sshd, tmp_path: Path) -> None:
     empty = tmp_path / "known_hosts"
     empty.write_text("")
-    options = replace(cluster_for(server).options, known_hosts=str(empty))
+    options = replace(cluster_for(sshd).options, known_hosts=str(empty))
     with pytest.raises(LaunchError, match=r"host 127\.0\.0\.1: host key not trusted"):
-        run_remote(server.host, "true", options)
+        run_remote(sshd.host, "true", options)
 
 
 @pytest.mark.parametrize("engine", ["spark", "dask"])
-def test_a_missing_remote_python_names_the_host(engine: str, server: Sshd, tmp_path: Path) -> None:
+def test_a_missing_remote_python_names_the_host(engine: str, sshd: Sshd, tmp_path: Path) -> None:
     start = spark_ssh.start if engine == "spark" else dask_ssh.start
     with (
         pytest.raises(LaunchError, match=r"host 127\.0\.0\.1: Python /nonexistent/python not found"),
-        start(small_launch(engine), context(tmp_path, cluster_for(server, python="/nonexistent/python"))),
+        start(small_launch(engine), context(tmp_path, cluster_for(sshd, python="/nonexistent/python"))),
     ):
         pass
-    assert_nothing_left(server)
+    assert_nothing_left(sshd)
 
 
-def test_a_host_without_java_is_named(server: Sshd) -> None:
-    cluster = cluster_for(server, java_home="/nonexistent/jdk")
+def test_a_host_without_java_is_named(sshd: Sshd) -> None:
+    cluster = cluster_for(sshd, java_home="/nonexistent/jdk")
     with pytest.raises(LaunchError, match=r"host 127\.0\.0\.1: Java not found"):
-        check_host(server.host, cluster.options, cluster.python, cluster.java)
+        check_host(sshd.host, cluster.options, cluster.python, cluster.java)
 
 
-def test_a_remote_command_reports_its_own_exit_status(server: Sshd) -> None:
-    options = cluster_for(server).options
-    assert run_remote(server.host, "echo out; echo err >&2; exit 3", options) == (3, "out\n", "err\n")
-    assert run_remote(server.host, ["printf", "%s", "a b"], options)[1] == "a b"
-    assert run_remote(server.host, "cat", options, input_text="secret\n")[1] == "secret\n"
+def test_a_remote_command_reports_its_own_exit_status(sshd: Sshd) -> None:
+    options = cluster_for(sshd).options
+    assert run_remote(sshd.host, "echo out; echo err >&2; exit 3", options) == (3, "out\n", "err\n")
+    assert run_remote(sshd.host, ["printf", "%s", "a b"], options)[1] == "a b"
+    assert run_remote(sshd.host, "cat", options, input_text="secret\n")[1] == "secret\n"
 
 
 @pytest.mark.parametrize("field", ["host", "user"])
-def test_a_host_or_user_written_as_an_ssh_option_is_never_read_as_one(field: str, server: Sshd, tmp_path: Path) -> None:
+def test_a_host_or_user_written_as_an_ssh_option_is_never_read_as_one(field: str, sshd: Sshd, tmp_path: Path) -> None:
     marker = tmp_path / "proxy-command-ran"
     option = f"-oProxyCommand=touch {marker}"
-    options = replace(cluster_for(server).options, connect_timeout_s=2)
-    host = server.host
+    options = replace(cluster_for(sshd).options, connect_timeout_s=2)
+    host = sshd.host
     if field == "host":
         host = option
     else:
@@ -225,17 +159,17 @@ def test_a_host_or_user_written_as_an_ssh_option_is_never_read_as_one(field: str
     assert not marker.exists()
 
 
-def hostile_grid(server: Sshd, store: Path, key: str, value: str) -> dict[str, object]:
+def hostile_grid(sshd: Sshd, store: Path, key: str, value: str) -> dict[str, object]:
     """A grid that would launch Dask on the server, with one hostile ``cluster`` or ``cluster.ssh`` value."""
     cluster: dict[str, object] = {
         "manager": "ssh",
-        "hosts": [server.host],
-        "ssh": server.ssh_options(),
+        "hosts": [sshd.host],
+        "ssh": sshd.ssh_options(),
         "cores_per_node": 2,
         "memory_per_node": "8GiB",
     }
     if key.startswith("ssh."):
-        cluster["ssh"] = {**server.ssh_options(), key.removeprefix("ssh."): value}
+        cluster["ssh"] = {**sshd.ssh_options(), key.removeprefix("ssh."): value}
     else:
         cluster[key] = value
     return minimal_grid(
@@ -250,19 +184,19 @@ def hostile_grid(server: Sshd, store: Path, key: str, value: str) -> dict[str, o
 
 @pytest.mark.parametrize("key", ["remote_dir", "python", "java_home", "ssh.identity_file"])
 def test_a_hostile_path_in_the_grid_is_refused_before_anything_reaches_the_host(
-    key: str, server: Sshd, tmp_path: Path, write_grid: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+    key: str, sshd: Sshd, tmp_path: Path, write_grid: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     value, marker = hostile(tmp_path)
-    grid = write_grid(hostile_grid(server, tmp_path / "store", key, value))
-    seen = connections(server)
+    grid = write_grid(hostile_grid(sshd, tmp_path / "store", key, value))
+    seen = connections(sshd)
     assert main(["run", str(grid)]) == 2
     error = " ".join(capsys.readouterr().err.split())
     assert error.startswith("error:") and f"cluster.{key}" in error, error
     assert not marker.exists()
-    assert connections(server) == seen, "the refused grid reached the SSH server"
-    assert not server.sessions() and not (tmp_path / "store").exists()
-    run_remote(server.host, "true", cluster_for(server).options)  # the log does show a connection when there is one
-    assert connections(server) == seen + 1
+    assert connections(sshd) == seen, "the refused grid reached the SSH server"
+    assert not sshd.sessions() and not (tmp_path / "store").exists()
+    run_remote(sshd.host, "true", cluster_for(sshd).options)  # the log does show a connection when there is one
+    assert connections(sshd) == seen + 1
 
 
 def launch_listening_ports(marker: str) -> set[int]:
@@ -290,9 +224,7 @@ def clear_text_reply(host: str, port: int) -> bytes:
             return b""
 
 
-def test_dask_over_tls_runs_fits_refuses_clear_text_and_leaves_no_key(
-    server: Sshd, digits: Data, tmp_path: Path
-) -> None:
+def test_dask_over_tls_runs_fits_refuses_clear_text_and_leaves_no_key(sshd: Sshd, digits: Data, tmp_path: Path) -> None:
     import socket
     import ssl
 
@@ -301,12 +233,12 @@ def test_dask_over_tls_runs_fits_refuses_clear_text_and_leaves_no_key(
 
     remote_dir = tmp_path / "remote"
     remote_dir.mkdir()
-    cluster = cluster_for(server, dask_tls=True, remote_dir=str(remote_dir))
+    cluster = cluster_for(sshd, dask_tls=True, remote_dir=str(remote_dir))
     tasks = replicas(digits)
     with dask_ssh.start(small_launch("dask"), context(tmp_path, cluster)) as session:
         assert isinstance(session, dask_ssh.DaskSshSession)
         address = session.client.scheduler.address
-        assert address.startswith(f"tls://{server.host}:")
+        assert address.startswith(f"tls://{sshd.host}:")
         workers = session.client.scheduler_info(n_workers=-1)["workers"]
         assert len(workers) == 2 and all(w.startswith("tls://") for w in workers)
         assert all(0 < r.accuracy <= 1 for r in session.run_batch(tasks, digits))
@@ -335,8 +267,6 @@ def test_dask_over_tls_runs_fits_refuses_clear_text_and_leaves_no_key(
         # nothing of the launch answers in clear text: comm ports speak TLS, HTTP servers HTTPS
         ports = launch_listening_ports(session.remote.marker)
         assert len(ports) >= 5  # scheduler, 2 nannies, 2 workers
-        assert not {
-            port: reply for port in ports if (reply := clear_text_reply(server.host, port)).startswith(b"HTTP/")
-        }
-    assert_nothing_left(server)
+        assert not {port: reply for port in ports if (reply := clear_text_reply(sshd.host, port)).startswith(b"HTTP/")}
+    assert_nothing_left(sshd)
     assert not list(remote_dir.iterdir())  # the key went with the launch's directory

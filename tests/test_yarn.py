@@ -2,19 +2,18 @@
 
 Spark runs in client mode (driver here, AM and executors in YARN containers); Dask runs its
 scheduler here and its workers in containers started by Hadoop's distributedshell. NodeManagers
-are local, so containers are checked in the local process table.
+are local, so containers are checked in the local process table. The cluster is the session's ``yarn``
+(tests/conftest.py); the engine contract on it (granted, fits, containers, nothing left) is in
+tests/test_engine_contract.py.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ import pytest
 import yaml
 
 from sweeper import load_results
-from sweeper.launch.base import Granted, LaunchContext, LaunchError
+from sweeper.launch.base import LaunchContext, LaunchError
 from sweeper.launch.dask import yarn as dask_yarn
 from sweeper.launch.options import YarnOptions, options_for
 from sweeper.launch.spark import yarn as spark_yarn
@@ -33,59 +32,9 @@ from tests.conftest import REPO, minimal_grid, run_cli
 from tests.support.batches import replicas
 from tests.support.faults import wait_until_fitting
 from tests.support.figures import assert_resource_figures
-from tests.support.yarn_cluster import BUILD_HINT, YarnCluster, built, mini_yarn
+from tests.support.yarn_cluster import YarnCluster, applications, assert_no_containers, live_applications, rest
 
 pytestmark = [pytest.mark.integration, pytest.mark.yarn]
-
-# what a YARN application leaves when its containers outlive it: Spark's AM and executors, Dask workers
-CONTAINER_MARKERS = (
-    "org.apache.spark.executor.YarnCoarseGrainedExecutorBackend",
-    "org.apache.spark.deploy.yarn.ExecutorLauncher",
-    "distributed.cli.dask_worker",
-    "distributedshell.ApplicationMaster",
-)
-
-
-def container_processes() -> list[str]:
-    """Live processes of YARN containers: a container marker, run in a NodeManager's appcache directory.
-
-    The cwd check keeps Dask workers of other programs on the machine (an SSH test run) out.
-    """
-    found = []
-    for process in psutil.process_iter(["cmdline", "status", "cwd"]):
-        try:
-            if process.info["status"] == psutil.STATUS_ZOMBIE:
-                continue
-            cmdline = " ".join(process.info["cmdline"] or [])
-            cwd = process.info["cwd"] or ""
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-        if any(marker in cmdline for marker in CONTAINER_MARKERS) and "/appcache/" in cwd:
-            found.append(f"{process.pid}: {cmdline[:200]}")
-    return found
-
-
-def assert_no_containers(wait_s: float = 20.0) -> None:
-    deadline = time.monotonic() + wait_s
-    while (left := container_processes()) and time.monotonic() < deadline:
-        time.sleep(0.3)
-    assert not left, "containers left running:\n" + "\n".join(left)
-
-
-def rest(cluster: YarnCluster, path: str) -> Any:
-    address = dask_yarn.yarn_site(cluster.conf_dir)["yarn.resourcemanager.webapp.address"]
-    with urllib.request.urlopen(f"http://{address}/ws/v1/cluster{path}", timeout=30) as response:
-        return json.load(response)
-
-
-@pytest.fixture(scope="module")
-def yarn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[YarnCluster]:
-    if not built():
-        if os.environ.get("CI"):
-            pytest.fail(BUILD_HINT)
-        pytest.skip(BUILD_HINT)
-    with mini_yarn(tmp_path_factory.mktemp("miniyarn"), node_managers=2, nm_memory_mib=4096, nm_vcores=2) as cluster:
-        yield cluster
 
 
 @pytest.fixture
@@ -122,26 +71,6 @@ def test_the_cluster_has_two_node_managers_of_the_asked_size(yarn: YarnCluster) 
     assert (yarn.conf_dir / "yarn-site.xml").is_file() and (yarn.conf_dir / "core-site.xml").is_file()
 
 
-@pytest.mark.parametrize("engine", ["spark", "dask"])
-def test_a_launch_on_yarn_is_granted_its_plan_runs_fits_and_leaves_nothing(
-    engine: str, on_yarn: YarnCluster, digits: Data, tmp_path: Path
-) -> None:
-    tasks = replicas(digits)
-    start = spark_yarn.start if engine == "spark" else dask_yarn.start
-    with start(small_launch(engine), context(tmp_path)) as session:
-        assert session.granted == Granted(2, 1, 512)
-        running = rest(on_yarn, "/apps?states=RUNNING")["apps"]["app"]
-        assert len(running) == 1
-        # AM + 2 containers of 512 + 384 MiB (YARN rounds up to multiples of 128 MiB)
-        assert running[0]["runningContainers"] == 3
-        results = session.run_batch(tasks, digits)
-        assert len({r.pid for r in results}) == 2
-        assert all(0 < r.accuracy <= 1 for r in results)
-    assert_no_containers()
-    states = {app["state"] for app in (rest(on_yarn, "/apps")["apps"] or {}).get("app", [])}
-    assert "RUNNING" not in states and "ACCEPTED" not in states
-
-
 def test_executors_bigger_than_any_node_manager_fail_at_once(on_yarn: YarnCluster, tmp_path: Path) -> None:
     started = time.monotonic()
     too_big = small_launch("spark", executor_memory_mib=5 * 1024)
@@ -161,13 +90,6 @@ def test_an_unknown_queue_fails_at_once(on_yarn: YarnCluster, tmp_path: Path) ->
     ):
         pass
     assert_no_containers()
-
-
-def live_applications(cluster: YarnCluster) -> list[str]:
-    """Applications the ResourceManager still runs or is about to run."""
-    apps = (rest(cluster, "/apps")["apps"] or {}).get("app", [])
-    live = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
-    return [f"{app['id']} {app['name']} {app['state']}" for app in apps if app["state"] in live]
 
 
 # --- cluster.python_archive: the environment shipped to the containers ---------------------------------------
@@ -314,7 +236,7 @@ def test_ctrl_c_during_a_yarn_launch_kills_the_application_and_keeps_the_rows(
     spec = yaml.safe_load(grid.read_text())
     spec["engines"] = [engine]
     grid.write_text(yaml.safe_dump(spec, sort_keys=False))
-    known = {app["id"] for app in (rest(yarn, "/apps")["apps"] or {}).get("app", [])}
+    known = {app["id"] for app in applications(yarn)}
     process = subprocess.Popen(
         [sys.executable, "-m", "sweeper", "run", str(grid)],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -326,7 +248,7 @@ def test_ctrl_c_during_a_yarn_launch_kills_the_application_and_keeps_the_rows(
         while not (sweep_dir.exists() and any(p.name.startswith("part-") for p in sweep_dir.iterdir())):
             assert time.monotonic() < deadline and process.poll() is None, "the YARN launch never wrote a row"
             time.sleep(0.2)
-        ours = [a for a in (rest(yarn, "/apps")["apps"] or {}).get("app", []) if a["id"] not in known]
+        ours = [a for a in applications(yarn) if a["id"] not in known]
         assert [a["state"] for a in ours] == ["RUNNING"]
         wait_until_fitting(fit_processes, cpu_s=1.0, include_self=True, timeout_s=120, alive=process)  # 5000 epochs
         os.kill(process.pid, signal.SIGINT)
@@ -341,7 +263,7 @@ def test_ctrl_c_during_a_yarn_launch_kills_the_application_and_keeps_the_rows(
     assert stopped_s < 20, f"the sweep took {stopped_s:.0f} s to stop"  # the batch is aborted, not waited for
     kept = load_results(tmp_path / "store")
     assert list(kept["epochs"]) == [3] and set(kept["status"]) == {"ok"}
-    app = next(a for a in (rest(yarn, "/apps")["apps"] or {}).get("app", []) if a["id"] == ours[0]["id"])
+    app = next(a for a in applications(yarn) if a["id"] == ours[0]["id"])
     assert app["state"] in ("KILLED", "FINISHED"), app["state"]
     assert not live_applications(yarn)
     assert_no_containers()

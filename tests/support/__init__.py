@@ -1,4 +1,5 @@
 """What the tests start and check besides the package.
 
-An sshd, network-namespace hosts, a MiniYARNCluster, faults, leftover processes, small batches.
+An sshd, network-namespace hosts, a MiniYARNCluster, standalone Spark and Dask clusters, faults,
+leftover processes, small batches.
 """

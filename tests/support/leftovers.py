@@ -1,8 +1,15 @@
-"""Find processes a launch may leave behind (checked machine-wide through the process table)."""
+"""Find processes a launch may leave behind (checked machine-wide through the process table).
+
+The clusters the whole test session shares (tests/conftest.py: MiniYARN, the standalone Spark master and
+Dask scheduler) run all along: :func:`shared_cluster` marks their processes, and those and their
+descendants are not a launch's leftovers here; each manager's own check looks inside them.
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 import psutil
 
@@ -19,20 +26,43 @@ LAUNCH_PROCESS_MARKERS = (
     "sweeper.yarn.MiniYarn",
 )
 
+_SHARED_ROOTS: set[int] = set()  # pids of the shared clusters' own processes
+
+
+@contextmanager
+def shared_cluster(pids: Iterable[int]) -> Iterator[None]:
+    """While the block runs, processes ``pids`` and their descendants belong to a cluster the tests share."""
+    roots = set(pids)
+    _SHARED_ROOTS.update(roots)
+    try:
+        yield
+    finally:
+        _SHARED_ROOTS.difference_update(roots)
+
+
+def in_shared_cluster(process: psutil.Process) -> bool:
+    """Whether ``process`` is one of a shared cluster's processes or runs under one of them."""
+    try:
+        return process.pid in _SHARED_ROOTS or any(parent.pid in _SHARED_ROOTS for parent in process.parents())
+    except psutil.NoSuchProcess:
+        return False
+
 
 def _ours(process: psutil.Process, me: int) -> bool:
     """Started by this test process (directly or not), or orphaned: what a sweep it ran may have left."""
     try:
-        parents = process.parents()
+        parents = {parent.pid for parent in process.parents()}
     except psutil.NoSuchProcess:
         return False
-    return process.ppid() == 1 or any(parent.pid == me for parent in parents)
+    if process.pid in _SHARED_ROOTS or parents & _SHARED_ROOTS:
+        return False
+    return process.ppid() == 1 or me in parents
 
 
 def launch_processes() -> list[str]:
     """Command lines of live Spark JVMs, Dask workers and loky workers this test run started or orphaned.
 
-    Processes of other programs on the machine (another test run, say) are not counted.
+    Processes of other programs on the machine (another test run, say) and of the shared clusters are not counted.
     """
     me = psutil.Process().pid
     found = []

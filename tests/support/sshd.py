@@ -17,11 +17,14 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import psutil
+
+from sweeper.launch.options import SshCluster, SshOptions
+from tests.support.leftovers import in_shared_cluster
 
 SSHD = Path("/usr/sbin/sshd")
 PRIVSEP_DIR = Path("/run/sshd")  # Debian's sshd refuses to start without its privilege-separation directory
@@ -252,3 +255,48 @@ def sshd_running(directory: Path, **options: Any) -> Iterator[Sshd]:
         yield server
     finally:
         server.stop()
+
+
+# what a launch over SSH may leave behind: its daemons, executors, Dask processes, all carrying the marker
+SSH_LAUNCH_MARKERS = (
+    "sweeper.launch=",
+    "org.apache.spark.deploy.master.Master",
+    "org.apache.spark.deploy.worker.Worker",
+    "distributed.cli.dask_spec",
+)
+
+
+def ssh_launch_processes() -> list[str]:
+    """Live processes of launches over SSH, machine-wide (the shared standalone clusters' are not)."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if process.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            cmdline = " ".join(process.info["cmdline"] or [])
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if any(marker in cmdline for marker in SSH_LAUNCH_MARKERS) and not in_shared_cluster(process):
+            found.append(f"{process.pid}: {cmdline[:200]}")
+    return found
+
+
+def assert_nothing_left(server: Sshd, wait_s: float = 10.0) -> None:
+    """No launch process, no session of the server and no launch directory in /tmp is left."""
+    deadline = time.monotonic() + wait_s
+    while (left := ssh_launch_processes() + [str(p) for p in server.sessions()]) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert not left, "left running:\n" + "\n".join(left)
+    assert not list(Path("/tmp").glob("sweeper-spark-*")) + list(Path("/tmp").glob("sweeper-dask-*"))
+
+
+def hostile(tmp_path: Path) -> tuple[str, Path]:
+    """A path under ``tmp_path`` that a shell given it unquoted would turn into ``touch MARKER``, and the marker."""
+    marker = tmp_path / "hostile-marker"
+    return f"{tmp_path}/a'; touch {marker}; echo '", marker
+
+
+def cluster_for(server: Sshd, **changes: Any) -> SshCluster:
+    """``manager: ssh`` on this server's one host (``changes``: other fields of :class:`SshCluster`)."""
+    cluster = SshCluster(hosts=(server.host,), options=SshOptions.from_grid(server.ssh_options()))
+    return replace(cluster, **changes)

@@ -10,15 +10,18 @@ kill their containers; a process still there after the grace period is killed wi
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import subprocess
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -165,3 +168,59 @@ def _stop(process: subprocess.Popen[str], grace_s: float = 30.0) -> None:
         with contextlib.suppress(psutil.NoSuchProcess):
             child.kill()
     psutil.wait_procs(alive, timeout=10)
+
+
+# what a YARN application leaves when its containers outlive it: Spark's AM and executors, Dask workers
+CONTAINER_MARKERS = (
+    "org.apache.spark.executor.YarnCoarseGrainedExecutorBackend",
+    "org.apache.spark.deploy.yarn.ExecutorLauncher",
+    "distributed.cli.dask_worker",
+    "distributedshell.ApplicationMaster",
+)
+LIVE_STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
+
+
+def container_processes() -> list[str]:
+    """Live processes of YARN containers: a container marker, run in a NodeManager's appcache directory.
+
+    The cwd check keeps Dask workers of other programs on the machine (an SSH test run) out.
+    """
+    found = []
+    for process in psutil.process_iter(["cmdline", "status", "cwd"]):
+        try:
+            if process.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            cmdline = " ".join(process.info["cmdline"] or [])
+            cwd = process.info["cwd"] or ""
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if any(marker in cmdline for marker in CONTAINER_MARKERS) and "/appcache/" in cwd:
+            found.append(f"{process.pid}: {cmdline[:200]}")
+    return found
+
+
+def assert_no_containers(wait_s: float = 20.0) -> None:
+    deadline = time.monotonic() + wait_s
+    while (left := container_processes()) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert not left, "containers left running:\n" + "\n".join(left)
+
+
+def rest(cluster: YarnCluster, path: str) -> Any:
+    """A GET of the ResourceManager's REST API (``/ws/v1/cluster`` + ``path``), as JSON."""
+    from sweeper.launch.dask.yarn import yarn_site
+
+    address = yarn_site(cluster.conf_dir)["yarn.resourcemanager.webapp.address"]
+    with urllib.request.urlopen(f"http://{address}/ws/v1/cluster{path}", timeout=30) as response:
+        return json.load(response)
+
+
+def applications(cluster: YarnCluster) -> list[dict[str, Any]]:
+    """Every application the ResourceManager knows."""
+    found: list[dict[str, Any]] = (rest(cluster, "/apps")["apps"] or {}).get("app", [])
+    return found
+
+
+def live_applications(cluster: YarnCluster) -> list[str]:
+    """Applications the ResourceManager still runs or is about to run."""
+    return [f"{app['id']} {app['name']} {app['state']}" for app in applications(cluster) if app["state"] in LIVE_STATES]

@@ -1,0 +1,227 @@
+"""The engine contract, on every (engine, manager) pair of the launch registry that can run here.
+
+A launch is granted its plan, runs a batch of fits in the cluster's worker processes (not in this
+process), lets a raising fit's exception through with its type and message, and leaves nothing running.
+Each manager adds its own checks: ssh a hostile ``remote_dir``, fits over SSH, an abort and a batch on
+new workers, no session left; yarn one application of an AM and the executors' containers, none left;
+standalone the clusters, still up. On ``local`` a launch has one slot, where joblib would run a one-job
+``Parallel`` call in the calling process whatever the backend.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from sklearn.utils._param_validation import InvalidParameterError
+
+from sweeper.launch.base import Granted, LaunchContext, Session
+from sweeper.launch.options import LocalOptions, ManagerOptions, StandaloneOptions, YarnOptions
+from sweeper.launch.registry import BASELINE_ENGINE, LAUNCHERS, starter
+from sweeper.planning.plan import Launch
+from sweeper.workload.data import Data
+from sweeper.workload.fit import FitResult
+from sweeper.workload.tasks import FitTask
+from tests.conftest import CLUSTER_OF_MANAGER
+from tests.support.batches import replicas
+from tests.support.leftovers import assert_no_launch_processes
+from tests.support.sshd import assert_nothing_left, cluster_for, hostile
+from tests.support.standalone_clusters import DASK_WORKERS
+from tests.support.yarn_cluster import assert_no_containers, live_applications, rest
+
+pytestmark = pytest.mark.integration
+
+MLLIB = "spark-mllib"
+# spark-mllib runs its fits on the spark engine's launch of the same manager (sweeper.launch.spark.mllib.start):
+# the spark pairs cover those launches; the local pair covers MLlib's own batches and errors
+PAIRS = [(engine, manager) for engine, manager in LAUNCHERS if engine != MLLIB or manager == "local"]
+BAD_SOLVER = "no-such-solver"
+
+
+class OnManager:
+    """A launch on one manager for the contract, and the manager's own checks. ``cluster``: its shared cluster."""
+
+    def __init__(self, cluster: Any, tmp_path: Path) -> None:
+        self.cluster = cluster
+        self.tmp_path = tmp_path
+
+    def launch(self, engine: str) -> Launch:
+        raise NotImplementedError
+
+    def options(self) -> ManagerOptions:
+        return LocalOptions()
+
+    def context(self) -> LaunchContext:
+        return LaunchContext(
+            run_dir=self.tmp_path / "run",
+            environment={"OMP_NUM_THREADS": "1"},
+            threads_per_fit=1,
+            start_timeout_s=120,
+            options=self.options(),
+        )
+
+    def while_running(self, engine: str, session: Session, pids: set[int], again: Callable[[], set[int]]) -> None:
+        """Checks while the launch runs, after its first batch (``again`` runs another, returns its fits' pids)."""
+
+    def after(self) -> None:
+        """Checks once the launch has ended."""
+
+
+class OnLocal(OnManager):
+    def launch(self, engine: str) -> Launch:
+        if engine == BASELINE_ENGINE:  # sweeper.planning.plan.baseline_launch: one process, no memory of its own
+            return Launch(0, engine, "local", 1, "report", 1, 1, 0, 0, (1,))
+        return Launch(0, engine, "local", 1, "report", 1, 1, 1024, 384, (1,))
+
+
+class OnSsh(OnManager):
+    """One host, the shared sshd; the launch's directory under a path made to break out of shell quotes."""
+
+    def __init__(self, cluster: Any, tmp_path: Path) -> None:
+        super().__init__(cluster, tmp_path)
+        # past grid validation (which refuses it), a remote_dir made to break out of quotes only names a directory
+        self.remote_dir, self.marker = hostile(tmp_path)
+
+    def launch(self, engine: str) -> Launch:
+        return Launch(0, engine, "ssh", 1, "report", 1, 2, 512, 384, (2,))
+
+    def options(self) -> ManagerOptions:
+        return cluster_for(self.cluster, remote_dir=self.remote_dir)
+
+    def while_running(self, engine: str, session: Session, pids: set[int], again: Callable[[], set[int]]) -> None:
+        # the fits ran in worker processes started over SSH, not by this process
+        over_ssh = {self.cluster.process.pid} | {p.pid for p in self.cluster.sessions()}
+        assert not pids & ({p.pid for p in psutil.Process().children(recursive=True)} - over_ssh)
+        launch_dirs = list((self.tmp_path / "a'; touch ").rglob(f"sweeper-{engine}-*"))
+        assert launch_dirs, "the launch's directory is elsewhere"
+        # a batch past its time limit is aborted: the next one runs on new workers
+        session.abort()
+        assert not pids & again()
+
+    def after(self) -> None:
+        assert not self.marker.exists()
+        assert_nothing_left(self.cluster)
+
+
+class OnYarn(OnManager):
+    """The shared MiniYARNCluster: 2 NodeManagers, one executor (Dask: worker) on each."""
+
+    def launch(self, engine: str) -> Launch:
+        return Launch(0, engine, "yarn", 2, "report", 1, 2, 512, 384, (1, 1))
+
+    def options(self) -> ManagerOptions:
+        return YarnOptions(conf_dir=self.cluster.conf_dir)
+
+    def while_running(self, engine: str, session: Session, pids: set[int], again: Callable[[], set[int]]) -> None:
+        running = rest(self.cluster, "/apps?states=RUNNING")["apps"]["app"]
+        assert len(running) == 1
+        # AM + 2 containers of 512 + 384 MiB (YARN rounds up to multiples of 128 MiB)
+        assert running[0]["runningContainers"] == 3
+
+    def after(self) -> None:
+        assert_no_containers()
+        assert not live_applications(self.cluster)
+
+
+class OnStandalone(OnManager):
+    """The shared Spark master (one worker of 2 cores) and Dask scheduler (2 workers of 1 thread and 1 GiB)."""
+
+    def launch(self, engine: str) -> Launch:
+        return Launch(0, engine, "standalone", 1, "report", 1, 2, 1024, 384, (2,))
+
+    def options(self) -> ManagerOptions:
+        return StandaloneOptions(self.cluster.spark_master, self.cluster.dask_scheduler)
+
+    def after(self) -> None:
+        # the application's executors are gone; the clusters are the user's: still there
+        assert_gone(self.cluster.spark_executors)
+        assert self.cluster.dask_workers() == DASK_WORKERS
+
+
+MANAGERS: dict[str, type[OnManager]] = {
+    "local": OnLocal,
+    "ssh": OnSsh,
+    "yarn": OnYarn,
+    "standalone": OnStandalone,
+}
+
+
+def assert_gone(find: Callable[[], list[str]], wait_s: float = 20.0) -> None:
+    deadline = time.monotonic() + wait_s
+    while (left := find()) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert not left, "left running:\n" + "\n".join(left)
+
+
+def raising(engine: str, task: FitTask) -> tuple[FitTask, type[Exception], str]:
+    """A fit that raises its library's own error where it runs, that error's type and its whole message.
+
+    A solver the grid would refuse, set behind its back: scikit-learn's parameter validation (the set of
+    solvers it lists is in hash order, which differs per process), or MLlib's parameter mapping.
+    """
+    if engine == MLLIB:
+        failing = replace(task, params=(*task.params, ("mllib_solver", BAD_SOLVER)))
+        return failing, ValueError, re.escape(f"mllib_solver must be one of l-bfgs, gd, got '{BAD_SOLVER}'")
+    failing = replace(task, params=(*task.params, ("solver", BAD_SOLVER)))
+    message = rf"The 'solver' parameter of MLPClassifier must be a str among \{{.*\}}\. Got '{BAD_SOLVER}' instead\."
+    return failing, InvalidParameterError, message
+
+
+def assert_ran_on_the_cluster(engine: str, session: Any, results: list[FitResult]) -> None:
+    """The fits ran in the launch's worker processes; MLlib's, driven from here, in the executors' tasks."""
+    pids = {r.pid for r in results}
+    if engine == MLLIB:
+        assert pids == {os.getpid()}  # the driver: each fit is a series of Spark jobs
+        tasks = completed_tasks(session.spark)
+        assert len(tasks) == session.granted.executors and all(tasks), tasks
+        return
+    assert os.getpid() not in pids
+    if session.granted.executors > 1:  # a fit on each executor (Dask: worker)
+        assert len(pids) == len(results)
+
+
+def completed_tasks(spark: Any) -> list[int]:
+    """How many tasks each executor of the application has completed (Spark's status store)."""
+    iterator = spark.sparkContext._jsc.sc().statusStore().executorList(True).iterator()
+    found = []
+    while iterator.hasNext():
+        executor = iterator.next()
+        if executor.id() != "driver":
+            found.append(int(executor.completedTasks()))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("engine", "manager"),
+    [pytest.param(*pair, marks=[pytest.mark.yarn] if pair[1] == "yarn" else []) for pair in PAIRS],
+)
+def test_a_launch_is_granted_its_plan_runs_fits_on_the_cluster_keeps_a_fits_error_and_leaves_nothing(
+    engine: str, manager: str, digits: Data, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    cluster = request.getfixturevalue(CLUSTER_OF_MANAGER[manager]) if manager in CLUSTER_OF_MANAGER else None
+    on = MANAGERS[manager](cluster, tmp_path)
+    launch = on.launch(engine)
+    tasks = replicas(digits)
+    failing, error_type, message = raising(engine, tasks[0])
+    with starter(engine, manager)(launch, on.context()) as session:
+        assert session.granted == Granted(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
+        results = session.run_batch(tasks, digits)
+        assert len(results) == len(tasks) and all(0 < r.accuracy <= 1 for r in results)
+        assert_ran_on_the_cluster(engine, session, results)
+
+        def again() -> set[int]:
+            return {r.pid for r in session.run_batch(tasks, digits)}
+
+        on.while_running(engine, session, {r.pid for r in results}, again)
+        with pytest.raises(error_type) as raised:
+            session.run_batch([tasks[1], failing], digits)
+        assert raised.type is error_type and re.fullmatch(message, str(raised.value)), repr(raised.value)
+    assert_no_launch_processes()
+    on.after()
