@@ -109,8 +109,11 @@ def test_replay_of_the_full_sweep_of_the_same_grid(full: Path) -> None:
     assert result.returncode == 0, result.stderr
     replay = json.loads(result.stdout)
     assert replay["repeats"] == 200 and replay["configurations"] == CONFIGURATIONS
-    for key in ("within_5pct", "within_10pct", "cluster_s_fraction"):
-        assert 0 <= replay[key] <= 1.5, (key, replay)
+    for key in ("within_5pct", "within_10pct"):
+        assert 0 <= replay[key] <= 1, (key, replay)
+    # adaptive trials may take more than the 6 recorded, and halving starts each launch once per rung:
+    # on this small grid it can cost more than the full grid, which is what replay is there to tell
+    assert replay["cluster_s_fraction"] > 0
     assert replay["within_10pct"] >= replay["within_5pct"]
     assert replay["wrong_engine"] is None or 0 <= replay["wrong_engine"] <= 1
     assert pd.notna(replay["regret_median"])
