@@ -353,9 +353,13 @@ def load_results(store: str | Path, sweep: str | None = None) -> pd.DataFrame:
         df = load_results("results/")
         df[df.status == "ok"].groupby(["engine", "cores_per_executor", "epochs"]).fit_wall_s.median()
     """
-    table = read_table(store, sweep)
-    frame = table.to_pandas(types_mapper=_nullable)
+    frame = as_frame(read_table(store, sweep))
     return frame.sort_values(["started_at", "launch_index", "epochs", "trial"], kind="stable").reset_index(drop=True)
+
+
+def as_frame(table: pa.Table) -> pd.DataFrame:
+    """A store table as pandas, with nullable dtypes (an int column with a missing value stays an int)."""
+    return table.to_pandas(types_mapper=_nullable)
 
 
 def _nullable(arrow_type: pa.DataType) -> Any:

@@ -74,27 +74,20 @@ def load_data(plan: Plan, warn: Callable[[str], None]) -> dict[float, Data]:
     dataset = workload.dataset
     dry_run = plan.max_train_rows is not None
     loaded = {}
+    split: dict[str, Any] = {
+        "test_size": workload.test_size,
+        "seed": workload.seed,
+        "max_train_rows": plan.max_train_rows,
+    }
     for fraction in workload.fractions:
         try:
-            loaded[fraction] = datasets.load(
-                dataset,
-                fraction=fraction,
-                test_size=workload.test_size,
-                seed=workload.seed,
-                max_train_rows=plan.max_train_rows,
-            )
+            loaded[fraction] = datasets.load(dataset, fraction=fraction, **split)
         except UserError as error:
             if not dry_run:
                 raise
             warn(f"dry run: {error.problems[0]}; using the bundled digits instead")
             dataset = replace(dataset, name="digits", path=None)
-            loaded[fraction] = datasets.load(
-                dataset,
-                fraction=fraction,
-                test_size=workload.test_size,
-                seed=workload.seed,
-                max_train_rows=plan.max_train_rows,
-            )
+            loaded[fraction] = datasets.load(dataset, fraction=fraction, **split)
     return loaded
 
 

@@ -12,6 +12,8 @@ a dry run). :class:`TrialQueue` measures each point of the launch until
 from __future__ import annotations
 
 import math
+import statistics
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -46,16 +48,18 @@ class FixedQueue:
     """Measurements decided before the run, taken in order."""
 
     def __init__(self, items: Sequence[Todo]) -> None:
-        self.items = list(items)
+        self.items = deque(items)
 
     def next(self) -> Todo | None:
         return self.items[0] if self.items else None
 
     def record(self, item: Todo, row: dict[str, Any]) -> None:
-        self.items.remove(item)
+        if self.items and self.items[0] is item:
+            self.items.popleft()
 
     def rest(self) -> list[Todo]:
-        rest, self.items = self.items, []
+        rest = list(self.items)
+        self.items.clear()
         return rest
 
     def stamp(self, row: dict[str, Any]) -> None:
@@ -142,8 +146,4 @@ class TrialQueue:
 
 
 def _median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return math.nan
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return statistics.median(values) if values else math.nan

@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 PROC = Path("/proc")
@@ -88,6 +89,7 @@ def process_usage(pid: int | None) -> ProcessUsage | None:
     return ProcessUsage(pid, cpu_s, int(peak) * 1024 if peak else None)
 
 
+@lru_cache(maxsize=16)  # a process's executor JVM does not change: /proc is read once per Python worker
 def executor_jvm(pid: int, max_depth: int = 3) -> int | None:
     """In a Spark Python worker, the executor JVM it serves (its nearest ``*ExecutorBackend`` ancestor); else None."""
     if "pyspark.worker" not in sys.modules:  # a Dask worker, the baseline, the driver: no executor JVM of its own

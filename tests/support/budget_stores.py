@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from sweeper.results.store import COLUMNS, SCHEMA, SCHEMA_VERSION, write_rows
+from sweeper.results.store import COLUMNS, SCHEMA, SCHEMA_VERSION, as_frame, write_rows
 from tests.support.synthetic_stores import START
 from tests.support.synthetic_stores import WORKLOAD as SYNTHETIC_WORKLOAD
 
@@ -124,14 +124,7 @@ def _launch_columns(arm: Arm, index: int, overhead: Overhead) -> dict[str, Any]:
 
 def frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     """Rows typed as :func:`sweeper.load_results` returns them (nullable pandas dtypes)."""
-    mapping = {
-        pa.int32(): pd.Int32Dtype(),
-        pa.int64(): pd.Int64Dtype(),
-        pa.float64(): pd.Float64Dtype(),
-        pa.bool_(): pd.BooleanDtype(),
-        pa.string(): pd.StringDtype(),
-    }
-    return pa.Table.from_pylist(list(rows), schema=SCHEMA).to_pandas(types_mapper=mapping.get)
+    return as_frame(pa.Table.from_pylist(list(rows), schema=SCHEMA))
 
 
 def write_store(root: Path, rows: Sequence[dict[str, Any]]) -> Path:

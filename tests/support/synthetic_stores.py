@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from sweeper.results.store import COLUMNS, SCHEMA, SCHEMA_VERSION
+from sweeper.results.store import COLUMNS, SCHEMA, SCHEMA_VERSION, as_frame
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 WORKLOAD: dict[str, Any] = {
@@ -163,15 +163,7 @@ def _row(arm: ArmSpec, workload: dict[str, Any], fit_wall_s: float, accuracy: fl
 
 def to_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     """Rows typed as :func:`sweeper.load_results` returns them (nullable pandas dtypes)."""
-    table = pa.Table.from_pylist(list(rows), schema=SCHEMA)
-    mapping = {
-        pa.int32(): pd.Int32Dtype(),
-        pa.int64(): pd.Int64Dtype(),
-        pa.float64(): pd.Float64Dtype(),
-        pa.bool_(): pd.BooleanDtype(),
-        pa.string(): pd.StringDtype(),
-    }
-    return table.to_pandas(types_mapper=mapping.get)
+    return as_frame(pa.Table.from_pylist(list(rows), schema=SCHEMA))
 
 
 def synthetic_frame(arms: Sequence[ArmSpec], **options: Any) -> pd.DataFrame:
