@@ -6,16 +6,26 @@ GRID ?= grids/local.yaml
 STORE ?= results/
 OUT ?= report/
 YARN_JAR := deploy/yarn/target/sweeper-miniyarn.jar
+OLDEST := .venv-oldest
 
-.PHONY: setup check-java test-packages datasets test test-fast test-yarn lint docs plan sweep dry-run report bench clean
+.PHONY: setup check-java test-packages datasets test test-fast test-oldest test-yarn lint docs plan sweep dry-run report bench clean
 
 setup: $(BIN)/sweeper check-java test-packages $(YARN_JAR)  ## .venv with sweeper and its test tools, test packages, MiniYARNCluster
 
 $(BIN)/sweeper: setup.cfg pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "sweeper needs Python 3.11 or newer")'
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) -m venv --clear $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
+	@touch $@
+
+# Every requirement at its lower bound (tests/support/oldest_constraints.py), wheels only where a wheel exists.
+$(OLDEST)/bin/sweeper: setup.cfg pyproject.toml tests/support/oldest_constraints.py
+	$(PYTHON) -m venv --clear $(OLDEST)
+	$(PYTHON) tests/support/oldest_constraints.py setup.cfg > $(OLDEST)/constraints.txt
+	$(OLDEST)/bin/pip install --quiet --upgrade pip
+	$(OLDEST)/bin/pip install --quiet --only-binary=:all: --no-binary=pyspark -c $(OLDEST)/constraints.txt -e '.[test]'
+	$(OLDEST)/bin/pip check
 	@touch $@
 
 test-packages:  ## Debian packages the tests use: sshd, chromium, a JDK and Maven (deploy/install-test-packages.sh)
@@ -36,6 +46,9 @@ test: setup  ## the whole suite, integration tests included (what CI runs)
 
 test-fast: setup  ## the inner loop: no cluster starts
 	$(BIN)/pytest -m 'not integration'
+
+test-oldest: setup $(OLDEST)/bin/sweeper  ## the fast suite on the oldest versions setup.cfg allows (.venv-oldest)
+	$(OLDEST)/bin/pytest -m 'not integration' -p no:cacheprovider
 
 test-yarn: setup  ## only the tests against a real (mini) YARN
 	$(BIN)/pytest -m yarn
@@ -63,4 +76,4 @@ report: setup  ## report a store: make report STORE=results/ OUT=report/ [SWEEP=
 	$(BIN)/sweeper report $(STORE) --out $(OUT) $(if $(SWEEP),--sweep $(SWEEP))
 
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache deploy/yarn/target
+	rm -rf $(VENV) $(OLDEST) build *.egg-info .mypy_cache .pytest_cache .ruff_cache deploy/yarn/target
