@@ -128,5 +128,9 @@ def test_the_report_shows_the_rungs_the_pruned_and_the_cluster_time(
     text = (tmp_path / "report.md").read_text()
     assert "## Successive halving" in text and "## Adaptive trials" in text
     assert "| 0 | 5 | 4 | 0 | - |" in text and "configurations) |" in text  # rung 1 has its rank agreement
-    assert "the full grid would have taken about" in text and "not among the fastest at epochs 5" in text
+    assert "the full grid would have taken about" in text
+    if len(statistics.pruned(load_results(store))):
+        assert "not among the fastest at epochs 5" in text
+    else:  # the rung orders disagreed (a noisy machine): the rank check brought every pruned configuration back
+        assert "| 1 | 30 | 4 | 0 |" in text
     assert text.count("## Results:") == 1  # pruned rows belong to the sweep's one workload
