@@ -182,6 +182,15 @@ class NsCluster:
             main_class, *arguments,
         ]  # fmt: skip
 
+    @property
+    def root_pids(self) -> list[int]:
+        """The processes every daemon and container descends from (each node's ``ip netns exec``/``unshare``)."""
+        return [m.process.pid for m in self.members.values() if m.process is not None]
+
+    def rest(self, path: str) -> Any:
+        """A GET of the ResourceManager's REST API (``/ws/v1/cluster`` + ``path``), from here through the bridge."""
+        return _get_json(f"http://{self.members[MASTER].ip}:{RM_WEB_PORT}/ws/v1/cluster{path}")
+
     def node_dir(self, host: str) -> Path:
         return next(m.directory for m in self.members.values() if m.host == host)
 
@@ -223,7 +232,8 @@ def java_home() -> Path:
 
 
 def built() -> bool:
-    return LIB.is_dir() and any(LIB.glob("hadoop-hdfs-3*.jar")) and any(LIB.glob("hadoop-yarn-server-nodemanager-*.jar"))
+    jars = ("hadoop-hdfs-3*.jar", "hadoop-hdfs-*-tests.jar", "hadoop-yarn-server-nodemanager-*.jar")
+    return LIB.is_dir() and all(any(LIB.glob(jar)) for jar in jars)
 
 
 def unavailable() -> str | None:
@@ -394,7 +404,7 @@ def init_script(member: NsMember, hidden: Sequence[Path], lib: Path, heap_mib: i
         f"CLASSPATH={d}/conf:{shlex.quote(str(lib))}/'*'",
         f'OPTIONS="{options} -Dhadoop.log.dir={d}/logs -Dyarn.log.dir={d}/logs -Dhadoop.home.dir={d}"',
         "run() {  # run NAME MAIN ARGS...: a JVM in the foreground, its exit status in logs/NAME.exit",
-        '  name=$1; main=$2; shift 2; status=0',
+        "  name=$1; main=$2; shift 2; status=0",
         f'  "$JAVA_HOME/bin/java" -Xmx{heap_mib}m -Dproc_$name $OPTIONS -cp "$CLASSPATH" "$main" "$@" '
         '> "logs/$name.log" 2>&1 || status=$?',
         '  echo $status > "logs/$name.exit"; return $status',
@@ -468,21 +478,29 @@ def leftovers(cluster: NsCluster) -> list[str]:
     return left
 
 
-def teardown(cluster: NsCluster, keep_directory: bool = False, grace_s: float = 10.0) -> list[str]:
-    """Stop the daemons (SIGTERM), kill what is left in every namespace, delete it all; returns the leftovers."""
-    jvms = []
-    for member in cluster.members.values():
-        for process in _member_processes(member):
+def teardown(cluster: NsCluster, keep_directory: bool = False, grace_s: float = 5.0) -> list[str]:
+    """Stop the daemons (SIGTERM), kill what is left in every namespace, delete it all; returns the leftovers.
+
+    The NodeManagers stop first: one stopping unregisters from the ResourceManager, and retries for as long
+    as its grace lasts when the RM is gone (or not up yet: after a failed setup, ``grace_s=0`` kills at once).
+    """
+    daemons = [(name, process) for name, process in cluster.daemons().items()] if grace_s > 0 else []
+    for first in (True, False):
+        stopping = [p for name, p in daemons if name.endswith("/nodemanager") == first]
+        for process in stopping:
             with contextlib.suppress(psutil.NoSuchProcess):
-                if process.name() == "java":
-                    process.terminate()
-                    jvms.append(process)
-    psutil.wait_procs(jvms, timeout=grace_s)
+                process.terminate()
+        psutil.wait_procs(stopping, timeout=grace_s)
     for member in cluster.members.values():
-        kill_namespace(member.netns, grace_s=5)
+        # SIGKILL to a node's init (PID 1 there) ends its PID namespace: the kernel kills everything in it. (The
+        # init ignores SIGTERM, as PID 1 without a handler does, and so does unshare while it waits for it.)
         if member.process is not None:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                for init in psutil.Process(member.process.pid).children():
+                    init.kill()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 member.process.wait(10)
+        kill_namespace(member.netns, grace_s=5)  # what else runs there (an edge command still going)
         ip("netns", "del", member.netns, check=False)
     for veth in cluster.veths:  # normally gone with their namespace's end
         if ip("link", "show", veth, check=False).returncode == 0:
@@ -621,7 +639,7 @@ def namespaced_yarn(
         yield cluster
     finally:
         keep = os.environ.get("SWEEPER_KEEP_NS_CLUSTER") == "1"
-        left = teardown(cluster, keep_directory=keep)
+        left = teardown(cluster, keep_directory=keep, grace_s=0 if failed else 5)
         if left and not failed:
             raise NsClusterError("the namespaced cluster's teardown left:\n" + "\n".join(left))
 
