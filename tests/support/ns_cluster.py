@@ -478,11 +478,13 @@ def leftovers(cluster: NsCluster) -> list[str]:
     return left
 
 
-def teardown(cluster: NsCluster, keep_directory: bool = False, grace_s: float = 5.0) -> list[str]:
+def teardown(cluster: NsCluster, keep_directory: bool = False, grace_s: float = 2.0) -> list[str]:
     """Stop the daemons (SIGTERM), kill what is left in every namespace, delete it all; returns the leftovers.
 
     The NodeManagers stop first: one stopping unregisters from the ResourceManager, and retries for as long
     as its grace lasts when the RM is gone (or not up yet: after a failed setup, ``grace_s=0`` kills at once).
+    A NodeManager that ran an application waits 3 s for it "to finish" and more for its log handler (no log
+    aggregation): the grace is short, the kill of each node's init ends whatever is left.
     """
     daemons = [(name, process) for name, process in cluster.daemons().items()] if grace_s > 0 else []
     for first in (True, False):
@@ -639,7 +641,7 @@ def namespaced_yarn(
         yield cluster
     finally:
         keep = os.environ.get("SWEEPER_KEEP_NS_CLUSTER") == "1"
-        left = teardown(cluster, keep_directory=keep, grace_s=0 if failed else 5)
+        left = teardown(cluster, keep_directory=keep, grace_s=0 if failed else 2)
         if left and not failed:
             raise NsClusterError("the namespaced cluster's teardown left:\n" + "\n".join(left))
 
