@@ -23,7 +23,7 @@ from sweeper.config import load as grid_file
 from sweeper.config.grid import Grid
 from sweeper.errors import UserError
 from sweeper.planning.dry_run import shrink_plan
-from sweeper.planning.plan import make_plan, plan_json
+from sweeper.planning.plan import Plan, make_plan, plan_json
 from sweeper.planning.view import show_plan, warning_line
 from sweeper.results import PRUNED
 from sweeper.results.recommend_view import add_parser as add_recommend_parser
@@ -59,6 +59,8 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         console.print(warning_line(warning), soft_wrap=True)
     if args.dry_run:
         plan = shrink_plan(plan)
+    elif grid.manager != "local" and not args.skip_check:
+        _check_first(plan, console)
     store = Path(args.store) if args.store else grid.store
     kind = "dry run" if args.dry_run else "sweep"
     console.print(
@@ -127,6 +129,32 @@ def _print_closing(store: Path, grid: Grid, run_id: str, console: Console) -> No
         console.print(plain(text), soft_wrap=True)
 
 
+def cmd_check(args: argparse.Namespace, console: Console) -> int:
+    """``sweeper check GRID [--json] [--kill-orphans]``: exit 0 when the cluster is ready, 2 when not."""
+    from sweeper.preflight.run import preflight
+
+    found = preflight(make_plan(grid_file.load(args.grid)), kill_orphans=args.kill_orphans)
+    if args.json:
+        print(found.as_json())
+    else:
+        for line in found.lines():
+            console.print(plain(line), soft_wrap=True)
+    return 0 if found.ok else USER_ERROR_EXIT
+
+
+def _check_first(plan: Plan, console: Console) -> None:
+    """``sweeper run`` on a cluster: the preflight's problems stop it before anything starts."""
+    from sweeper.launch.registry import check_supported
+    from sweeper.preflight.run import preflight
+
+    for launch in plan.launches:  # what the grid cannot run at all is named before the cluster is asked
+        check_supported(launch.engine, launch.manager)
+    console.print(plain(f"checking the {plan.grid.manager} cluster (sweeper check; --skip-check skips it)"))
+    found = preflight(plan)
+    if not found.ok:
+        raise UserError([f"sweeper check: {c.check} on {c.node or 'the driver'}: {c.detail}" for c in found.problems()])
+
+
 def cmd_report(args: argparse.Namespace, console: Console) -> int:
     """``sweeper report STORE [--sweep NAME] --out DIR``."""
     from sweeper.results import report
@@ -183,7 +211,13 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     run.add_argument("--fresh", action="store_true", help="delete this sweep's rows first instead of resuming")
     run.add_argument("--store", help="store directory (default: the grid's store)")
+    run.add_argument("--skip-check", action="store_true", help="do not run sweeper check's preflight first")
     run.set_defaults(func=cmd_run)
+    check = commands.add_parser("check", help="preflight a grid's cluster: every node ready, nothing measured")
+    check.add_argument("grid", help="grid file (YAML)")
+    check.add_argument("--json", action="store_true", help="print the checks as one JSON object")
+    check.add_argument("--kill-orphans", action="store_true", help="kill running applications of earlier sweeps")
+    check.set_defaults(func=cmd_check)
     report = commands.add_parser("report", help="write report.html, report.md and plots for a sweep of a store")
     report.add_argument("store", help="store directory")
     report.add_argument("--sweep", help="sweep name (required when the store holds several)")

@@ -20,13 +20,15 @@ import yaml
 from sweeper.config.grid import Dataset
 from sweeper.workload.data import Data, load
 from tests.support.leftovers import shared_cluster
+from tests.support.ns_cluster import NsCluster, namespaced_yarn
+from tests.support.ns_cluster import unavailable as ns_cluster_unavailable
 from tests.support.sshd import Sshd, sshd_running, sshd_unavailable
 from tests.support.standalone_clusters import StandaloneClusters, standalone_clusters
 from tests.support.yarn_cluster import BUILD_HINT, YarnCluster, built, mini_yarn
 
 REPO = Path(__file__).resolve().parent.parent
 # the shared clusters' fixtures, in the order their tests run (last)
-SHARED_CLUSTERS = ("sshd", "existing_clusters", "yarn")
+SHARED_CLUSTERS = ("sshd", "existing_clusters", "yarn", "ns_yarn")
 # the shared cluster of each manager, for tests parametrized over managers (tests/test_engine_contract.py)
 CLUSTER_OF_MANAGER = {"ssh": "sshd", "standalone": "existing_clusters", "yarn": "yarn"}
 
@@ -96,6 +98,21 @@ def yarn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[YarnCluster]:
         pytest.skip(BUILD_HINT)
     work = tmp_path_factory.mktemp("miniyarn")
     with mini_yarn(work, node_managers=2, nm_memory_mib=4096, nm_vcores=2) as cluster, shared_cluster([cluster.pid]):
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def ns_yarn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NsCluster]:
+    """HDFS + YARN on 2 nodes made of Linux namespaces and an edge namespace (tests/support/ns_cluster.py).
+
+    Its teardown raises if a namespace, link, daemon or its directory is left.
+    """
+    reason = ns_cluster_unavailable()
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    with namespaced_yarn(tmp_path_factory.mktemp("ns-yarn")) as cluster, shared_cluster(cluster.root_pids):
         yield cluster
 
 

@@ -138,6 +138,8 @@ def every_remote_call(cluster: SshCluster) -> None:
 def test_every_ssh_command_line_has_the_host_after_double_dash(monkeypatch: pytest.MonkeyPatch) -> None:
     recorded = RecordedSsh()
     monkeypatch.setattr(ssh_hosts.subprocess, "run", recorded)
+    # daemons bind the address the driver resolves: a hostile name resolves nowhere, so it stands in for one here
+    monkeypatch.setattr(spark_ssh, "resolve", lambda host: "192.0.2.10")
     options = SshOptions(user=HOSTILE_USER, port=2222, identity_file="/k", known_hosts="/kh")
     cluster = SshCluster(hosts=(HOSTILE_HOST,), options=options, java_home="/jdk", remote_dir="/scratch")
     every_remote_call(cluster)

@@ -137,3 +137,32 @@ def test_each_engine_records_cpu_and_a_peak_at_least_its_workers_data(tmp_path: 
     assert (heap is not None and 0 < heap < 16) or "heap" in spark["resource_note"], spark
     assert not math.isnan(rows["dask"]["worker_peak_rss_gib_max"])
     assert_no_launch_processes()
+
+
+def test_worker_pids_tell_equal_pids_on_two_machines_apart() -> None:
+    from sweeper.run.rows import result_columns
+
+    same_pid = [fit(usage(7, (0.0, 1.0), 0.5, host=f"node:{boot}:1"), pid=7) for boot in ("aaaa", "bbbb")]
+    assert result_columns(same_pid)["worker_pids"] == 2
+    one_process = [fit(usage(7, (0.0, 1.0), 0.5, host="node:aaaa:1"), pid=7)] * 2
+    assert result_columns(one_process)["worker_pids"] == 1
+
+
+def test_a_machine_is_named_by_host_boot_and_pid_namespace() -> None:
+    """Nodes with one host name, or in PID namespaces of one kernel, are still different machines."""
+    import socket
+    import subprocess
+    import sys
+
+    from sweeper.workload.usage import machine
+
+    here = machine()
+    host, boot, namespace = here.split(":")
+    assert host == socket.gethostname() and len(boot) == 8
+    assert int(namespace) == os.stat("/proc/self/ns/pid").st_ino
+    script = "from sweeper.workload.usage import machine; print(machine())"
+    in_namespace = subprocess.run(
+        ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", script],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert in_namespace != here and in_namespace.split(":")[:2] == [host, boot]

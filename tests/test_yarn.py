@@ -275,7 +275,10 @@ def test_where_spark_takes_its_jars_and_stages_with_a_python_archive(
 ) -> None:
     conf_dir = tmp_path / "conf"
     conf_dir.mkdir()
-    (conf_dir / "yarn-site.xml").write_text("<configuration/>")
+    (conf_dir / "yarn-site.xml").write_text(
+        "<configuration><property><name>yarn.resourcemanager.hostname</name><value>127.0.0.1</value></property>"
+        "</configuration>"
+    )
     (conf_dir / "core-site.xml").write_text(
         f"<configuration><property><name>fs.defaultFS</name><value>{default_fs}</value></property></configuration>"
     )

@@ -135,7 +135,7 @@ def result_columns(results: list[FitResult]) -> dict[str, Any]:
         "epochs_run": max(epochs_run),
         "epochs_run_mean": statistics.fmean(epochs_run),
         "converged": all(r.converged for r in results),
-        "worker_pids": len({r.pid for r in results}),
+        "worker_pids": len({(r.usage.host if r.usage else "", r.pid) for r in results}),
         "shards": results[0].shards,
         "rounds": results[0].rounds,
         "round_s_mean": results[0].round_s_mean,

@@ -59,13 +59,28 @@ def measured() -> Iterator[UsageProbe]:
     thread_start, before, jvm_before = time.thread_time(), this_process(), process_usage(jvm)
     yield probe
     probe.usage = Usage(
-        host=socket.gethostname(),
+        host=machine(),
         thread_cpu_s=time.thread_time() - thread_start,
         before=before,
         after=this_process(),
         jvm_before=jvm_before,
         jvm_after=process_usage(jvm),
     )
+
+
+@lru_cache(maxsize=1)
+def machine() -> str:
+    """Where a PID is unique: the host name, its kernel's boot id and the PID namespace.
+
+    Two nodes may share a host name (containers, cloned images) and PIDs repeat across machines and
+    PID namespaces, so processes are told apart by ``(machine(), pid)``, never by the PID alone.
+    """
+    try:
+        boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()[:8]
+        pid_namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return socket.gethostname()
+    return f"{socket.gethostname()}:{boot_id}:{pid_namespace}"
 
 
 def this_process() -> ProcessUsage:

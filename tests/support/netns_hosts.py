@@ -23,7 +23,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -117,10 +117,27 @@ def netns_unavailable() -> str | None:
     return None
 
 
-def free_subnet() -> ipaddress.IPv4Network:
-    """The first ``10.231.N.0/24`` no interface here has an address in."""
+SUBNET_LOCK = Path("/run/lock/sweeper-netns-subnets.lock")
+
+
+@contextlib.contextmanager
+def subnet_lock() -> Iterator[None]:
+    """Hold while choosing a subnet and putting its first address on a bridge: two runs here cannot pick the same."""
+    import fcntl
+
+    SUBNET_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with open(SUBNET_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def free_subnet(thirds: Iterable[int] = range(256)) -> ipaddress.IPv4Network:
+    """The first ``10.231.N.0/24`` (N in ``thirds``, in order) no interface here has an address in."""
     used = ip("-4", "-o", "addr", "show").stdout
-    for third in range(256):
+    for third in thirds:
         subnet = ipaddress.IPv4Network(SUBNETS.format(third))
         if not any(f" {address}/" in used for address in list(subnet.hosts())[:8]):
             return subnet
@@ -215,13 +232,15 @@ def netns_hosts(directory: Path, count: int = 2) -> Iterator[NetnsHosts]:
     reason = netns_unavailable()
     if reason:
         raise NetnsUnavailable(reason)
-    subnet = free_subnet()
-    addresses = [str(a) for a in list(subnet.hosts())[: count + 1]]
     tag = secrets.token_hex(3)
-    hosts = NetnsHosts(bridge=f"swbr{tag}", gateway=addresses[0])
+    hosts = NetnsHosts(bridge=f"swbr{tag}", gateway="")
     try:
-        ip("link", "add", hosts.bridge, "type", "bridge")
-        ip("addr", "add", f"{hosts.gateway}/{subnet.prefixlen}", "dev", hosts.bridge)
+        with subnet_lock():
+            subnet = free_subnet()
+            addresses = [str(a) for a in list(subnet.hosts())[: count + 1]]
+            hosts.gateway = addresses[0]
+            ip("link", "add", hosts.bridge, "type", "bridge")
+            ip("addr", "add", f"{hosts.gateway}/{subnet.prefixlen}", "dev", hosts.bridge)
         ip("link", "set", hosts.bridge, "up")
         for index, address in enumerate(addresses[1:]):
             _add_host(hosts, index, address, subnet.prefixlen, tag)

@@ -208,10 +208,10 @@ def assert_no_containers(wait_s: float = 20.0) -> None:
 
 def rest(cluster: YarnCluster, path: str) -> Any:
     """A GET of the ResourceManager's REST API (``/ws/v1/cluster`` + ``path``), as JSON."""
-    from sweeper.launch.dask.yarn import yarn_site
+    from sweeper.launch.hosts.hadoop_conf import read_hadoop_conf
 
-    address = yarn_site(cluster.conf_dir)["yarn.resourcemanager.webapp.address"]
-    with urllib.request.urlopen(f"http://{address}/ws/v1/cluster{path}", timeout=30) as response:
+    url = read_hadoop_conf(cluster.conf_dir, {}).resource_manager_urls()[0]
+    with urllib.request.urlopen(f"{url}/ws/v1/cluster{path}", timeout=30) as response:
         return json.load(response)
 
 

@@ -1,10 +1,13 @@
 """Engine ``dask``, manager ``yarn``: matched Dask workers in YARN containers.
 
-The scheduler runs in this process (on 127.0.0.1); Hadoop's distributedshell starts one
-``distributed.cli.dask_worker`` per container (``--nthreads`` = cores, ``--memory-limit`` = executor
+The scheduler runs in this process, on this machine's address toward the ResourceManager (an edge
+node's address the NodeManagers reach); Hadoop's distributedshell starts one
+``distributed.cli.dask_worker`` per container (``--death-timeout``: a worker that cannot reach the
+scheduler exits instead of retrying for ever) (``--nthreads`` = cores, ``--memory-limit`` = executor
 memory; the container gets memory + overhead MiB and cores vcores). dask-yarn/skein are not used:
 dask-yarn 0.9 (2021) imports names distributed 2025 no longer has, and skein needs a Hadoop
-install's ``yarn classpath``. Stopping kills the YARN application, whose NodeManagers kill the workers.
+install's ``yarn classpath``. Stopping kills the YARN application through YARN's own client (found by
+its tag), whose NodeManagers kill the workers.
 
 The cluster is the one ``cluster.hadoop_conf_dir`` (else ``HADOOP_CONF_DIR`` or ``YARN_CONF_DIR``)
 describes; the Hadoop client
@@ -19,17 +22,13 @@ archive type), and the container unpacks it into ``./environment`` before starti
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import shlex
 import shutil
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
-import xml.etree.ElementTree as ElementTree
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -39,63 +38,28 @@ from distributed import Client, LocalCluster
 from sweeper.launch.base import Granted, LaunchContext, LaunchError, Session
 from sweeper.launch.dask.base import DaskBackend
 from sweeper.launch.dask.session import DaskSession, granted_workers
+from sweeper.launch.hosts.hadoop_conf import HadoopConf
 from sweeper.launch.hosts.processes import kill_tree
-from sweeper.launch.hosts.yarn import ARCHIVE_LINK, default_fs, python_archive, yarn_conf_dir, yarn_options
+from sweeper.launch.hosts.yarn import (
+    ARCHIVE_LINK,
+    application_tags,
+    driver_address,
+    hadoop_conf,
+    python_archive,
+    queue_held_message,
+    yarn_options,
+)
+from sweeper.launch.hosts.yarn_client import YarnClient, hadoop_java, hadoop_lib
 from sweeper.launch.lifecycle import Teardown, launched
 from sweeper.planning.plan import Launch
 
 DISTRIBUTED_SHELL_CLIENT = "org.apache.hadoop.yarn.applications.distributedshell.Client"
 AM_MEMORY_MIB = 512
-REPO_LIB = Path(__file__).resolve().parents[3] / "deploy" / "yarn" / "target" / "lib"
-
-
-def hadoop_lib() -> Path:
-    """The directory of Hadoop client jars with distributedshell in it."""
-    lib = Path(os.environ.get("SWEEPER_YARN_LIB", REPO_LIB))
-    if not any(lib.glob("hadoop-yarn-applications-distributedshell-*.jar")):
-        raise LaunchError(
-            f"manager yarn needs Hadoop's distributedshell in {lib}: run mvn -q -f deploy/yarn/pom.xml package "
-            "(make setup) or set SWEEPER_YARN_LIB"
-        )
-    return lib
-
-
-def yarn_site(conf_dir: Path) -> dict[str, str]:
-    """The properties of yarn-site.xml."""
-    root = ElementTree.parse(conf_dir / "yarn-site.xml").getroot()
-    return {p.findtext("name") or "": p.findtext("value") or "" for p in root.iter("property")}
-
-
-class ResourceManager:
-    """The few calls of the ResourceManager's REST API a launch needs (a cluster without Kerberos)."""
-
-    def __init__(self, conf_dir: Path) -> None:
-        address = yarn_site(conf_dir).get("yarn.resourcemanager.webapp.address", "")
-        if not address or address.endswith(":0"):
-            raise LaunchError(f"no yarn.resourcemanager.webapp.address in {conf_dir / 'yarn-site.xml'}")
-        self.url = f"http://{address}/ws/v1/cluster"
-
-    def _call(self, path: str, body: dict[str, Any] | None = None) -> Any:
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(
-            self.url + path, data=data, method="PUT" if body is not None else "GET",
-            headers={"Content-Type": "application/json", "Accept": "application/json"},
-        )  # fmt: skip
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return json.load(response)
-
-    def application(self, name: str) -> dict[str, Any] | None:
-        """The newest application of this name, if the RM knows one."""
-        apps = (self._call("/apps").get("apps") or {}).get("app") or []
-        found = [app for app in apps if app.get("name") == name]
-        return max(found, key=lambda app: app["startedTime"]) if found else None
-
-    def kill(self, app_id: str) -> None:
-        self._call(f"/apps/{app_id}/state", {"state": "KILLED"})
+WORKER_DEATH_TIMEOUT_S = 60  # a worker that lost its scheduler this long exits (its container ends)
 
 
 def distributed_shell_command(
-    conf_dir: Path,
+    conf: HadoopConf,
     lib: Path,
     name: str,
     command: str,
@@ -105,12 +69,14 @@ def distributed_shell_command(
     queue: str | None = None,
 ) -> list[str]:
     """The distributedshell client that asks YARN for one container per worker and runs ``command`` in each."""
-    java = str(Path(os.environ["JAVA_HOME"]) / "bin" / "java") if "JAVA_HOME" in os.environ else "java"
-    shell = shutil.which(java) or java
+    jars = sorted(lib.glob("hadoop-yarn-applications-distributedshell-*.jar"))
+    if not jars:
+        raise LaunchError(f"manager yarn needs Hadoop's distributedshell in {lib}: run make setup")
     arguments = [
-        shell, "-Xmx256m", "-cp", f"{conf_dir}{os.pathsep}{lib / '*'}", DISTRIBUTED_SHELL_CLIENT,
-        "-jar", str(sorted(lib.glob("hadoop-yarn-applications-distributedshell-*.jar"))[-1]),
+        *hadoop_java(conf, lib, DISTRIBUTED_SHELL_CLIENT),
+        "-jar", str(jars[-1]),
         "-appname", name,
+        "-application_tags", application_tags(name),
         "-shell_command", command,
         "-num_containers", str(launch.executors),
         "-container_memory", str(launch.executor_memory_mib + launch.memory_overhead_mib),
@@ -146,21 +112,21 @@ def worker_command(scheduler: str, launch: Launch, archive: Path | None = None) 
     return (
         f"{unpack}exec {python} -m distributed.cli.dask_worker {scheduler} "
         f"--nthreads {launch.cores_per_executor} --memory-limit {launch.executor_memory_mib}MiB "
-        "--name $CONTAINER_ID --local-directory $PWD --no-dashboard --host 127.0.0.1"
+        f"--name $CONTAINER_ID --local-directory $PWD --no-dashboard --death-timeout {WORKER_DEATH_TIMEOUT_S}"
     )
 
 
 class DaskYarnSession(DaskSession):
     """Dask workers in the containers of one YARN application."""
 
-    def __init__(self, *args: Any, resource_manager: ResourceManager, name: str, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, yarn: YarnClient, name: str, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.resource_manager = resource_manager
+        self.yarn = yarn
         self.name = name
 
     def abort(self) -> None:
         """Kill the application: its NodeManagers kill the workers, so the running batch fails at once."""
-        _kill_application(self.resource_manager, self.name, client=None)
+        _kill_application(self.yarn, self.name, client=None)
 
 
 class YarnDask(DaskBackend):
@@ -170,30 +136,31 @@ class YarnDask(DaskBackend):
 
     def check(self) -> None:
         self.options = yarn_options(self.context)
-        self.conf_dir = yarn_conf_dir(self.options)
+        self.conf = hadoop_conf(self.options)
         self.lib = hadoop_lib()
         self.archive = python_archive(self.options)
-        self.resource_manager = ResourceManager(self.conf_dir)
+        self.yarn = YarnClient(self.conf, self.lib)
+        self.host = driver_address(self.conf)
         self.name = f"sweeper-dask-{self.launch.index}-{uuid.uuid4().hex[:8]}"
 
     def connect(self, teardown: Teardown) -> Client:
-        teardown.add(lambda: _remove_staged(self.conf_dir, self.lib, self.name, self.scratch))
+        teardown.add(lambda: _remove_staged(self.conf, self.lib, self.name, self.scratch))
         cluster = LocalCluster(
-            n_workers=0, host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR,
+            n_workers=0, host=self.host, dashboard_address=None, silence_logs=logging.ERROR,
             local_directory=str(self.scratch),
         )  # fmt: skip
         teardown.add(cluster.close)
         client = Client(cluster, set_as_default=True)
         teardown.add(client.close)
         command = distributed_shell_command(
-            self.conf_dir, self.lib, self.name, worker_command(cluster.scheduler_address, self.launch, self.archive),
+            self.conf, self.lib, self.name, worker_command(cluster.scheduler_address, self.launch, self.archive),
             self.launch, self.context.environment, localize=(self.archive,) if self.archive is not None else (),
             queue=self.options.queue,
         )  # fmt: skip
         with open(self.scratch / "distributedshell.log", "wb") as log:
             self.shell = subprocess.Popen(command, cwd=self.scratch, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         teardown.add(self._wait_shell)
-        teardown.add(lambda: _kill_application(self.resource_manager, self.name, client))
+        teardown.add(lambda: _kill_application(self.yarn, self.name, client))
         return client
 
     def _wait_shell(self) -> None:
@@ -203,12 +170,19 @@ class YarnDask(DaskBackend):
             kill_tree(self.shell.pid)
 
     def granted(self) -> Granted:
-        _wait_for_workers(self.client, self.shell, self.launch.executors, self.context.start_timeout_s, self.scratch)
+        try:
+            timeout_s = self.context.start_timeout_s
+            _wait_for_workers(self.client, self.shell, self.launch.executors, timeout_s, self.scratch)
+        except LaunchError:
+            waiting = [app for app in self.yarn.applications(self.name) if app.state != "RUNNING"]
+            if waiting:  # the workers never came because YARN kept the application in its queue
+                raise LaunchError(queue_held_message(self.context.start_timeout_s, self.options.queue)) from None
+            raise
         return granted_workers(self.client)
 
     def session(self, granted: Granted, n_jobs: int) -> DaskYarnSession:
         return DaskYarnSession(
-            None, self.client, granted, n_jobs, resource_manager=self.resource_manager, name=self.name
+            None, self.client, granted, n_jobs, yarn=self.yarn, name=self.name
         )
 
 
@@ -217,14 +191,13 @@ def start(launch: Launch, context: LaunchContext) -> AbstractContextManager[Sess
     return launched(YarnDask, launch, context)
 
 
-def _remove_staged(conf_dir: Path, lib: Path, name: str, scratch: Path) -> None:
+def _remove_staged(conf: HadoopConf, lib: Path, name: str, scratch: Path) -> None:
     """Remove what distributedshell staged (its AM jar, the archive) under the file system's home."""
-    if default_fs(conf_dir).startswith("file:"):
+    if conf.default_fs.startswith("file:"):
         shutil.rmtree(Path.home() / name, ignore_errors=True)
         return
-    java = str(Path(os.environ["JAVA_HOME"]) / "bin" / "java") if "JAVA_HOME" in os.environ else "java"
-    command = [java, "-Xmx128m", "-cp", f"{conf_dir}{os.pathsep}{lib / '*'}", "org.apache.hadoop.fs.FsShell",
-               "-rm", "-r", "-f", "-skipTrash", name]  # fmt: skip
+    shell = hadoop_java(conf, lib, "org.apache.hadoop.fs.FsShell", heap_mib=128)
+    command = [*shell, "-rm", "-r", "-f", "-skipTrash", name]
     try:
         subprocess.run(command, cwd=scratch, stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired):
@@ -245,16 +218,12 @@ def _wait_for_workers(
         time.sleep(0.2)
 
 
-def _kill_application(
-    resource_manager: ResourceManager, name: str, client: Client | None, timeout_s: float = 30.0
-) -> None:
+def _kill_application(yarn: YarnClient, name: str, client: Client | None, timeout_s: float = 30.0) -> None:
     """Kill the YARN application (its NodeManagers kill the workers) and wait until its workers left."""
     try:
-        app = resource_manager.application(name)
-        if app is not None and app["state"] not in ("FINISHED", "FAILED", "KILLED"):
-            resource_manager.kill(app["id"])
-    except OSError:
-        logging.getLogger(__name__).warning("could not reach the ResourceManager to kill %s", name)
+        yarn.kill_tagged(name)
+    except LaunchError as error:
+        logging.getLogger(__name__).warning("could not kill YARN application %s: %s", name, error)
     if client is None:
         return
     deadline = time.monotonic() + timeout_s

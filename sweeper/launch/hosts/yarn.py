@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import os
+import socket
 import sys
-import xml.etree.ElementTree as ElementTree
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from sweeper.launch.base import LaunchContext, LaunchError
+from sweeper.launch.hosts.hadoop_conf import HadoopConf, HadoopConfError, read_hadoop_conf
 from sweeper.launch.options import YarnOptions
 
 ARCHIVE_LINK = "environment"  # where YARN unpacks cluster.python_archive in every container
+SWEEPER_TAG = "sweeper"  # every application a sweep starts carries it, besides its own name
 
 
 def yarn_options(context: LaunchContext) -> YarnOptions:
@@ -20,13 +22,16 @@ def yarn_options(context: LaunchContext) -> YarnOptions:
     return context.options
 
 
-def yarn_conf_dir(options: YarnOptions) -> Path:
-    """The cluster's client configuration (yarn-site.xml, core-site.xml): the grid's, else the environment's."""
-    names = ("YARN_CONF_DIR", "HADOOP_CONF_DIR")
-    for value in [str(options.conf_dir)] if options.conf_dir else [os.environ.get(name) for name in names]:
-        if value and (Path(value) / "yarn-site.xml").is_file():
-            return Path(value)
-    raise LaunchError("manager yarn needs HADOOP_CONF_DIR or YARN_CONF_DIR pointing at a directory with yarn-site.xml")
+def hadoop_conf(options: YarnOptions) -> HadoopConf:
+    """The cluster's client configuration (the grid's directory, else the environment's), checked for use."""
+    try:
+        conf = read_hadoop_conf(options.conf_dir)
+        problems = conf.problems()
+    except HadoopConfError as error:
+        raise LaunchError(str(error)) from error
+    if problems:
+        raise LaunchError("; ".join(problems))
+    return conf
 
 
 def python_archive(options: YarnOptions) -> Path | None:
@@ -42,11 +47,34 @@ def container_python(archive: Path | None) -> str:
     return f"./{ARCHIVE_LINK}/bin/python" if archive is not None else sys.executable
 
 
-def default_fs(conf_dir: Path) -> str:
-    """``fs.defaultFS`` of the cluster's core-site.xml (``file:///`` when unset)."""
-    core = conf_dir / "core-site.xml"
-    if core.is_file():
-        for prop in ElementTree.parse(core).getroot().iter("property"):
-            if prop.findtext("name") == "fs.defaultFS":
-                return prop.findtext("value") or "file:///"
-    return "file:///"
+def application_tags(name: str) -> str:
+    """The YARN tags of an application (lower case, as YARN stores them): ``sweeper`` and its name."""
+    return f"{SWEEPER_TAG},{name.lower()}"
+
+
+def driver_address(conf: HadoopConf) -> str:
+    """This machine's address on the route to the ResourceManager: where containers reach the driver.
+
+    A client on an edge node must give its cluster-facing address to Spark's ApplicationMaster and to
+    Dask's workers; 127.0.0.1 only works when the whole cluster is this machine (and is then what this
+    returns, since the route to a loopback ResourceManager leaves from loopback). No packet is sent.
+    """
+    errors = []
+    for url in conf.resource_manager_urls():
+        host = urlsplit(url).hostname or ""
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+                probe.connect((host, 9))
+                address: str = probe.getsockname()[0]
+                return address
+        except OSError as error:
+            errors.append(f"{host}: {error}")
+    raise LaunchError(f"manager yarn: no route from here to the ResourceManager ({'; '.join(errors)})")
+
+
+def queue_held_message(held_s: float, queue: str | None) -> str:
+    """The failed row's error when YARN kept the application waiting for room."""
+    return (
+        f"yarn: the queue held the application ACCEPTED for {held_s:.0f} s (workload.start_timeout_s) "
+        f"in queue {queue or 'default'}: the cluster had no room for it; it was killed"
+    )

@@ -6,6 +6,7 @@ import contextlib
 import re
 import subprocess
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,6 +110,36 @@ def granted_executors(spark: Any, expected: int, timeout_s: float) -> Granted:
     if len(summaries) < expected:
         raise LaunchError(f"spark: {len(summaries)} of {expected} executors registered within {timeout_s:.0f} s")
     return uniform_shape(summaries, {heap_mib(p.cmdline()) for p in executor_processes(spark)})
+
+
+def own_executor_heap(_: Iterable[int]) -> Iterator[tuple[str, int, int]]:
+    """In a Spark task: (machine, pid, heap MiB) of the executor JVM running it, read on its own node."""
+    import os
+    from pathlib import Path
+
+    from sweeper.workload.usage import executor_jvm, machine
+
+    jvm = executor_jvm(os.getpid())
+    if jvm is not None:
+        arguments = Path(f"/proc/{jvm}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        yield machine(), jvm, heap_mib(arguments)
+
+
+def executor_heaps(spark: Any, executors: int, cores: int, rounds: int = 3) -> set[int]:
+    """The heaps (-Xmx, MiB) of the application's executor JVMs, each read by a task on its own node.
+
+    Small tasks spread over every slot; a round that did not reach every executor is repeated
+    with more of them. Works wherever the executors run: nothing is read from this machine.
+    """
+    seen: dict[tuple[str, int], int] = {}
+    tasks = 2 * executors * cores
+    for _ in range(rounds):
+        found = spark.sparkContext.parallelize(range(tasks), tasks).mapPartitions(own_executor_heap).collect()
+        seen.update({(where, pid): heap for where, pid, heap in found})
+        if len(seen) >= executors:
+            break
+        tasks *= 2
+    return set(seen.values())
 
 
 def wait_registered(spark: Any, expected: int, timeout_s: float) -> list[tuple[int, int]]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sweeper.launch.base import Granted, LaunchContext, LaunchError, Session
-from sweeper.launch.hosts.ssh import check_host, cluster_of, kill_groups, on_hosts, run_remote
+from sweeper.launch.hosts.ssh import check_host, cluster_of, kill_groups, on_hosts, resolve, run_remote
 from sweeper.launch.lifecycle import Teardown, launched
 from sweeper.launch.options import SshCluster
 from sweeper.launch.spark.base import SparkBackend
@@ -69,7 +69,8 @@ def _daemon_script(daemons: Daemons, host: str, pyspark_dir: str, java_opts_vari
     only) and never on a command line."""
     cluster = daemons.cluster
     exports = {
-        "SPARK_LOCAL_IP": host,
+        # the address the driver resolves: the host's own name may resolve to 127.0.1.1 there (Debian's /etc/hosts)
+        "SPARK_LOCAL_IP": resolve(host),
         java_opts_variable: f"-Dspark.authenticate=true {NO_REST} -D{MARKER}={daemons.token}",
         "SPARK_LOG_DIR": daemons.scratch,
         "SPARK_WORKER_DIR": f"{daemons.scratch}/work",
@@ -155,8 +156,8 @@ def _wait_reachable(url: str, timeout_s: float) -> None:
 def remote_executors(cluster: SshCluster, app_id: str) -> dict[str, list[int]]:
     """Heap (MiB, from -Xmx) of every executor JVM of the application, per host.
 
-    An executor belongs to the host its worker named in ``--hostname`` (the grid's host name):
-    hosts that share a process table (containers, network namespaces) each count only their own."""
+    An executor belongs to the host its worker named in ``--hostname`` (the host's address as the driver
+    resolves it): hosts that share a process table (containers, network namespaces) each count only their own."""
 
     def heaps(host: str) -> list[int]:
         _, out, _ = run_remote(host, "ps -eo args= | grep -F -- " + shlex.quote(EXECUTOR_CLASS), cluster.options)
@@ -169,7 +170,7 @@ def _executor_of(args: str, app_id: str, host: str) -> bool:
     """Whether an executor command line is of application ``app_id`` on ``host``."""
     words = args.split()
     pairs = dict(itertools.pairwise(words))
-    return pairs.get("--app-id") == app_id and pairs.get("--hostname") == host
+    return pairs.get("--app-id") == app_id and pairs.get("--hostname") == resolve(host)
 
 
 def granted_remote(spark: Any, launch: Launch, cluster: SshCluster, timeout_s: float) -> Granted:
@@ -273,7 +274,8 @@ class SshSpark(SparkBackend):
         teardown.add_checked(lambda: stop_daemons(self.daemons))
         hosts, launch, daemons = list(self.cluster.hosts), self.launch, self.daemons
         on_hosts(hosts, lambda host: _make_scratch(daemons, host))
-        main = f"{MASTER_CLASS} --host {shlex.quote(hosts[0])} --port 0 --webui-port 0"
+        # daemons bind the address the driver resolves, never the host's own idea of its name
+        main = f"{MASTER_CLASS} --host {shlex.quote(resolve(hosts[0]))} --port 0 --webui-port 0"
         master_group = _start_daemon(daemons, hosts[0], self.pyspark_dirs[0], self.secret, "master", main)
         self.master = _master_url(daemons, hosts[0], master_group, self.context.start_timeout_s)
         _wait_reachable(self.master, self.context.start_timeout_s)
@@ -282,8 +284,9 @@ class SshSpark(SparkBackend):
             host, count = hosts[index], launch.workers_per_node[index]
             if count == 0:
                 return
+            address = shlex.quote(resolve(host))
             main = (
-                f"{WORKER_CLASS} {shlex.quote(self.master)} --host {shlex.quote(host)} --port 0 --webui-port 0 "
+                f"{WORKER_CLASS} {shlex.quote(self.master)} --host {address} --port 0 --webui-port 0 "
                 f"--cores {count * launch.cores_per_executor} "
                 f"--memory {count * (launch.executor_memory_mib + launch.memory_overhead_mib)}m "
                 f"--work-dir {shlex.quote(daemons.scratch + '/work')}"

@@ -18,8 +18,11 @@ application, as ``spark-submit`` does (the archive leaves pyspark's jars out).
 
 from __future__ import annotations
 
+import logging
 import sys
+import threading
 import time
+import uuid
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -31,16 +34,19 @@ from sweeper.launch.base import Granted, LaunchContext, LaunchError, Session
 from sweeper.launch.hosts.processes import kill_tree
 from sweeper.launch.hosts.yarn import (
     ARCHIVE_LINK,
+    application_tags,
     container_python,
-    default_fs,
+    driver_address,
+    hadoop_conf,
     python_archive,
-    yarn_conf_dir,
+    queue_held_message,
     yarn_options,
 )
+from sweeper.launch.hosts.yarn_client import YarnClient, hadoop_lib
 from sweeper.launch.lifecycle import Teardown, launched
 from sweeper.launch.spark.base import SparkBackend
 from sweeper.launch.spark.conf import local_conf
-from sweeper.launch.spark.session import SparkAppSession, heap_mib, uniform_shape, wait_registered
+from sweeper.launch.spark.session import SparkAppSession, executor_heaps, uniform_shape, wait_registered
 from sweeper.planning.plan import Launch
 
 AM_MEMORY_MIB = 512
@@ -61,7 +67,7 @@ def yarn_executor_processes(app_id: str) -> list[psutil.Process]:
 
 
 def granted_yarn_executors(spark: Any, expected: int, timeout_s: float) -> Granted:
-    """Wait for the executors, then read cores (status store) and heap (-Xmx of their JVMs)."""
+    """Wait for the executors; cores from the status store, heaps (-Xmx) read by tasks on the executors' nodes."""
     app_id = spark.sparkContext.applicationId
     summaries = wait_registered(spark, expected, timeout_s)
     if len(summaries) < expected:
@@ -69,30 +75,78 @@ def granted_yarn_executors(spark: Any, expected: int, timeout_s: float) -> Grant
             f"spark on yarn: {len(summaries)} of {expected} executors registered within {timeout_s:.0f} s "
             f"(application {app_id}: is the cluster big enough for the executors and the AM?)"
         )
-    heaps = {heap_mib(p.cmdline()) for p in yarn_executor_processes(app_id)}
+    heaps = executor_heaps(spark, expected, max(cores for cores, _ in summaries))
     if not heaps:
-        raise LaunchError(f"spark on yarn: no executor JVM of {app_id} on this machine to read its heap from")
+        raise LaunchError(f"spark on yarn: no task of {app_id} could read its executor's heap")
     return uniform_shape(summaries, heaps)
 
 
 class SparkYarnSession(SparkAppSession):
     """A started Spark application on YARN."""
 
-    def __init__(self, spark: Any, granted: Granted, n_jobs: int) -> None:
+    def __init__(self, spark: Any, granted: Granted, n_jobs: int, yarn: YarnClient, tag: str) -> None:
         super().__init__(spark, granted, n_jobs)
         self.app_id: str = spark.sparkContext.applicationId
+        self.yarn = yarn
+        self.tag = tag
 
     def abort(self) -> None:
+        """Kill the application through YARN: its NodeManagers kill the executors, wherever they run."""
         self.spark.sparkContext.cancelAllJobs()
-        for process in yarn_executor_processes(self.app_id):
+        try:
+            self.yarn.kill_tagged(self.tag)
+        except LaunchError as error:
+            logging.getLogger(__name__).warning("could not kill YARN application %s: %s", self.tag, error)
+        for process in yarn_executor_processes(self.app_id):  # on a one-machine cluster, at once
             kill_tree(process.pid)
 
 
-def wait_executors_gone(app_id: str, timeout_s: float = 30.0) -> None:
-    """After the application stopped, YARN kills its containers: wait until they are gone here."""
+def wait_released(yarn: YarnClient, tag: str, app_id: str | None, timeout_s: float = 60.0) -> None:
+    """After the application stopped: YARN ends it (killed if it still runs) and its containers are gone."""
     deadline = time.monotonic() + timeout_s
-    while yarn_executor_processes(app_id) and time.monotonic() < deadline:
+    try:
+        live = yarn.applications(tag)
+        for application in live:
+            yarn.kill(application.app_id)
+        while live and time.monotonic() < deadline:
+            time.sleep(0.5)
+            live = yarn.applications(tag)
+    except LaunchError as error:  # the next launch's check or sweeper check finds it again by its tag
+        logging.getLogger(__name__).warning("could not end YARN application %s: %s", tag, error)
+    while app_id is not None and yarn_executor_processes(app_id) and time.monotonic() < deadline:
         time.sleep(0.2)
+
+
+class QueueWatchdog:
+    """Kills the tagged application if it is still waiting in its queue when the start limit is up."""
+
+    def __init__(self, yarn: YarnClient, tag: str, timeout_s: float) -> None:
+        self.yarn = yarn
+        self.tag = tag
+        self.timeout_s = timeout_s
+        self.held_s: float | None = None  # set when the application was killed for waiting
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name=f"queue-watchdog-{tag}", daemon=True)
+
+    def start(self) -> None:
+        self._started = time.monotonic()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join()
+
+    def _watch(self) -> None:
+        if self._stopped.wait(self.timeout_s):
+            return
+        try:
+            waiting = [app for app in self.yarn.applications(self.tag) if app.state != "RUNNING"]
+            if waiting and not self._stopped.is_set():
+                self.held_s = time.monotonic() - self._started
+                for app in waiting:
+                    self.yarn.kill(app.app_id)
+        except LaunchError:
+            return  # the launch's own start limit still applies
 
 
 class YarnSpark(SparkBackend):
@@ -103,14 +157,16 @@ class YarnSpark(SparkBackend):
     def check(self) -> None:
         super().check()
         self.options = yarn_options(self.context)
-        self.conf_dir = yarn_conf_dir(self.options)
+        self.hadoop = hadoop_conf(self.options)
         self.archive = python_archive(self.options)
+        self.yarn = YarnClient(self.hadoop, hadoop_lib())
+        self.host = driver_address(self.hadoop)
+        self.tag = f"sweeper-spark-{self.launch.index}-{uuid.uuid4().hex[:8]}"
 
     def variables(self) -> dict[str, str]:
         return {
-            "HADOOP_CONF_DIR": str(self.conf_dir),
-            "YARN_CONF_DIR": str(self.conf_dir),
-            "SPARK_LOCAL_IP": "127.0.0.1",
+            **self.hadoop.client_environment,
+            "SPARK_LOCAL_IP": self.host,
             # the driver sends PYSPARK_PYTHON with every task: the Python the executors start workers with
             "PYSPARK_PYTHON": container_python(self.archive),
             "PYSPARK_DRIVER_PYTHON": sys.executable,
@@ -124,21 +180,28 @@ class YarnSpark(SparkBackend):
 
         conf = local_conf(self.launch, self.context, self.log4j)
         python = container_python(self.archive)
+        # the AM and executors run on the nodes: they read the log4j file YARN localized into their directory
+        container_java = f"-Dlog4j2.configurationFile={self.log4j.name}"
         conf.update(
             {
                 "spark.master": "yarn",
+                "spark.driver.host": self.host,
+                "spark.driver.bindAddress": self.host,
+                "spark.yarn.tags": application_tags(self.tag),
+                "spark.yarn.dist.files": str(self.log4j),
+                "spark.executor.extraJavaOptions": container_java,
                 "spark.submit.deployMode": "client",
                 "spark.executor.instances": str(self.launch.executors),
                 "spark.dynamicAllocation.enabled": "false",
                 "spark.yarn.am.memory": f"{AM_MEMORY_MIB}m",
                 "spark.yarn.am.cores": "1",
                 "spark.yarn.maxAppAttempts": "1",
-                "spark.yarn.am.extraJavaOptions": conf["spark.executor.extraJavaOptions"],
+                "spark.yarn.am.extraJavaOptions": container_java,
                 "spark.executorEnv.PYSPARK_PYTHON": python,
                 "spark.yarn.appMasterEnv.PYSPARK_PYTHON": python,
             }
         )
-        one_machine = default_fs(self.conf_dir).startswith("file:")
+        one_machine = self.hadoop.default_fs.startswith("file:")
         if one_machine:  # the NodeManagers read this machine's files: stage into the run's scratch
             conf["spark.yarn.stagingDir"] = (self.scratch / "staging").as_uri()
         if self.archive is None or one_machine:
@@ -150,28 +213,34 @@ class YarnSpark(SparkBackend):
         return conf
 
     def start_cluster(self, teardown: Teardown) -> None:
-        def wait_gone() -> None:  # runs after stop_spark: YARN then kills the containers
-            if self.app_id is not None:
-                wait_executors_gone(self.app_id)
-
-        teardown.add(wait_gone)
+        # runs after stop_spark, also when the application never started (an orphan waiting ACCEPTED)
+        teardown.add(lambda: wait_released(self.yarn, self.tag, self.app_id))
 
     def connect(self) -> Any:
+        """Submit and wait until the application runs; one still waiting in its queue at the start limit is killed."""
+        self.deadline = time.monotonic() + self.context.start_timeout_s
+        watchdog = QueueWatchdog(self.yarn, self.tag, self.context.start_timeout_s)
+        watchdog.start()
         try:
             spark = super().connect()
         except Exception as error:  # py4j wraps YARN's refusal (too big, unknown queue): say it plainly
+            if watchdog.held_s is not None:
+                raise LaunchError(queue_held_message(watchdog.held_s, self.options.queue)) from error
             raise LaunchError(
                 f"spark on yarn did not start: {error_text(error).strip().partition(chr(10))[0]}"
             ) from error
+        finally:
+            watchdog.stop()
         self.app_id = spark.sparkContext.applicationId
         return spark
 
     def granted(self) -> Granted:
-        return granted_yarn_executors(self.spark, self.launch.executors, self.context.start_timeout_s)
+        remaining_s = max(self.deadline - time.monotonic(), 1.0)  # the time in the queue counts too
+        return granted_yarn_executors(self.spark, self.launch.executors, remaining_s)
 
     def session(self, granted: Granted, n_jobs: int) -> SparkYarnSession:
         super().session(granted, n_jobs)
-        return SparkYarnSession(self.spark, granted, n_jobs)
+        return SparkYarnSession(self.spark, granted, n_jobs, self.yarn, self.tag)
 
 
 def start(launch: Launch, context: LaunchContext) -> AbstractContextManager[Session]:

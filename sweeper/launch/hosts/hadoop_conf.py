@@ -1,0 +1,210 @@
+"""A Hadoop client configuration, read by Hadoop's own rules.
+
+Where the files are: ``cluster.hadoop_conf_dir`` holds both; otherwise ``yarn-site.xml`` comes from
+``YARN_CONF_DIR`` (else ``HADOOP_CONF_DIR``) and ``core-site.xml`` from ``HADOOP_CONF_DIR`` (else
+``YARN_CONF_DIR``), as Hadoop's launch scripts put them on a client's classpath. What a value is:
+the defaults of ``core-default.xml``/``yarn-default.xml`` that a client needs, then core-site.xml,
+then yarn-site.xml (a ``<final>`` property keeps its value), deprecated keys mapped onto their
+new names (``fs.default.name`` -> ``fs.defaultFS``), and ``${name}``, ``${env.NAME}``,
+``${env.NAME:-default}`` expanded as ``Configuration.substituteVars`` does (at most 20 rounds; an
+unknown variable stays as written). The ResourceManager's web addresses follow ``HAUtil``: with
+``yarn.resourcemanager.ha.enabled`` one per id of ``yarn.resourcemanager.ha.rm-ids``, each from
+``KEY.<id>``, else from ``yarn.resourcemanager.hostname.<id>`` and the default port.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+DEFAULTS = {
+    "fs.defaultFS": "file:///",
+    "hadoop.security.authentication": "simple",
+    "yarn.resourcemanager.hostname": "0.0.0.0",
+    "yarn.resourcemanager.address": "${yarn.resourcemanager.hostname}:8032",
+    "yarn.resourcemanager.webapp.address": "${yarn.resourcemanager.hostname}:8088",
+    "yarn.resourcemanager.webapp.https.address": "${yarn.resourcemanager.hostname}:8090",
+    "yarn.http.policy": "HTTP_ONLY",
+    "yarn.resourcemanager.ha.enabled": "false",
+}
+DEPRECATED = {"fs.default.name": "fs.defaultFS"}  # Hadoop's DeprecationDelta for the keys read here
+MAX_SUBSTITUTIONS = 20  # Configuration.MAX_SUBST
+VARIABLE = re.compile(r"\$\{[^}$\s]+\}")
+
+
+class HadoopConfError(ValueError):
+    """The client configuration is missing or cannot be read."""
+
+
+@dataclass(frozen=True)
+class HadoopConf:
+    """The properties a client sees, and the directories they came from."""
+
+    yarn_site_dir: Path
+    core_site_dir: Path | None
+    raw: Mapping[str, str]
+    environment: Mapping[str, str]
+
+    def get(self, key: str) -> str | None:
+        """The value with variables expanded, as ``Configuration.get`` returns it."""
+        value = self.raw.get(key)
+        return None if value is None else self._expand(value)
+
+    def _expand(self, value: str) -> str:
+        for _ in range(MAX_SUBSTITUTIONS):
+            match = VARIABLE.search(value)
+            if match is None:
+                return value
+            replacement = self._variable(match.group()[2:-1])
+            if replacement is None:
+                return value  # Hadoop leaves an unresolvable variable as it is
+            value = value[: match.start()] + replacement + value[match.end() :]
+        return value
+
+    def _variable(self, name: str) -> str | None:
+        if not name.startswith("env."):
+            return self.raw.get(name)
+        var, sep, default = name[4:].partition(":-")
+        if sep:  # unset or empty -> default
+            return self.environment.get(var) or default
+        var, sep, default = name[4:].partition("-")
+        if sep:  # unset -> default
+            return self.environment.get(var, default)
+        return self.environment.get(var)
+
+    @property
+    def conf_dirs(self) -> list[Path]:
+        """The directories a Java client needs on its classpath, yarn-site.xml's first."""
+        dirs = [self.yarn_site_dir]
+        if self.core_site_dir is not None and self.core_site_dir != self.yarn_site_dir:
+            dirs.append(self.core_site_dir)
+        return dirs
+
+    @property
+    def client_environment(self) -> dict[str, str]:
+        """``HADOOP_CONF_DIR`` and ``YARN_CONF_DIR`` for a client process (Spark, distributedshell)."""
+        return {
+            "HADOOP_CONF_DIR": str(self.core_site_dir or self.yarn_site_dir),
+            "YARN_CONF_DIR": str(self.yarn_site_dir),
+        }
+
+    @property
+    def default_fs(self) -> str:
+        return self.get("fs.defaultFS") or "file:///"
+
+    @property
+    def kerberos(self) -> bool:
+        return (self.get("hadoop.security.authentication") or "simple").strip().lower() == "kerberos"
+
+    @property
+    def ha_rm_ids(self) -> list[str]:
+        if (self.get("yarn.resourcemanager.ha.enabled") or "").strip().lower() != "true":
+            return []
+        return [rm_id.strip() for rm_id in (self.get("yarn.resourcemanager.ha.rm-ids") or "").split(",") if rm_id]
+
+    def resource_manager_urls(self) -> list[str]:
+        """The ResourceManager's web UI/REST base URLs, one per HA id (the active one among them)."""
+        https = (self.get("yarn.http.policy") or "").strip().upper() == "HTTPS_ONLY"
+        key = "yarn.resourcemanager.webapp.https.address" if https else "yarn.resourcemanager.webapp.address"
+        port = "8090" if https else "8088"
+        scheme = "https" if https else "http"
+        rm_ids = self.ha_rm_ids
+        if not rm_ids:
+            return [f"{scheme}://{self.get(key)}"]
+        urls = []
+        for rm_id in rm_ids:
+            address = self.get(f"{key}.{rm_id}")
+            if address is None:
+                host = self.get(f"yarn.resourcemanager.hostname.{rm_id}")
+                if host is None:
+                    raise HadoopConfError(
+                        f"{self.yarn_site_dir / 'yarn-site.xml'}: HA id {rm_id} has neither {key}.{rm_id} "
+                        f"nor yarn.resourcemanager.hostname.{rm_id}"
+                    )
+                address = f"{host}:{port}"
+            urls.append(f"{scheme}://{address}")
+        return urls
+
+    def problems(self) -> list[str]:
+        """What makes this configuration unusable for a launch from here, with the fix."""
+        found = []
+        site = self.yarn_site_dir / "yarn-site.xml"
+        try:
+            urls = self.resource_manager_urls()
+        except HadoopConfError as error:
+            return [str(error)]
+        for url in urls:
+            if "${" in url:
+                found.append(f"{site}: ResourceManager address {url} has a variable nothing defines")
+            elif urlsplit(url).hostname in (None, "0.0.0.0"):
+                found.append(f"{site}: no ResourceManager address (set yarn.resourcemanager.hostname)")
+        if "${" in self.default_fs:
+            found.append(f"core-site.xml: fs.defaultFS {self.default_fs} has a variable nothing defines")
+        if self.kerberos:
+            found.append(
+                "hadoop.security.authentication is kerberos: sweeper does not support Kerberos yet "
+                "(its YARN clients would fail to authenticate); run on a cluster with simple authentication"
+            )
+        return found
+
+
+def site_properties(path: Path) -> tuple[dict[str, str], set[str]]:
+    """The ``<property>`` name/value pairs of one *-site.xml, and the names marked ``<final>``."""
+    try:
+        root = ElementTree.parse(path).getroot()
+    except (OSError, ElementTree.ParseError) as error:
+        raise HadoopConfError(f"{path}: cannot be read as a Hadoop configuration ({error})") from error
+    values: dict[str, str] = {}
+    final: set[str] = set()
+    for prop in root.iter("property"):
+        name = (prop.findtext("name") or "").strip()
+        if not name:
+            continue
+        values[name] = (prop.findtext("value") or "").strip()
+        if (prop.findtext("final") or "").strip().lower() == "true":
+            final.add(name)
+    return values, final
+
+
+def merged(files: list[Path]) -> dict[str, str]:
+    """Defaults, then each file in order; a final property keeps its value; deprecated keys renamed."""
+    raw = dict(DEFAULTS)
+    final: set[str] = set()
+    for path in files:
+        values, finals = site_properties(path)
+        for name, value in values.items():
+            name = DEPRECATED.get(name, name)
+            if name not in final:
+                raw[name] = value
+        final |= {DEPRECATED.get(name, name) for name in finals}
+    return raw
+
+
+def locate(conf_dir: Path | None, environment: Mapping[str, str]) -> tuple[Path, Path | None]:
+    """(directory of yarn-site.xml, directory of core-site.xml or None)."""
+    if conf_dir is not None:
+        if not (conf_dir / "yarn-site.xml").is_file():
+            raise HadoopConfError(f"cluster.hadoop_conf_dir {conf_dir} has no yarn-site.xml")
+        return conf_dir, conf_dir if (conf_dir / "core-site.xml").is_file() else None
+    dirs = {name: Path(environment[name]) for name in ("YARN_CONF_DIR", "HADOOP_CONF_DIR") if environment.get(name)}
+    yarn = next((d for d in dirs.values() if (d / "yarn-site.xml").is_file()), None)
+    if yarn is None:
+        raise HadoopConfError(
+            "manager yarn needs HADOOP_CONF_DIR or YARN_CONF_DIR pointing at a directory with yarn-site.xml"
+        )
+    core_order = [dirs[name] for name in ("HADOOP_CONF_DIR", "YARN_CONF_DIR") if name in dirs]
+    core = next((d for d in core_order if (d / "core-site.xml").is_file()), None)
+    return yarn, core
+
+
+def read_hadoop_conf(conf_dir: Path | None = None, environment: Mapping[str, str] | None = None) -> HadoopConf:
+    """The client configuration of ``conf_dir``, else of ``HADOOP_CONF_DIR``/``YARN_CONF_DIR``."""
+    env = dict(os.environ if environment is None else environment)
+    yarn_dir, core_dir = locate(conf_dir, env)
+    files = ([core_dir / "core-site.xml"] if core_dir is not None else []) + [yarn_dir / "yarn-site.xml"]
+    return HadoopConf(yarn_site_dir=yarn_dir, core_site_dir=core_dir, raw=merged(files), environment=env)

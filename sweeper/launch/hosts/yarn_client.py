@@ -1,0 +1,103 @@
+"""YARN's own command-line client (``yarn application``), run from Hadoop's jars.
+
+Listing and killing applications goes through ``org.apache.hadoop.yarn.client.cli.ApplicationCLI``
+on the client configuration's directories: Hadoop itself then resolves the ResourceManager
+(variables, HA ids with failover, its RPC address and security), where a hand-written REST client
+would miss cases. Each application of a sweep carries tags (``spark.yarn.tags``, distributedshell's
+``-application_tags``), so its applications are found again by tag, also after the driver died.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from sweeper.launch.base import LaunchError
+from sweeper.launch.hosts.hadoop_conf import HadoopConf
+
+APPLICATION_CLI = "org.apache.hadoop.yarn.client.cli.ApplicationCLI"
+LIVE_STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
+ROW = re.compile(r"^\s*(application_\d+_\d+)\t")
+REPO_LIB = Path(__file__).resolve().parents[3] / "deploy" / "yarn" / "target" / "lib"
+
+
+def hadoop_lib() -> Path:
+    """The directory of Hadoop's client jars (``deploy/yarn``, built by make setup; or ``SWEEPER_YARN_LIB``)."""
+    lib = Path(os.environ.get("SWEEPER_YARN_LIB", REPO_LIB))
+    if not any(lib.glob("hadoop-yarn-client-*.jar")):
+        raise LaunchError(
+            f"manager yarn needs Hadoop's client jars in {lib}: run mvn -q -f deploy/yarn/pom.xml package "
+            "(make setup) or set SWEEPER_YARN_LIB"
+        )
+    return lib
+
+
+def java() -> str:
+    """The ``java`` of ``JAVA_HOME``, else the one on ``PATH``."""
+    name = str(Path(os.environ["JAVA_HOME"]) / "bin" / "java") if "JAVA_HOME" in os.environ else "java"
+    return shutil.which(name) or name
+
+
+def hadoop_java(conf: HadoopConf, lib: Path, main_class: str, heap_mib: int = 256) -> list[str]:
+    """A JVM with the client configuration and Hadoop's jars on its classpath, running ``main_class``."""
+    classpath = os.pathsep.join([*map(str, conf.conf_dirs), str(lib / "*")])
+    return [java(), f"-Xmx{heap_mib}m", "-cp", classpath, main_class]
+
+
+@dataclass(frozen=True)
+class Application:
+    """One row of ``yarn application -list``."""
+
+    app_id: str
+    name: str
+    state: str
+
+
+class YarnClient:
+    """``yarn application -list`` and ``-kill`` against the configuration's ResourceManager."""
+
+    def __init__(self, conf: HadoopConf, lib: Path | None = None, timeout_s: float = 120.0) -> None:
+        self.conf = conf
+        self.lib = lib or hadoop_lib()
+        self.timeout_s = timeout_s
+
+    def _run(self, *arguments: str) -> str:
+        command = [*hadoop_java(self.conf, self.lib, APPLICATION_CLI, heap_mib=128), "application", *arguments]
+        try:
+            done = subprocess.run(
+                command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=self.timeout_s, check=False
+            )
+        except subprocess.TimeoutExpired as error:
+            raise LaunchError(
+                f"yarn application {' '.join(arguments)}: no answer from the ResourceManager within "
+                f"{self.timeout_s:.0f} s ({', '.join(self.conf.resource_manager_urls())})"
+            ) from error
+        if done.returncode != 0:
+            tail = "\n".join(line for line in done.stderr.splitlines() if "Exception" in line or "ERROR" in line)
+            raise LaunchError(f"yarn application {' '.join(arguments)} failed ({done.returncode}): {tail[-1500:]}")
+        return done.stdout
+
+    def applications(self, tag: str, states: tuple[str, ...] = LIVE_STATES) -> list[Application]:
+        """The applications carrying ``tag`` in one of ``states``."""
+        output = self._run("-list", "-appTags", tag.lower(), "-appStates", ",".join(states))
+        found = []
+        for line in output.splitlines():
+            if ROW.match(line):
+                fields = [field.strip() for field in line.split("\t")]
+                found.append(Application(app_id=fields[0], name=fields[1], state=fields[5]))
+        return found
+
+    def kill(self, app_id: str) -> None:
+        self._run("-kill", app_id)
+
+    def kill_tagged(self, tag: str) -> list[str]:
+        """Kill every live application carrying ``tag``; the ids killed."""
+        killed = []
+        for application in self.applications(tag):
+            self.kill(application.app_id)
+            killed.append(application.app_id)
+        return killed

@@ -1,0 +1,177 @@
+"""YARN's own client and the driver's address, against the session's MiniYARNCluster and a real route.
+
+- Applications are found by tag and killed through ``yarn application`` (ApplicationCLI), also with an
+  HA configuration whose first ResourceManager is down (Hadoop fails over to the second).
+- The driver address (Spark's driver host, Dask's scheduler) is the one on the route to the
+  ResourceManager, not 127.0.0.1: checked on a dummy interface of its own.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sweeper.launch.base import LaunchContext, LaunchError
+from sweeper.launch.dask import yarn as dask_yarn
+from sweeper.launch.hosts.hadoop_conf import HadoopConf, read_hadoop_conf
+from sweeper.launch.hosts.yarn import driver_address
+from sweeper.launch.hosts.yarn_client import YarnClient, hadoop_lib
+from sweeper.launch.options import YarnOptions
+from sweeper.launch.spark import yarn as spark_yarn
+from sweeper.planning.plan import Launch
+from tests.support.yarn_cluster import YarnCluster, assert_no_containers
+
+pytestmark = [pytest.mark.integration, pytest.mark.yarn]
+
+
+def one_container(engine: str = "dask") -> Launch:
+    return Launch(
+        index=0, engine=engine, manager="yarn", nodes=1, rule="report", workers_per_node=(1,),
+        cores_per_executor=1, executors=1, executor_memory_mib=256, memory_overhead_mib=128,
+    )  # fmt: skip
+
+
+def sleeping_application(conf: HadoopConf, name: str, scratch: Path) -> subprocess.Popen[bytes]:
+    command = dask_yarn.distributed_shell_command(conf, hadoop_lib(), name, "sleep 600", one_container(), {})
+    log = open(scratch / f"{name}.log", "wb")  # noqa: SIM115 - closed by the child's exit
+    return subprocess.Popen(command, cwd=scratch, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+
+
+def wait_for_state(client: YarnClient, tag: str, states: tuple[str, ...], timeout_s: float = 120.0) -> list[str]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = [app.state for app in client.applications(tag, states)]
+        if found:
+            return found
+        time.sleep(1)
+    raise AssertionError(f"no application tagged {tag} in {states} within {timeout_s:.0f} s")
+
+
+def ha_conf_dir(yarn: YarnCluster, directory: Path) -> Path:
+    """The mini cluster's client configuration as an HA pair whose first ResourceManager (rm1) is down."""
+    tree = ElementTree.parse(yarn.conf_dir / "yarn-site.xml")
+    properties = {p.findtext("name"): p.findtext("value") for p in tree.getroot().iter("property")}
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{unused.getsockname()[1]}"
+    ha = {
+        "yarn.resourcemanager.ha.enabled": "true",
+        "yarn.resourcemanager.ha.rm-ids": "rm1,rm2",
+        "yarn.resourcemanager.cluster-id": "sweeper-test",
+        "yarn.resourcemanager.hostname.rm1": "127.0.0.1",
+        "yarn.resourcemanager.hostname.rm2": "127.0.0.1",
+        "yarn.client.failover-sleep-base-ms": "100",
+        "yarn.client.failover-sleep-max-ms": "500",
+    }
+    for key in ("address", "scheduler.address", "webapp.address", "admin.address", "resource-tracker.address"):
+        ha[f"yarn.resourcemanager.{key}.rm1"] = dead
+        ha[f"yarn.resourcemanager.{key}.rm2"] = str(properties[f"yarn.resourcemanager.{key}"])
+    for key, value in ha.items():
+        prop = ElementTree.SubElement(tree.getroot(), "property")
+        ElementTree.SubElement(prop, "name").text = key
+        ElementTree.SubElement(prop, "value").text = value
+    directory.mkdir()
+    tree.write(directory / "yarn-site.xml")
+    shutil.copy(yarn.conf_dir / "core-site.xml", directory / "core-site.xml")
+    return directory
+
+
+@pytest.mark.parametrize("ha", [False, True], ids=["one-rm", "ha-rm1-down"])
+def test_applications_are_found_by_tag_and_killed(yarn: YarnCluster, tmp_path: Path, ha: bool) -> None:
+    conf = read_hadoop_conf(ha_conf_dir(yarn, tmp_path / "ha") if ha else yarn.conf_dir, {})
+    if ha:
+        assert len(conf.resource_manager_urls()) == 2
+    client = YarnClient(conf)
+    name = f"sweeper-test-{uuid.uuid4().hex[:8]}"
+    shell = sleeping_application(read_hadoop_conf(yarn.conf_dir, {}), name, tmp_path)
+    try:
+        assert wait_for_state(client, name, ("ACCEPTED", "RUNNING"))
+        assert client.applications("sweeper-no-such-tag") == []
+        assert len(client.kill_tagged(name)) == 1
+        assert wait_for_state(client, name, ("KILLED",)) == ["KILLED"]
+        assert client.applications(name) == []
+        shell.wait(60)
+    finally:
+        if shell.poll() is None:
+            shell.kill()
+            shell.wait()
+    assert_no_containers()
+
+
+@pytest.fixture
+def routed_interface() -> Iterator[tuple[str, str]]:
+    """A dummy interface with 10.231.254.1/24: (this side's address, a ResourceManager's address behind it)."""
+    name = f"swd{uuid.uuid4().hex[:8]}"
+    subprocess.run(["ip", "link", "add", name, "type", "dummy"], check=True)
+    try:
+        subprocess.run(["ip", "addr", "add", "10.231.254.1/24", "dev", name], check=True)
+        subprocess.run(["ip", "link", "set", name, "up"], check=True)
+        yield "10.231.254.1", "10.231.254.7"
+    finally:
+        subprocess.run(["ip", "link", "delete", name], check=False)
+
+
+def test_the_driver_gives_its_address_toward_the_resource_manager(
+    routed_interface: tuple[str, str], tmp_path: Path
+) -> None:
+    """On an edge node the AM and the workers must reach the driver: never 127.0.0.1 there."""
+    ours, resource_manager = routed_interface
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    (conf_dir / "yarn-site.xml").write_text(
+        "<configuration><property><name>yarn.resourcemanager.hostname</name>"
+        f"<value>{resource_manager}</value></property></configuration>"
+    )
+    assert driver_address(read_hadoop_conf(conf_dir, {})) == ours
+    context = LaunchContext(
+        run_dir=tmp_path / "run", environment={}, threads_per_fit=1, options=YarnOptions(conf_dir=conf_dir)
+    )
+    spark = spark_yarn.YarnSpark(one_container("spark"), context, tmp_path / "spark-0")
+    spark.check()
+    conf = spark.conf()
+    assert conf["spark.driver.host"] == conf["spark.driver.bindAddress"] == ours
+    assert spark.variables()["SPARK_LOCAL_IP"] == ours
+    assert conf["spark.yarn.tags"].startswith("sweeper,sweeper-spark-")
+    assert "file:" not in conf["spark.yarn.am.extraJavaOptions"]  # the driver's paths do not exist on the nodes
+    dask = dask_yarn.YarnDask(one_container(), context, tmp_path / "dask-0")
+    dask.check()
+    assert dask.host == ours
+    worker = dask_yarn.worker_command(f"tcp://{ours}:8786", one_container())
+    assert "--death-timeout" in worker and "127.0.0.1" not in worker
+
+
+def test_an_application_the_queue_holds_fails_at_the_start_limit_named_so(yarn: YarnCluster, tmp_path: Path) -> None:
+    """A running application takes the queue's share for ApplicationMasters (10 %, Capacity Scheduler's
+    default): the next one waits ACCEPTED. That wait counts toward start_timeout_s, and the error says so."""
+    conf = read_hadoop_conf(yarn.conf_dir, {})
+    client = YarnClient(conf)
+    blocker = f"sweeper-blocker-{uuid.uuid4().hex[:8]}"
+    shell = sleeping_application(conf, blocker, tmp_path)
+    context = LaunchContext(
+        run_dir=tmp_path / "run", environment={"OMP_NUM_THREADS": "1"}, threads_per_fit=1, start_timeout_s=15,
+        options=YarnOptions(conf_dir=yarn.conf_dir),
+    )  # fmt: skip
+    try:
+        assert wait_for_state(client, blocker, ("RUNNING",)) == ["RUNNING"]
+        for engine, start in (("spark", spark_yarn.start), ("dask", dask_yarn.start)):
+            started = time.monotonic()
+            with (
+                pytest.raises(LaunchError, match="the queue held the application ACCEPTED"),
+                start(one_container(engine), context),
+            ):
+                pass
+            assert time.monotonic() - started < 180, engine  # not the unbounded wait it was
+            assert [app.name for app in client.applications("sweeper")] == [blocker]  # ours was killed
+    finally:
+        client.kill_tagged(blocker)
+        shell.wait(60)
+    assert client.applications("sweeper") == []
+    assert_no_containers()
