@@ -15,8 +15,10 @@ import time
 import uuid
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
+import psutil
 import pytest
 
 from sweeper.launch.base import LaunchContext, LaunchError
@@ -27,7 +29,7 @@ from sweeper.launch.hosts.yarn_client import YarnClient, hadoop_lib
 from sweeper.launch.options import YarnOptions
 from sweeper.launch.spark import yarn as spark_yarn
 from sweeper.planning.plan import Launch
-from tests.support.yarn_cluster import YarnCluster, assert_no_containers
+from tests.support.yarn_cluster import YarnCluster, assert_no_containers, rest
 
 pytestmark = [pytest.mark.integration, pytest.mark.yarn]
 
@@ -35,14 +37,30 @@ pytestmark = [pytest.mark.integration, pytest.mark.yarn]
 def one_container(engine: str = "dask") -> Launch:
     return Launch(
         index=0, engine=engine, manager="yarn", nodes=1, rule="report", workers_per_node=(1,),
-        cores_per_executor=1, executors=1, executor_memory_mib=256, memory_overhead_mib=128,
+        cores_per_executor=1, executors=1, executor_memory_mib=512 if engine == "spark" else 256,
+        memory_overhead_mib=384 if engine == "spark" else 128,
     )  # fmt: skip
 
 
-def sleeping_application(conf: HadoopConf, name: str, scratch: Path) -> subprocess.Popen[bytes]:
-    command = dask_yarn.distributed_shell_command(conf, hadoop_lib(), name, "sleep 600", one_container(), {})
+def sleeping_application(
+    conf: HadoopConf, name: str, scratch: Path, containers: int = 1, memory_mib: int = 256
+) -> subprocess.Popen[bytes]:
+    shape = replace(one_container(), executors=containers, executor_memory_mib=memory_mib, memory_overhead_mib=0)
+    command = dask_yarn.distributed_shell_command(conf, hadoop_lib(), name, "sleep 600", shape, {})
     log = open(scratch / f"{name}.log", "wb")  # noqa: SIM115 - closed by the child's exit
     return subprocess.Popen(command, cwd=scratch, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+
+
+def sleeping_containers() -> int:
+    """How many ``sleep 600`` container processes run in NodeManagers' directories."""
+    found = 0
+    for process in psutil.process_iter(["cmdline", "cwd"]):
+        try:
+            if process.info["cmdline"] == ["sleep", "600"] and "/appcache/" in (process.info["cwd"] or ""):
+                found += 1
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
 
 
 def wait_for_state(client: YarnClient, tag: str, states: tuple[str, ...], timeout_s: float = 120.0) -> list[str]:
@@ -108,12 +126,13 @@ def test_applications_are_found_by_tag_and_killed(yarn: YarnCluster, tmp_path: P
 
 @pytest.fixture
 def routed_interface() -> Iterator[tuple[str, str]]:
-    """A dummy interface with 10.231.254.1/24: (this side's address, a ResourceManager's address behind it)."""
+    """A veth pair with 10.231.254.1/24 on one end: (this side's address, a ResourceManager's address behind it)."""
     name = f"swd{uuid.uuid4().hex[:8]}"
-    subprocess.run(["ip", "link", "add", name, "type", "dummy"], check=True)
+    subprocess.run(["ip", "link", "add", name, "type", "veth", "peer", "name", f"{name}p"], check=True)
     try:
         subprocess.run(["ip", "addr", "add", "10.231.254.1/24", "dev", name], check=True)
         subprocess.run(["ip", "link", "set", name, "up"], check=True)
+        subprocess.run(["ip", "link", "set", f"{name}p", "up"], check=True)
         yield "10.231.254.1", "10.231.254.7"
     finally:
         subprocess.run(["ip", "link", "delete", name], check=False)
@@ -149,18 +168,27 @@ def test_the_driver_gives_its_address_toward_the_resource_manager(
 
 
 def test_an_application_the_queue_holds_fails_at_the_start_limit_named_so(yarn: YarnCluster, tmp_path: Path) -> None:
-    """A running application takes the queue's share for ApplicationMasters (10 %, Capacity Scheduler's
-    default): the next one waits ACCEPTED. That wait counts toward start_timeout_s, and the error says so."""
+    """An application holding all of the cluster's memory: the next one waits ACCEPTED for room for its
+    ApplicationMaster. That wait counts toward start_timeout_s, and the error says so."""
     conf = read_hadoop_conf(yarn.conf_dir, {})
     client = YarnClient(conf)
     blocker = f"sweeper-blocker-{uuid.uuid4().hex[:8]}"
-    shell = sleeping_application(conf, blocker, tmp_path)
+    step = dask_yarn.AM_MEMORY_MIB  # containers of the AM's size fill every NodeManager to the last MiB
+    fill = (yarn.node_managers * yarn.nm_memory_mib - dask_yarn.AM_MEMORY_MIB) // step
+    shell = sleeping_application(conf, blocker, tmp_path, containers=fill, memory_mib=step)
     context = LaunchContext(
         run_dir=tmp_path / "run", environment={"OMP_NUM_THREADS": "1"}, threads_per_fit=1, start_timeout_s=15,
         options=YarnOptions(conf_dir=yarn.conf_dir),
     )  # fmt: skip
     try:
         assert wait_for_state(client, blocker, ("RUNNING",)) == ["RUNNING"]
+        # every blocker container allocated and its process started before the launches: a process that
+        # starts during a launch would be a new descendant of this test process, which the launch reaps
+        deadline = time.monotonic() + 180
+        while sleeping_containers() < fill and time.monotonic() < deadline:
+            time.sleep(1)
+        assert sleeping_containers() == fill
+        assert rest(yarn, "/metrics")["clusterMetrics"]["availableMB"] < step
         for engine, start in (("spark", spark_yarn.start), ("dask", dask_yarn.start)):
             started = time.monotonic()
             with (

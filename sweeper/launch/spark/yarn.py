@@ -145,8 +145,8 @@ class QueueWatchdog:
                 self.held_s = time.monotonic() - self._started
                 for app in waiting:
                     self.yarn.kill(app.app_id)
-        except LaunchError:
-            return  # the launch's own start limit still applies
+        except LaunchError as error:  # the launch's own start limit still applies
+            logging.getLogger(__name__).warning("could not check the queue of %s: %s", self.tag, error)
 
 
 class YarnSpark(SparkBackend):
