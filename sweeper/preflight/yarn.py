@@ -149,8 +149,9 @@ def probe_command(archive: Path | None, driver: str, port: int) -> str:
         from sweeper.launch.dask.yarn import unpack_command
 
         unpack = f"{unpack_command(archive)} && "
-    code = f"import base64; exec(base64.b64decode('{script}'))"
-    return f'{unpack}{python} -c "{code}" {driver} {port} "$NM_HOST:$NM_PORT"'
+    # no double quote: the NodeManager runs the command as /bin/bash -c "COMMAND", where one would end the string
+    code = "import base64, sys; exec(base64.b64decode(sys.argv.pop(1)))"
+    return f"{unpack}{python} -c '{code}' {script} {driver} {port} $NM_HOST:$NM_PORT"
 
 
 def _nodes(found: Preflight, conf: HadoopConf, client: YarnClient, options: YarnOptions) -> None:
