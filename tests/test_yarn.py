@@ -272,6 +272,9 @@ def test_where_spark_takes_its_jars_and_stages_with_a_python_archive(
     assert conf["spark.yarn.dist.archives"] == f"{packed_env}#environment"
     assert conf["spark.executorEnv.PYSPARK_PYTHON"] == "./environment/bin/python"
     one_machine = default_fs.startswith("file:")
-    # a cluster with its own file system: Spark uploads its jars (the archive has none) and stages on that system
+    # a cluster with its own file system: no local jars (the archive has none); staging on that system
     assert ("spark.yarn.jars" in conf) == one_machine
     assert ("spark.yarn.stagingDir" in conf) == one_machine
+    if not one_machine:  # staged once on that file system by the first launch (start_cluster): then taken there
+        backend.staged_jars = f"{default_fs}/user/me/.sweeper/spark-jars-4/*.jar"
+        assert backend.conf()["spark.yarn.jars"] == backend.staged_jars
