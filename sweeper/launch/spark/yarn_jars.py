@@ -12,9 +12,9 @@ Hadoop's own ``FsShell`` (``hadoop fs``) does the work, on the client configurat
 from __future__ import annotations
 
 import getpass
-import logging
 import os
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -64,8 +64,13 @@ def staged_spark_jars(conf: HadoopConf, lib: Path) -> str:
                 if step[0] == "-mv" and _fs(conf, lib, "-test", "-d", directory).returncode == 0:
                     break  # another sweep staged them meanwhile
                 raise LaunchError(f"could not stage Spark's jars in {directory}: {done.stderr.strip()[-800:]}")
-        logging.getLogger(__name__).info(
-            "staged %d Spark jars in %s in %.1f s", len(jars), directory, time.monotonic() - started
+        size_mib = sum(Path(jar).stat().st_size for jar in jars) / 2**20
+        # into the launch's log (its standard error): a one-time cost, counted in this launch's cluster_start_s
+        print(
+            f"sweeper: staged {len(jars)} Spark jars ({size_mib:.0f} MiB) in {directory} in "
+            f"{time.monotonic() - started:.1f} s (once; later applications reuse them)",
+            file=sys.stderr,
+            flush=True,
         )
     STAGED[key] = f"{directory}/*.jar"
     return STAGED[key]
