@@ -169,7 +169,7 @@ def _nodes(found: Preflight, conf: HadoopConf, client: YarnClient, options: Yarn
     except LaunchError as error:
         found.add("driver-address", None, False, str(error))
         return
-    from sweeper.launch.dask.yarn import distributed_shell_command
+    from sweeper.launch.dask.yarn import _remove_staged, distributed_shell_command
 
     name = f"sweeper-check-{uuid.uuid4().hex[:8]}"
     shape = Launch(
@@ -194,6 +194,8 @@ def _nodes(found: Preflight, conf: HadoopConf, client: YarnClient, options: Yarn
             client.kill_tagged(name)
             found.add("probe", None, False, "the probe application did not finish within 300 s")
             return
+        finally:  # what distributedshell staged under the file system's home: its AM jar, the archive
+            _remove_staged(conf, hadoop_lib(), name, Path.cwd())
         deadline = time.monotonic() + 5.0
         while len(listener.reports) < len(names) and time.monotonic() < deadline:
             time.sleep(0.05)
