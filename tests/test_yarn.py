@@ -28,7 +28,7 @@ from sweeper.launch.options import YarnOptions, options_for
 from sweeper.launch.spark import yarn as spark_yarn
 from sweeper.planning.plan import Launch
 from sweeper.workload.data import Data
-from tests.conftest import REPO, minimal_grid, run_cli
+from tests.conftest import REPO, minimal_grid
 from tests.support.batches import replicas
 from tests.support.faults import wait_until_fitting
 from tests.support.figures import assert_resource_figures
@@ -93,23 +93,6 @@ def test_an_unknown_queue_fails_at_once(on_yarn: YarnCluster, tmp_path: Path) ->
 
 
 # --- cluster.python_archive: the environment shipped to the containers ---------------------------------------
-
-# Not imported by any process in a container (executors' Python workers, Dask workers): left out so the test's
-# archive is small and has few files (YARN's unpacking costs per file), instead of the whole 1.5 GB venv.
-LEAN_EXCLUDES = ("pyarrow*", "llvmlite*", "numba*", "mypy*", "*__mypyc*", "matplotlib*", "fontTools", "fonttools*",
-                 "PIL", "pillow*", "pygments*", "pip", "pip-*", "setuptools*", "pandas*", "cryptography*",
-                 "kiwisolver*", "ruff*", "_pytest", "pytest*", "asyncssh*", "pytz*", "tzdata*")  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def packed_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """This venv packed by ``sweeper pack-env`` (the real command line), once per module."""
-    out = tmp_path_factory.mktemp("env") / "env.tar.gz"
-    excludes = [f"--exclude={pattern}" for pattern in LEAN_EXCLUDES]
-    result = run_cli("pack-env", str(out), "--level", "1", *excludes)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "use it in the grid: cluster.python_archive:" in result.stdout
-    return out
 
 
 def test_pack_env_ships_a_real_copy_of_sweeper_and_leaves_out_what_no_container_needs(packed_env: Path) -> None:
@@ -289,6 +272,9 @@ def test_where_spark_takes_its_jars_and_stages_with_a_python_archive(
     assert conf["spark.yarn.dist.archives"] == f"{packed_env}#environment"
     assert conf["spark.executorEnv.PYSPARK_PYTHON"] == "./environment/bin/python"
     one_machine = default_fs.startswith("file:")
-    # a cluster with its own file system: Spark uploads its jars (the archive has none) and stages on that system
+    # a cluster with its own file system: no local jars (the archive has none); staging on that system
     assert ("spark.yarn.jars" in conf) == one_machine
     assert ("spark.yarn.stagingDir" in conf) == one_machine
+    if not one_machine:  # staged once on that file system by the first launch (start_cluster): then taken there
+        backend.staged_jars = f"{default_fs}/user/me/.sweeper/spark-jars-4/*.jar"
+        assert backend.conf()["spark.yarn.jars"] == backend.staged_jars

@@ -149,8 +149,9 @@ def probe_command(archive: Path | None, driver: str, port: int) -> str:
         from sweeper.launch.dask.yarn import unpack_command
 
         unpack = f"{unpack_command(archive)} && "
-    code = f"import base64; exec(base64.b64decode('{script}'))"
-    return f'{unpack}{python} -c "{code}" {driver} {port} "$NM_HOST:$NM_PORT"'
+    # no double quote: the NodeManager runs the command as /bin/bash -c "COMMAND", where one would end the string
+    code = "import base64, sys; exec(base64.b64decode(sys.argv.pop(1)))"
+    return f"{unpack}{python} -c '{code}' {script} {driver} {port} $NM_HOST:$NM_PORT"
 
 
 def _nodes(found: Preflight, conf: HadoopConf, client: YarnClient, options: YarnOptions) -> None:
@@ -168,7 +169,7 @@ def _nodes(found: Preflight, conf: HadoopConf, client: YarnClient, options: Yarn
     except LaunchError as error:
         found.add("driver-address", None, False, str(error))
         return
-    from sweeper.launch.dask.yarn import distributed_shell_command
+    from sweeper.launch.dask.yarn import _remove_staged, distributed_shell_command
 
     name = f"sweeper-check-{uuid.uuid4().hex[:8]}"
     shape = Launch(
@@ -193,6 +194,8 @@ def _nodes(found: Preflight, conf: HadoopConf, client: YarnClient, options: Yarn
             client.kill_tagged(name)
             found.add("probe", None, False, "the probe application did not finish within 300 s")
             return
+        finally:  # what distributedshell staged under the file system's home: its AM jar, the archive
+            _remove_staged(conf, hadoop_lib(), name, Path.cwd())
         deadline = time.monotonic() + 5.0
         while len(listener.reports) < len(names) and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -1,0 +1,197 @@
+"""A real sweep on the namespaced Hadoop cluster (tests/support/ns_cluster.py): ``sweeper run`` from its edge.
+
+The nodes are machines of their own (network, PID, mount and UTS namespaces) that cannot see the driver's
+virtualenv: the fits run in the packed environment (``cluster.python_archive``), Spark's jars come from the
+cluster's file system, the containers reach the driver at the edge's address. One sweep (a module-scoped
+fixture) serves every assertion: 1 Spark and 1 Dask launch of 2 executors, one per node.
+
+The nodes' /etc/hosts is Debian's, with ``127.0.1.1 <own name>``: ``sweeper check`` rightly names that (a
+Spark executor's block manager binds its node's name, so on loopback there, and the other executor's
+fetches of broadcast pieces from it are refused: retries, then the driver), and nothing else. The sweep
+therefore runs with ``--skip-check``; the check's verdict is asserted on its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import yaml
+
+from sweeper import load_results
+from tests.conftest import REPO, minimal_grid
+from tests.support.figures import assert_resource_figures
+from tests.support.ns_cluster import FS_SHELL, NsCluster
+
+pytestmark = [pytest.mark.integration, pytest.mark.yarn]
+
+LIVE = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
+
+
+@dataclass
+class Sweep:
+    grid: Path
+    store: Path
+    result: subprocess.CompletedProcess[str]
+    duration_s: float
+    applications: list[dict[str, Any]]  # the sweep's YARN applications, as the RM lists them afterwards
+    frame: pd.DataFrame
+
+
+def on_edge(
+    cluster: NsCluster, argv: list[str], timeout_s: float = 900, cwd: Path = REPO
+) -> subprocess.CompletedProcess[str]:
+    command = cluster.edge_command(argv)
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout_s)
+
+
+def applications(cluster: NsCluster) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = (cluster.rest("/apps")["apps"] or {}).get("app", [])
+    return found
+
+
+def home_entries(cluster: NsCluster) -> list[str]:
+    """The names in the Hadoop user's home on the cluster's file system (``hadoop fs -ls`` from the edge)."""
+    done = on_edge(cluster, cluster.java_command(FS_SHELL, "-ls", f"{cluster.default_fs}/user/root"), timeout_s=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return sorted(
+        line.split()[-1].rsplit("/", 1)[-1] for line in done.stdout.splitlines() if line.startswith(("d", "-"))
+    )
+
+
+def ns_grid(tmp: Path, cluster: NsCluster, archive: Path) -> Path:
+    """2 nodes x (2 vcores, 4 GiB): 1 usable core and 3 GiB each -> 2 executors x 1 core, 1 GiB + overhead."""
+    grid = minimal_grid(
+        name="ns-sweep",
+        store=str(tmp / "store"),
+        cluster={"manager": "yarn", "nodes": 2, "cores_per_node": 2, "memory_per_node": "3GiB",
+                 "hadoop_conf_dir": str(cluster.conf_dir), "python_archive": str(archive)},
+        sizing={"cores_per_executor": [1], "reserve": {"cores": 1, "memory": "1GiB"}, "application_master": 0},
+        engines=["spark", "dask"],
+        baseline=False,
+    )  # fmt: skip
+    grid["workload"] = {"dataset": "digits", "model": {"hidden_layer_sizes": [16]}, "epochs": [3], "trials": 1}
+    path = tmp / "ns-sweep.yaml"
+    path.write_text(yaml.safe_dump(grid, sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="module")
+def ns_sweep(ns_yarn: NsCluster, packed_env: Path, tmp_path_factory: pytest.TempPathFactory) -> Sweep:
+    tmp = tmp_path_factory.mktemp("ns-sweep")
+    grid = ns_grid(tmp, ns_yarn, packed_env)
+    known = {app["id"] for app in applications(ns_yarn)}
+    started = time.monotonic()
+    result = on_edge(ns_yarn, [sys.executable, "-m", "sweeper", "run", str(grid), "--skip-check"])
+    duration_s = time.monotonic() - started
+    ours = [app for app in applications(ns_yarn) if app["id"] not in known]
+    frame = load_results(tmp / "store") if (tmp / "store").exists() else pd.DataFrame()
+    columns = ["engine", "status", "cluster_start_s", "warmup_s", "fit_wall_s", "teardown_s"]
+    summary = frame[columns].to_dict("records") if len(frame) else []
+    print(f"\nns sweep: cluster started in {ns_yarn.start_s:.1f} s; sweep {duration_s:.1f} s; rows {summary}")
+    return Sweep(grid, tmp / "store", result, duration_s, ours, frame)
+
+
+def test_the_sweep_exits_0_with_an_ok_row_per_engine(ns_sweep: Sweep) -> None:
+    result = ns_sweep.result
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-6000:]
+    frame = ns_sweep.frame
+    assert sorted(frame["engine"]) == ["dask", "spark"]
+    assert set(frame["status"]) == {"ok"}, frame[["engine", "error"]].to_dict("records")
+    assert set(frame["manager"]) == {"yarn"}
+    assert ((frame["accuracy"] > 0) & (frame["accuracy"] <= 1)).all()  # 3 epochs of a tiny MLP: above chance or not
+
+
+def test_granted_is_planned(ns_sweep: Sweep) -> None:
+    frame = ns_sweep.frame
+    assert len(frame) == 2
+    assert (frame["granted_executors"] == frame["executors"]).all() and (frame["executors"] == 2).all()
+    assert (frame["granted_cores_per_executor"] == frame["cores_per_executor"]).all()
+    assert (frame["granted_executor_memory_gib"] == frame["executor_memory_gib"]).all()
+    assert_resource_figures(frame)  # measured in the containers, on the nodes
+
+
+def test_the_fits_ran_on_both_nodes_from_a_driver_on_the_edge(ns_yarn: NsCluster, ns_sweep: Sweep) -> None:
+    frame = ns_sweep.frame
+    assert set(frame["host"]) == {ns_yarn.edge_name}  # the driver's host
+    assert (frame["worker_pids"] == 2).all()  # one Python process per executor, on its own node
+    runs = [app for app in ns_sweep.applications if "sweeper-check" not in app["name"]]
+    assert len(runs) == 2, [(app["name"], app["state"]) for app in ns_sweep.applications]
+    for app in runs:  # each application ran containers on both nodes (the executors; the AM on one of them)
+        hosts = set(ns_yarn.container_logs(app["id"]))
+        assert hosts == set(ns_yarn.nodes), (app["name"], hosts)
+        environment = json.loads(frame["fit_environment"].iloc[0])
+        assert environment  # the fits' environment was recorded
+
+
+def test_nothing_of_the_sweep_is_left_on_the_cluster(ns_yarn: NsCluster, ns_sweep: Sweep) -> None:
+    ids = {app["id"] for app in ns_sweep.applications}
+    deadline = time.monotonic() + 60
+    while True:
+        live = [(app["id"], app["state"]) for app in applications(ns_yarn) if app["id"] in ids and app["state"] in LIVE]
+        if not live or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert not live
+    # the YARN client as the sweeper uses it, from the edge: no live application tagged sweeper
+    code = (
+        "from pathlib import Path; from sweeper.launch.hosts.hadoop_conf import read_hadoop_conf; "
+        "from sweeper.launch.hosts.yarn_client import YarnClient; "
+        f"conf = read_hadoop_conf(Path({str(ns_yarn.conf_dir)!r})); "
+        "print([a.app_id for a in YarnClient(conf).applications('sweeper')])"
+    )
+    listed = on_edge(ns_yarn, [sys.executable, "-c", code], timeout_s=300)
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    assert listed.stdout.strip().splitlines()[-1] == "[]"
+    # no container process on the nodes: each node's processes are its init and daemons only
+    deadline = time.monotonic() + 30
+    while True:
+        containers = container_processes(ns_yarn)
+        if not containers or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert not containers
+    # on HDFS: the staged Spark jars stay for the next sweep; distributedshell's and Spark's staging is gone
+    assert set(home_entries(ns_yarn)) <= {".sweeper", ".sparkStaging"}
+
+
+def container_processes(cluster: NsCluster) -> list[str]:
+    """Processes on the nodes other than their inits, daemon JVMs and the shells that run them: what containers left."""
+    import psutil
+
+    daemons = list(cluster.daemons().values())
+    keep = {process.pid for process in daemons} | set(cluster.root_pids)
+    for process in daemons:  # the init and the shells between it and each daemon
+        with contextlib.suppress(psutil.NoSuchProcess):
+            keep |= {parent.pid for parent in process.parents()}
+    left = []
+    for root in cluster.root_pids:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            for process in psutil.Process(root).children(recursive=True):
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    if process.pid not in keep and process.status() != psutil.STATUS_ZOMBIE:
+                        left.append(f"{process.pid}: {' '.join(process.cmdline())[:200]}")
+    return left
+
+
+def test_check_from_the_edge_probes_both_nodes_and_names_only_their_loopback_names(
+    ns_yarn: NsCluster, ns_sweep: Sweep
+) -> None:
+    done = on_edge(ns_yarn, [sys.executable, "-m", "sweeper", "check", str(ns_sweep.grid), "--json"], timeout_s=600)
+    report = json.loads(done.stdout[done.stdout.index("{") :])
+    names = {node["id"] for node in ns_yarn.rest("/nodes")["nodes"]["node"]}  # sw-node1:8041, ...
+    problems = {(check["check"], check["node"]) for check in report["checks"] if not check["ok"]}
+    assert problems == {("host-name", name) for name in names}, report["checks"]
+    assert done.returncode == 2
+    for check in ("environment", "python", "sweeper", "driver-reachable"):  # the probe ran on each node, came back
+        assert {c["node"] for c in report["checks"] if c["check"] == check and c["ok"]} == names, check
+    assert report["default_fs"] == ns_yarn.default_fs
+    assert not [name for name in home_entries(ns_yarn) if name.startswith("sweeper-check-")]  # its staging
