@@ -11,10 +11,17 @@ from sweeper.source import source_hash
 
 
 def judge_node(
-    found: Preflight, node: str, report: dict[str, Any] | None, reached: bool, fix_env: str, local: bool = False
+    found: Preflight,
+    node: str,
+    report: dict[str, Any] | None,
+    reached: bool,
+    fix_env: str,
+    local: bool = False,
+    binds_own_name: bool = True,
 ) -> None:
     """Add the node's checks: ``report`` is what its probe printed (None: it printed nothing); ``local``: the
-    node is this machine's loopback, where a name resolving to loopback is right."""
+    node is this machine's loopback, where a name resolving to loopback is right; ``binds_own_name``: a daemon
+    of the launches binds the node's own name there (YARN's executors do; over SSH sweeper binds addresses)."""
     if report is None:
         found.add("environment", node, False, f"the probe printed nothing: {fix_env}")
         return
@@ -40,9 +47,11 @@ def judge_node(
     address = str(report.get("hostname_address", ""))
     loopback = address.startswith("127.") and not local
     names = f"{report.get('hostname')} resolves to {address}"
-    if loopback:
+    if loopback and binds_own_name:
         names += " on itself: a daemon binding its own name there listens on loopback only; fix its /etc/hosts"
-    found.add("host-name", node, not loopback, names)
+    elif loopback:
+        names += " on itself (harmless here: sweeper binds the address the driver resolves, not this name)"
+    found.add("host-name", node, not (loopback and binds_own_name), names)
     way_back = "connected back to the driver"
     if not reached:
         way_back = f"{report.get('driver', 'no connection')}: open the driver's ports to the nodes, or set its address"

@@ -42,7 +42,8 @@ def check_ssh(cluster: SshCluster, spark: bool) -> Preflight:
         found.add("reachable", host, True, f"ssh {cluster.options.describe(host)}")
         local = resolve(host).startswith("127.")
         fix = f"create the sweeper environment at {cluster.python} there (deploy/prepare-host.sh) or set cluster.python"
-        judge_node(found, host, parse_probe(output or ""), host in reached, fix, local=local)
+        report = parse_probe(output or "")
+        judge_node(found, host, report, host in reached, fix, local=local, binds_own_name=False)
         if spark:
             try:
                 found.add("java", host, True, f"Java {remote_java_major(host, cluster.options, cluster.java)}")

@@ -390,13 +390,23 @@ def init_script(member: NsMember, hidden: Sequence[Path], lib: Path, heap_mib: i
         f"hostname {member.host}",
         f"cd {d}",
         "mount --no-canonicalize --bind ./etc/hosts /etc/hosts",
+    ]
+    # the driver's environments hidden first, while their paths still exist (a clone under /tmp, as CI's may be)
+    lines += [f"mount -t tmpfs -o ro,size=4k,mode=0755 hidden {shlex.quote(str(p))}" for p in hidden]
+    lines += [
+        # the original /tmp stays reachable at /mnt in this namespace until what the node needs is bound back
+        "mount --bind /tmp /mnt",
         f"mount -t tmpfs -o mode=1777,size=2g {member.name}-tmp /tmp",
-        # the node's own directory, back at its path if the tmpfs covered it ("." is the one below)
-        f"mkdir -p {d}",
-        f"mount --no-canonicalize --bind . {d}",
+    ]
+    for keep in (member.directory, lib):  # the node's own directory and the Hadoop jars, if the tmpfs covered them
+        if keep.is_relative_to("/tmp"):
+            path = shlex.quote(str(keep))
+            inside = shlex.quote(str(Path("/mnt") / keep.relative_to("/tmp")))
+            lines += [f"mkdir -p {path}", f"mount --no-canonicalize --bind {inside} {path}"]
+    lines += [
+        "umount /mnt",
         f"cd {d}",
     ]
-    lines += [f"mount -t tmpfs -o ro,size=4k,mode=0755 hidden {shlex.quote(str(p))}" for p in hidden]
     lines += [
         f"export JAVA_HOME={shlex.quote(str(java_home()))}",
         f"export HADOOP_CONF_DIR={d}/conf YARN_CONF_DIR={d}/conf HADOOP_HOME={d}",
