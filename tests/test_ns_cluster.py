@@ -53,7 +53,10 @@ def test_distributed_shell_runs_on_both_nodes_without_the_driver_venv(ns_yarn: N
         "-num_containers", "3", "-container_memory", str(ns_yarn.nm_memory_mib // 2), "-container_vcores", "1",
         "-master_memory", "256", "-master_vcores", "1", "-timeout", "180000",
     )  # fmt: skip
-    on_edge(ns_yarn, client)
+    try:
+        on_edge(ns_yarn, client)
+    finally:  # distributedshell leaves what it staged under the user's home: the sweep's tests look there
+        on_edge(ns_yarn, ns_yarn.java_command(FS_SHELL, "-rm", "-r", "-f", "-skipTrash", name))
     apps = [app for app in (ns_yarn.rest("/apps")["apps"] or {}).get("app", []) if app["name"] == name]
     assert [app["finalStatus"] for app in apps] == ["SUCCEEDED"]
     logs = ns_yarn.container_logs(apps[0]["id"])
