@@ -26,6 +26,7 @@ from sweeper.launch.hosts.hadoop_conf import read_hadoop_conf
 from sweeper.launch.hosts.yarn_client import YarnClient
 from sweeper.preflight.report import Preflight
 from tests.conftest import REPO, minimal_grid, run_cli
+from tests.support.hadoop_sites import site
 from tests.support.sshd import Sshd
 from tests.support.yarn_cluster import YarnCluster, assert_no_containers
 from tests.test_yarn_client import ha_conf_dir, sleeping_application, wait_for_state
@@ -58,16 +59,8 @@ def test_the_json_names_every_check_and_what_the_configuration_resolved_to() -> 
 
 
 def test_kerberos_is_refused_before_anything_starts(write_grid: Any, tmp_path: Path) -> None:
-    conf = tmp_path / "conf"
-    conf.mkdir()
-    (conf / "core-site.xml").write_text(
-        "<configuration><property><name>hadoop.security.authentication</name><value>kerberos</value></property>"
-        "</configuration>"
-    )
-    (conf / "yarn-site.xml").write_text(
-        "<configuration><property><name>yarn.resourcemanager.hostname</name><value>rm.lan</value></property>"
-        "</configuration>"
-    )
+    conf = site(tmp_path / "conf", "core-site.xml", {"hadoop.security.authentication": "kerberos"})
+    site(conf, "yarn-site.xml", {"yarn.resourcemanager.hostname": "rm.lan"})
     grid = minimal_grid(
         cluster={"manager": "yarn", "nodes": 2, "cores_per_node": 2, "memory_per_node": "8GiB",
                  "hadoop_conf_dir": str(conf)},

@@ -7,16 +7,7 @@ from pathlib import Path
 import pytest
 
 from sweeper.launch.hosts.hadoop_conf import HadoopConfError, read_hadoop_conf
-
-
-def site(directory: Path, name: str, properties: dict[str, str], final: tuple[str, ...] = ()) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    body = "".join(
-        f"<property><name>{key}</name><value>{value}</value>{'<final>true</final>' if key in final else ''}</property>"
-        for key, value in properties.items()
-    )
-    (directory / name).write_text(f'<?xml version="1.0"?>\n<configuration>{body}</configuration>\n')
-    return directory
+from tests.support.hadoop_sites import site
 
 
 def test_only_the_hostname_gives_every_address(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ from tests.conftest import REPO, minimal_grid
 from tests.support.batches import replicas
 from tests.support.faults import wait_until_fitting
 from tests.support.figures import assert_resource_figures
+from tests.support.hadoop_sites import site
 from tests.support.yarn_cluster import YarnCluster, applications, assert_no_containers, live_applications, rest
 
 pytestmark = [pytest.mark.integration, pytest.mark.yarn]
@@ -257,15 +258,8 @@ def test_ctrl_c_during_a_yarn_launch_kills_the_application_and_keeps_the_rows(
 def test_where_spark_takes_its_jars_and_stages_with_a_python_archive(
     default_fs: str, packed_env: Path, tmp_path: Path
 ) -> None:
-    conf_dir = tmp_path / "conf"
-    conf_dir.mkdir()
-    (conf_dir / "yarn-site.xml").write_text(
-        "<configuration><property><name>yarn.resourcemanager.hostname</name><value>127.0.0.1</value></property>"
-        "</configuration>"
-    )
-    (conf_dir / "core-site.xml").write_text(
-        f"<configuration><property><name>fs.defaultFS</name><value>{default_fs}</value></property></configuration>"
-    )
+    conf_dir = site(tmp_path / "conf", "yarn-site.xml", {"yarn.resourcemanager.hostname": "127.0.0.1"})
+    site(conf_dir, "core-site.xml", {"fs.defaultFS": default_fs})
     options = YarnOptions(conf_dir=conf_dir, python_archive=packed_env)
     backend = spark_yarn.YarnSpark(small_launch("spark"), context(tmp_path, options), tmp_path / "spark-0")
     backend.check()

@@ -29,6 +29,7 @@ from sweeper.launch.hosts.yarn_client import YarnClient, hadoop_lib
 from sweeper.launch.options import YarnOptions
 from sweeper.launch.spark import yarn as spark_yarn
 from sweeper.planning.plan import Launch
+from tests.support.hadoop_sites import site
 from tests.support.yarn_cluster import YarnCluster, assert_no_containers, rest
 
 pytestmark = [pytest.mark.integration, pytest.mark.yarn]
@@ -143,12 +144,7 @@ def test_the_driver_gives_its_address_toward_the_resource_manager(
 ) -> None:
     """On an edge node the AM and the workers must reach the driver: never 127.0.0.1 there."""
     ours, resource_manager = routed_interface
-    conf_dir = tmp_path / "conf"
-    conf_dir.mkdir()
-    (conf_dir / "yarn-site.xml").write_text(
-        "<configuration><property><name>yarn.resourcemanager.hostname</name>"
-        f"<value>{resource_manager}</value></property></configuration>"
-    )
+    conf_dir = site(tmp_path / "conf", "yarn-site.xml", {"yarn.resourcemanager.hostname": resource_manager})
     assert driver_address(read_hadoop_conf(conf_dir, {})) == ours
     context = LaunchContext(
         run_dir=tmp_path / "run", environment={}, threads_per_fit=1, options=YarnOptions(conf_dir=conf_dir)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -59,16 +58,15 @@ def driver_address(conf: HadoopConf) -> str:
     Dask's workers; 127.0.0.1 only works when the whole cluster is this machine (and is then what this
     returns, since the route to a loopback ResourceManager leaves from loopback). No packet is sent.
     """
+    from sweeper.launch.hosts.ssh import address_towards
+
     errors = []
     for url in conf.resource_manager_urls():
-        host = urlsplit(url).hostname or ""
+        parts = urlsplit(url)
         try:
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-                probe.connect((host, 9))
-                address: str = probe.getsockname()[0]
-                return address
-        except OSError as error:
-            errors.append(f"{host}: {error}")
+            return address_towards(parts.hostname or "", parts.port or 8088)
+        except (LaunchError, OSError) as error:
+            errors.append(f"{parts.hostname}: {error}")
     raise LaunchError(f"manager yarn: no route from here to the ResourceManager ({'; '.join(errors)})")
 
 
