@@ -7,9 +7,12 @@ named as such below; everything else is the real thing.
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -29,7 +32,8 @@ from tests.conftest import REPO, minimal_grid, run_cli
 from tests.support.hadoop_sites import site
 from tests.support.sshd import Sshd
 from tests.support.yarn_cluster import YarnCluster, assert_no_containers
-from tests.test_yarn_client import ha_conf_dir, sleeping_application, wait_for_state
+from tests.test_yarn import yarn_grid as sweep_grid
+from tests.test_yarn_client import ha_conf_dir, wait_for_state
 
 
 def checks(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -206,20 +210,33 @@ def test_yarn_check_passes_on_the_mini_cluster_and_names_each_planted_fault(
     assert refused.returncode == 2
     assert "401" in failed(checks(refused))[("queue", None)]
 
+    # an orphan of a real sweep: `sweeper run` killed with SIGKILL while its Dask application runs on YARN
     client = YarnClient(read_hadoop_conf(yarn.conf_dir, {}))
-    orphan = f"sweeper-dask-9-{uuid.uuid4().hex[:8]}"
-    shell = sleeping_application(read_hadoop_conf(yarn.conf_dir, {}), orphan, tmp_path)
+    grid = sweep_grid(tmp_path, yarn, "orphaned", epochs=[5000], exact_epochs=True)
+    spec = yaml.safe_load(grid.read_text())
+    grid.write_text(yaml.safe_dump({**spec, "engines": ["dask"]}, sort_keys=False))
+    run = [sys.executable, "-m", "sweeper", "run", str(grid), "--skip-check"]
+    sweep = subprocess.Popen(
+        run, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    orphan = None
     try:
-        wait_for_state(client, orphan, ("ACCEPTED", "RUNNING"))
-        grid = str(yarn_grid(yarn.conf_dir, tmp_path))
-        found = run_cli("check", grid, "--json")
-        assert found.returncode == 2 and orphan in failed(checks(found))[("orphans", None)]
-        killed = run_cli("check", grid, "--json", "--kill-orphans")
-        assert orphan in {c["check"]: c["detail"] for c in checks(killed)["checks"]}["orphans"]
-        assert wait_for_state(client, orphan, ("KILLED",)) == ["KILLED"]
+        deadline = time.monotonic() + 180
+        while orphan is None:
+            assert sweep.poll() is None and time.monotonic() < deadline, "the sweep's application never ran"
+            orphan = next((app for app in client.applications("sweeper", ("RUNNING",))), None)
+        os.kill(sweep.pid, signal.SIGKILL)
+        sweep.wait(30)
+        found = run_cli("check", str(grid), "--json")
+        assert found.returncode == 2 and orphan.name in failed(checks(found))[("orphans", None)]
+        killed = run_cli("check", str(grid), "--json", "--kill-orphans")
+        assert orphan.app_id in {c["check"]: c["detail"] for c in checks(killed)["checks"]}["orphans"]
+        assert wait_for_state(client, orphan.name, ("KILLED",)) == ["KILLED"]
     finally:
-        client.kill_tagged(orphan)
-        shell.wait(60)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(sweep.pid, signal.SIGKILL)  # whatever of the killed run outlived it
+        if orphan is not None:
+            client.kill_tagged(orphan.name)
     deadline = time.monotonic() + 60
     while client.applications("sweeper") and time.monotonic() < deadline:
         time.sleep(1)

@@ -110,9 +110,7 @@ def required_closure(roots: list[Requirement]) -> set[str]:
             continue
         for line in dist.requires or []:
             child = Requirement(line)
-            active = child.marker is None or any(
-                child.marker.evaluate({"extra": extra}) for extra in (extras or {""})
-            )
+            active = child.marker is None or any(child.marker.evaluate({"extra": extra}) for extra in (extras or {""}))
             if active:
                 pending.append((child, frozenset(child.extras)))
     return seen

@@ -111,10 +111,10 @@ class OnSsh(OnManager):
 
 
 class OnYarn(OnManager):
-    """The shared MiniYARNCluster: 2 NodeManagers, one executor (Dask: worker) on each."""
+    """The shared MiniYARNCluster: 2 executors (Dask: workers) planned as one node's, wherever YARN puts them."""
 
     def launch(self, engine: str) -> Launch:
-        return Launch(0, engine, "yarn", 2, "report", 1, 2, 512, 384, (1, 1))
+        return Launch(0, engine, "yarn", 1, "report", 1, 2, 512, 384, (2,))
 
     def options(self) -> ManagerOptions:
         return YarnOptions(conf_dir=self.cluster.conf_dir)

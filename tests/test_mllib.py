@@ -74,6 +74,7 @@ def test_start_is_a_context_manager_over_the_spark_engine(monkeypatch: pytest.Mo
     class FakeSpark:
         def __init__(self) -> None:
             self.granted = Granted(3, 2, 512)
+            self.staging_s = 0.0
             self.spark = None
 
         def abort(self) -> None:

@@ -3,7 +3,7 @@
 The nodes are machines of their own (network, PID, mount and UTS namespaces) that cannot see the driver's
 virtualenv: the fits run in the packed environment (``cluster.python_archive``), Spark's jars come from the
 cluster's file system, the containers reach the driver at the edge's address. One sweep (a module-scoped
-fixture) serves every assertion: 1 Spark and 1 Dask launch of 2 executors, one per node.
+fixture) serves every assertion: 1 Spark and 1 Dask launch of 3 executors, at most 2 on a node.
 
 The nodes' /etc/hosts is Debian's, with ``127.0.1.1 <own name>``: ``sweeper check`` rightly names that (a
 Spark executor's block manager binds its node's name, so on loopback there, and the other executor's
@@ -29,7 +29,7 @@ import yaml
 from sweeper import load_results
 from tests.conftest import REPO, minimal_grid
 from tests.support.figures import assert_resource_figures
-from tests.support.ns_cluster import FS_SHELL, NsCluster
+from tests.support.ns_cluster import FS_SHELL, NsCluster, without_loopback_names
 
 pytestmark = [pytest.mark.integration, pytest.mark.yarn]
 
@@ -58,9 +58,10 @@ def applications(cluster: NsCluster) -> list[dict[str, Any]]:
     return found
 
 
-def home_entries(cluster: NsCluster) -> list[str]:
-    """The names in the Hadoop user's home on the cluster's file system (``hadoop fs -ls`` from the edge)."""
-    done = on_edge(cluster, cluster.java_command(FS_SHELL, "-ls", f"{cluster.default_fs}/user/root"), timeout_s=300)
+def home_entries(cluster: NsCluster, under: str = "") -> list[str]:
+    """The names in the Hadoop user's home (or ``under`` there) on the cluster's file system (``hadoop fs -ls``)."""
+    home = f"{cluster.default_fs}/user/root/{under}".rstrip("/")
+    done = on_edge(cluster, cluster.java_command(FS_SHELL, "-ls", home), timeout_s=300)
     assert done.returncode == 0, done.stderr[-2000:]
     return sorted(
         line.split()[-1].rsplit("/", 1)[-1] for line in done.stdout.splitlines() if line.startswith(("d", "-"))
@@ -68,13 +69,15 @@ def home_entries(cluster: NsCluster) -> list[str]:
 
 
 def ns_grid(tmp: Path, cluster: NsCluster, archive: Path) -> Path:
-    """2 nodes x (2 vcores, 4 GiB): 1 usable core and 3 GiB each -> 2 executors x 1 core, 1 GiB + overhead."""
+    """2 nodes of 3 cores and 5 GiB, 1 core and 1 GiB reserved: 2 executors x 1 core (1 GiB + 1 GiB) per node, one slot
+    for the ApplicationMaster -> 3 executors. The NodeManagers offer what the plan leaves (2 vcores, 4 GiB) and YARN
+    counts vcores (DominantResourceCalculator): no node can hold more than 2 executors."""
     grid = minimal_grid(
         name="ns-sweep",
         store=str(tmp / "store"),
-        cluster={"manager": "yarn", "nodes": 2, "cores_per_node": 2, "memory_per_node": "3GiB",
+        cluster={"manager": "yarn", "nodes": 2, "cores_per_node": 3, "memory_per_node": "5GiB",
                  "hadoop_conf_dir": str(cluster.conf_dir), "python_archive": str(archive)},
-        sizing={"cores_per_executor": [1], "reserve": {"cores": 1, "memory": "1GiB"}, "application_master": 0},
+        sizing={"cores_per_executor": [1], "reserve": {"cores": 1, "memory": "1GiB"}, "application_master": 1},
         engines=["spark", "dask"],
         baseline=False,
     )  # fmt: skip
@@ -113,7 +116,7 @@ def test_the_sweep_exits_0_with_an_ok_row_per_engine(ns_sweep: Sweep) -> None:
 def test_granted_is_planned(ns_sweep: Sweep) -> None:
     frame = ns_sweep.frame
     assert len(frame) == 2
-    assert (frame["granted_executors"] == frame["executors"]).all() and (frame["executors"] == 2).all()
+    assert (frame["granted_executors"] == frame["executors"]).all() and (frame["executors"] == 3).all()
     assert (frame["granted_cores_per_executor"] == frame["cores_per_executor"]).all()
     assert (frame["granted_executor_memory_gib"] == frame["executor_memory_gib"]).all()
     assert_resource_figures(frame)  # measured in the containers, on the nodes
@@ -122,13 +125,12 @@ def test_granted_is_planned(ns_sweep: Sweep) -> None:
 def test_the_fits_ran_on_both_nodes_from_a_driver_on_the_edge(ns_yarn: NsCluster, ns_sweep: Sweep) -> None:
     frame = ns_sweep.frame
     assert set(frame["host"]) == {ns_yarn.edge_name}  # the driver's host
-    assert (frame["worker_pids"] == 2).all()  # one Python process per executor, on its own node
+    assert (frame["worker_pids"] == 3).all()  # one Python process per executor, on the nodes
     runs = [app for app in ns_sweep.applications if "sweeper-check" not in app["name"]]
     assert len(runs) == 2, [(app["name"], app["state"]) for app in ns_sweep.applications]
     for app in runs:  # each application's containers ran on the cluster's nodes, never on the edge
         hosts = set(ns_yarn.container_logs(app["id"]))
-        # YARN places containers by memory: both on one node is legal (per-node placement, #20 defect 10, is open)
-        assert hosts and hosts <= set(ns_yarn.nodes), (app["name"], hosts)
+        assert hosts == set(ns_yarn.nodes), (app["name"], hosts)  # the AM and 3 executors need both nodes' vcores
         environment = json.loads(frame["fit_environment"].iloc[0])
         assert environment  # the fits' environment was recorded
 
@@ -160,8 +162,20 @@ def test_nothing_of_the_sweep_is_left_on_the_cluster(ns_yarn: NsCluster, ns_swee
             break
         time.sleep(0.5)
     assert not containers
-    # on HDFS: the staged Spark jars stay for the next sweep; distributedshell's and Spark's staging is gone
+    # on HDFS: the staged Spark jars and archive stay for the next sweep; distributedshell's and Spark's staging is gone
     assert set(home_entries(ns_yarn)) <= {".sweeper", ".sparkStaging"}
+
+
+def test_spark_jars_and_the_archive_are_staged_once_and_timed_apart_from_the_start(
+    ns_yarn: NsCluster, ns_sweep: Sweep
+) -> None:
+    staged = home_entries(ns_yarn, ".sweeper")
+    assert any(name.startswith("spark-jars-") for name in staged) and any(name.startswith("env-") for name in staged)
+    assert not [name for name in staged if ".partial-" in name]
+    spark = ns_sweep.frame[ns_sweep.frame["engine"] == "spark"].iloc[0]
+    dask = ns_sweep.frame[ns_sweep.frame["engine"] == "dask"].iloc[0]
+    assert spark["staging_s"] > 0 and spark["cluster_start_s"] > 0  # the first Spark launch of the sweep staged
+    assert pd.isna(dask["staging_s"])  # distributedshell uploads inside the start: not timed apart
 
 
 def container_processes(cluster: NsCluster) -> list[str]:
@@ -196,3 +210,9 @@ def test_check_from_the_edge_probes_both_nodes_and_names_only_their_loopback_nam
         assert {c["node"] for c in report["checks"] if c["check"] == check and c["ok"]} == names, check
     assert report["default_fs"] == ns_yarn.default_fs
     assert not [name for name in home_entries(ns_yarn) if name.startswith("sweeper-check-")]  # its staging
+
+    # the same cluster without the 127.0.1.1 lines: healthy, and the check says so
+    with without_loopback_names(ns_yarn):
+        healthy = on_edge(ns_yarn, [sys.executable, "-m", "sweeper", "check", str(ns_sweep.grid)], timeout_s=600)
+    assert healthy.returncode == 0, healthy.stdout[-3000:] + healthy.stderr[-3000:]
+    assert not [line for line in healthy.stdout.splitlines() if line.startswith("PROBLEM")], healthy.stdout

@@ -1,17 +1,22 @@
-"""manager ssh across addresses: two hosts in network namespaces, a full sweep through the command line.
+"""manager ssh across machines: two hosts made of Linux namespaces, a full sweep through the command line.
 
-Each host is a network namespace behind a bridge here with its own sshd (tests/support/netns_hosts.py),
-so the Spark master and Dask scheduler on the first host, the workers on both and the driver
-here really talk across addresses. While the sweep runs, a watcher records which namespace
-every launch process runs in and where it listens; the tests then check placement, binding
-and the driver's address against what the store says, and that nothing is left anywhere.
+Each host is a machine of its own behind a bridge here (tests/support/netns_hosts.py): its network, PID,
+mount and UTS namespaces, its host name, Debian's /etc/hosts with ``127.0.1.1 <own name>``, its own /tmp and
+its own copy of the environment. The grid lists the hosts by name, and the driver resolves them as an edge
+node would; the Spark master and Dask scheduler on the first host, the workers on both and the driver here
+really talk across addresses, and a daemon that bound the address its own name resolves to on its host
+(loopback, #20 defect 8) would be unreachable. While the sweep runs, a watcher records which namespace every
+launch process runs in and where it listens; the tests then check placement, binding and the driver's
+address against what the store says, and that nothing is left anywhere.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ipaddress
+import json
 import re
+import shlex
 import subprocess
 import sys
 import threading
@@ -133,42 +138,45 @@ def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetnsHosts]:
         yield running
 
 
-def netns_grid(hosts: NetnsHosts, tmp: Path) -> dict[str, Any]:
-    """Two hosts of 1 core: one executor (Dask: one worker) on each, 1 GiB, digits, 5 epochs, 1 trial."""
+def netns_grid(hosts: NetnsHosts) -> dict[str, Any]:
+    """Two hosts of 1 core, by name: one executor (Dask: one worker) on each, 1 GiB, digits, 5 epochs, 1 trial."""
     grid = minimal_grid(name="netns")
     grid["cluster"] = {
         "manager": "ssh",
-        "hosts": list(hosts.addresses),
+        "hosts": list(hosts.names),
         "cores_per_node": 1,
         "memory_per_node": "3GiB",
         "ssh": hosts.ssh_options(),
-        "remote_dir": str(tmp / "remote"),
     }
     return grid
 
 
+def launch_dirs(hosts: NetnsHosts) -> list[str]:
+    """Launch scratch directories left in any host's own /tmp (the default ``cluster.remote_dir``)."""
+    return [str(path) for index in range(len(hosts.names)) for path in (hosts.root_of(index) / "tmp").glob("sweeper-*")]
+
+
 @dataclass
 class Swept:
+    grid: Path
     result: subprocess.CompletedProcess[str]
     frame: pd.DataFrame
     seen: Seen
-    remote_dir: Path
     left_in_namespaces: list[str]
 
 
 @pytest.fixture(scope="module")
 def swept(hosts: NetnsHosts, tmp_path_factory: pytest.TempPathFactory) -> Swept:
     tmp = tmp_path_factory.mktemp("sweep")
-    (tmp / "remote").mkdir()
     grid = tmp / "grid.yaml"
-    grid.write_text(yaml.safe_dump(netns_grid(hosts, tmp)))
-    command = [sys.executable, "-m", "sweeper", "run", str(grid), "--store", str(tmp / "store")]
+    grid.write_text(yaml.safe_dump(netns_grid(hosts)))
+    command = hosts.edge_command([sys.executable, "-m", "sweeper", "run", str(grid), "--store", str(tmp / "store")])
     with watching(hosts) as seen:
         result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=REPO)
     left = wait_until_empty(hosts)
     assert not seen.errors, seen.errors[:5]
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return Swept(result, load_results(tmp / "store"), seen, tmp / "remote", left)
+    return Swept(grid, result, load_results(tmp / "store"), seen, left)
 
 
 def test_the_sweep_over_two_namespaced_hosts_writes_ok_rows_like_a_local_sweep(swept: Swept, hosts: NetnsHosts) -> None:
@@ -179,7 +187,7 @@ def test_the_sweep_over_two_namespaced_hosts_writes_ok_rows_like_a_local_sweep(s
     assert frame.groupby(["engine", "epochs"]).size().to_dict() == {(e, 5): 1 for e in ("dask", "local", "spark")}
     clusters = frame[frame["engine"] != "local"]
     assert set(clusters["manager"]) == {"ssh"}
-    assert set(clusters["cluster_hosts"]) == {",".join(hosts.addresses)}
+    assert set(clusters["cluster_hosts"]) == {",".join(hosts.names)}
     assert (clusters["nodes"] == 2).all()
     assert (clusters["granted_executors"] == 2).all() and (clusters["granted_cores_per_executor"] == 1).all()
     assert (clusters["granted_executor_memory_gib"] == clusters["executor_memory_gib"]).all()
@@ -230,18 +238,11 @@ def test_nothing_is_left_in_the_namespaces_here_or_in_the_remote_dir(swept: Swep
     assert not swept.left_in_namespaces, swept.left_in_namespaces
     assert not [str(p) for server in hosts.servers for p in server.sessions()]
     assert_no_launch_processes()
-    assert not list(swept.remote_dir.iterdir())
+    assert not launch_dirs(hosts)
 
 
 def test_dask_over_tls_across_the_namespaced_hosts(hosts: NetnsHosts, tmp_path: Path) -> None:
-    remote_dir = tmp_path / "remote"
-    remote_dir.mkdir()
-    cluster = SshCluster(
-        hosts=tuple(hosts.addresses),
-        options=SshOptions.from_grid(hosts.ssh_options()),
-        remote_dir=str(remote_dir),
-        dask_tls=True,
-    )
+    cluster = SshCluster(hosts=tuple(hosts.addresses), options=SshOptions.from_grid(hosts.ssh_options()), dask_tls=True)
     launch = Launch(
         index=0,
         engine="dask",
@@ -266,14 +267,14 @@ def test_dask_over_tls_across_the_namespaced_hosts(hosts: NetnsHosts, tmp_path: 
         assert sorted(w.removeprefix("tls://").rsplit(":", 1)[0] for w in workers) == sorted(hosts.addresses)
         assert all(0 < r.accuracy <= 1 for r in session.run_batch(tasks, digits))
     assert not wait_until_empty(hosts)
-    assert not list(remote_dir.iterdir())
+    assert not launch_dirs(hosts)
 
 
 @pytest.mark.parametrize("engine", ["spark", "dask"])
 def test_a_host_down_is_named_and_nothing_starts_on_the_others(engine: str, hosts: NetnsHosts, tmp_path: Path) -> None:
     down = str(ipaddress.IPv4Address(hosts.addresses[-1]) + 100)  # on the bridge's subnet, no host has it
     options = SshOptions.from_grid({**hosts.ssh_options(), "connect_timeout_s": 3})
-    cluster = SshCluster(hosts=(hosts.addresses[0], down), options=options, remote_dir=str(tmp_path))
+    cluster = SshCluster(hosts=(hosts.addresses[0], down), options=options)
     launch = Launch(
         index=0,
         engine=engine,
@@ -292,4 +293,42 @@ def test_a_host_down_is_named_and_nothing_starts_on_the_others(engine: str, host
     with pytest.raises(LaunchError, match=unreachable), start(launch, context):
         pass
     assert not wait_until_empty(hosts, wait_s=2)
-    assert not list(tmp_path.glob("sweeper-*"))
+    assert not launch_dirs(hosts)
+
+
+def test_check_passes_on_the_hosts_and_names_faults_planted_on_each_host_alone(swept: Swept, hosts: NetnsHosts) -> None:
+    """``sweeper check`` from the edge: all well, then one host's own environment loses its Python and the other
+    host's own copy of sweeper gets other fit code (each changed through a session on that host only)."""
+    check = hosts.edge_command([sys.executable, "-m", "sweeper", "check", str(swept.grid), "--json"])
+    healthy = subprocess.run(check, capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert healthy.returncode == 0, healthy.stdout[-3000:] + healthy.stderr[-3000:]
+    report = json.loads(healthy.stdout)
+    for check_name in ("reachable", "environment", "python", "sweeper", "host-name", "driver-reachable", "java"):
+        passed = {c["node"] for c in report["checks"] if c["check"] == check_name and c["ok"]}
+        assert passed - {None} == set(hosts.names), check_name  # None: the driver's side of a check
+
+    first, second = hosts.servers
+    python = Path(sys.executable)
+    fit = REPO / "sweeper" / "workload" / "fit.py"
+    original = fit.read_text()
+    moved = python.with_name(python.name + ".away")
+    on_host = [
+        (first, f"mv {shlex.quote(str(python))} {shlex.quote(str(moved))}"),
+        (second, f"echo '# changed on this host only' >> {shlex.quote(str(fit))}"),
+    ]
+    try:
+        for server, command in on_host:
+            subprocess.run(server.ssh_command("sh", "-c", shlex.quote(command)), check=True, timeout=60)
+        planted = subprocess.run(check, capture_output=True, text=True, timeout=300, cwd=REPO)
+    finally:
+        restore = subprocess.run(first.ssh_command("mv", str(moved), str(python)), timeout=60)
+        write_back = f"import sys; open({str(fit)!r}, 'w').write(sys.stdin.read())"
+        done = subprocess.run(second.ssh_command(sys.executable, "-c", shlex.quote(write_back)), input=original,
+                              text=True, timeout=60)  # fmt: skip
+        assert restore.returncode == 0 and done.returncode == 0
+    assert planted.returncode == 2, planted.stdout[-3000:] + planted.stderr[-3000:]
+    problems = {(c["check"], c["node"]): c["detail"] for c in json.loads(planted.stdout)["checks"] if not c["ok"]}
+    assert set(problems) == {("environment", hosts.names[0]), ("sweeper", hosts.names[1])}, problems
+    assert str(python) in problems[("environment", hosts.names[0])]
+    assert "differs from the driver's" in problems[("sweeper", hosts.names[1])]
+    assert fit.read_text() == original and python.exists()  # the driver's own tree never changed

@@ -10,6 +10,7 @@ tests/test_engine_contract.py.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -46,10 +47,11 @@ def on_yarn(yarn: YarnCluster, monkeypatch: pytest.MonkeyPatch) -> YarnCluster:
 
 
 def small_launch(engine: str, **changes: Any) -> Launch:
+    # one node of 2 cores as the plan sees it: YARN may put both executors on one NodeManager or one on each
     shape: dict[str, Any] = {"cores_per_executor": 1, "executors": 2, "executor_memory_mib": 512,
-                             "memory_overhead_mib": 384}  # fmt: skip
+                             "memory_overhead_mib": 384, "nodes": 1, "workers_per_node": (2,)}  # fmt: skip
     shape.update(changes)
-    return Launch(index=0, engine=engine, manager="yarn", nodes=2, rule="report", workers_per_node=(1, 1), **shape)
+    return Launch(index=0, engine=engine, manager="yarn", rule="report", **shape)
 
 
 def context(tmp_path: Path, options: YarnOptions | None = None) -> LaunchContext:
@@ -91,6 +93,25 @@ def test_an_unknown_queue_fails_at_once(on_yarn: YarnCluster, tmp_path: Path) ->
     ):
         pass
     assert_no_containers()
+
+
+@pytest.mark.parametrize("engine", ["spark", "dask"])
+def test_executors_yarn_crowds_onto_one_node_fail_the_launch_named_by_node_manager(
+    engine: str, on_yarn: YarnCluster, tmp_path: Path
+) -> None:
+    """#20 defect 10: the plan gives each of 3 nodes one executor; the cluster has 2 NodeManagers with room for
+    several (YARN counts memory alone here), so one of them gets at least 2: the launch must not measure that."""
+    crowded = small_launch(engine, nodes=3, executors=3, workers_per_node=(1, 1, 1))
+    start = spark_yarn.start if engine == "spark" else dask_yarn.start
+    refused = r"YARN placed executors .*; the plan allows at most 1 per node"
+    with pytest.raises(LaunchError, match=refused) as failed, start(crowded, context(tmp_path)):
+        pytest.fail("a crowded launch started")
+    nodes = rest(on_yarn, "/nodes")["nodes"]["node"]
+    node_managers = {f"{n['nodeHostName']}:{n['id'].rsplit(':', 1)[1]}" for n in nodes}
+    named = set(re.findall(r"(\S+:\d+): \d", str(failed.value)))
+    assert named and named <= node_managers, (named, node_managers)  # each executor's own NodeManager
+    assert_no_containers()
+    assert not live_applications(on_yarn)
 
 
 # --- cluster.python_archive: the environment shipped to the containers ---------------------------------------
@@ -151,11 +172,15 @@ def test_with_a_python_archive_the_fits_run_in_the_unpacked_environment(
 
 
 def yarn_grid(tmp: Path, cluster: YarnCluster, name: str, **workload: Any) -> Path:
-    """A grid for the mini cluster: 2 nodes x 1 usable core -> 2 executors x 1 core x 1 GiB (+ 1 GiB overhead)."""
+    """A grid for the mini cluster: 1 node x 2 usable cores -> 2 executors x 1 core x 1 GiB (+ 1 GiB overhead).
+
+    One node as the plan sees it, of a NodeManager's size (2 vcores, 4 GiB): wherever YARN places the two
+    executors, no NodeManager holds more than the plan gives a node.
+    """
     grid = minimal_grid(
         name=name,
         store=str(tmp / "store"),
-        cluster={"manager": "yarn", "nodes": 2, "cores_per_node": 2, "memory_per_node": "3GiB",
+        cluster={"manager": "yarn", "nodes": 1, "cores_per_node": 3, "memory_per_node": "5GiB",
                  "hadoop_conf_dir": str(cluster.conf_dir)},
         sizing={"cores_per_executor": [1], "reserve": {"cores": 1, "memory": "1GiB"}, "application_master": 0},
         baseline=False,
@@ -272,4 +297,7 @@ def test_where_spark_takes_its_jars_and_stages_with_a_python_archive(
     assert ("spark.yarn.stagingDir" in conf) == one_machine
     if not one_machine:  # staged once on that file system by the first launch (start_cluster): then taken there
         backend.staged_jars = f"{default_fs}/user/me/.sweeper/spark-jars-4/*.jar"
-        assert backend.conf()["spark.yarn.jars"] == backend.staged_jars
+        backend.staged_archive = f"{default_fs}/user/me/.sweeper/env-0123/{packed_env.name}"
+        staged = backend.conf()
+        assert staged["spark.yarn.jars"] == backend.staged_jars
+        assert staged["spark.yarn.dist.archives"] == f"{backend.staged_archive}#environment"  # Spark uploads nothing

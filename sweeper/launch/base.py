@@ -47,6 +47,9 @@ class Session(Protocol):
     """A started launch."""
 
     granted: Granted
+    # seconds of the start spent putting files on the cluster's file system (0: nothing staged, e.g. reused);
+    # None: some staging happened inside the start and was not timed apart (Dask's distributedshell)
+    staging_s: float | None
 
     def run_batch(self, tasks: list[FitTask], data: Data) -> list[FitResult]:
         """Run the fits in parallel on the launch; an exception of a fit propagates unchanged."""

@@ -29,6 +29,8 @@ def run_sequentially(tasks: list[FitTask], data: Data) -> list[FitResult]:
 class BaselineSession:
     """One worker process, one fit at a time."""
 
+    staging_s: float | None = 0.0
+
     def __init__(self, context: LaunchContext) -> None:
         self.granted = Granted(executors=1, cores_per_executor=1, executor_memory_mib=0)
         self._environment = context.environment

@@ -90,7 +90,7 @@ class ManagerBackend(ABC):
     def granted(self) -> Granted:
         """Wait for the planned executors or workers; what the cluster gave."""
 
-    def check_placement(self) -> None:  # noqa: B027 (optional: only ssh knows the hosts)
+    def check_placement(self) -> None:  # noqa: B027 (optional: ssh and yarn know where executors run)
         """Fail the launch when the executors or workers are not placed on the hosts as planned."""
 
     @abstractmethod

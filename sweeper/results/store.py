@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from sweeper.config.names import check_sweep_name
 from sweeper.errors import UserError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # Columns added after version 1: files written before them read with them empty.
 ADDED_AFTER_VERSION_1 = (
     "shards",  # version 2: data-parallel
@@ -46,6 +46,7 @@ ADDED_AFTER_VERSION_1 = (
     "reused_from",
     "stop_reason",
     "rung",
+    "staging_s",  # version 5: staging on the cluster's file system, apart from cluster_start_s
 )
 
 SCHEMA = pa.schema(
@@ -84,6 +85,7 @@ SCHEMA = pa.schema(
         ("converged", pa.bool_()),
         ("trial", pa.int32()),
         ("cluster_start_s", pa.float64()),
+        ("staging_s", pa.float64()),
         ("warmup_s", pa.float64()),
         ("fit_wall_s", pa.float64()),
         ("fit_task_sum_s", pa.float64()),

@@ -145,12 +145,13 @@ def result_columns(results: list[FitResult]) -> dict[str, Any]:
 
 
 def granted_columns(session: Session) -> dict[str, Any]:
-    """What the launch was granted (on a dry run: the shape it ran at here)."""
+    """What the launch was granted (on a dry run: the shape it ran at here), and what its start spent staging."""
     granted = session.granted
     return {
         "granted_executors": granted.executors,
         "granted_cores_per_executor": granted.cores_per_executor,
         "granted_executor_memory_gib": granted.executor_memory_gib,
+        "staging_s": session.staging_s,
     }
 
 

@@ -273,7 +273,7 @@ class Launches:
             start_s: float | None = None
             try:
                 with starter(launch.engine, launch.manager)(launch, context) as session:
-                    start_s = time.perf_counter() - begun
+                    start_s = time.perf_counter() - begun - (session.staging_s or 0.0)  # staging: its own column
                     warmup_s, aborted = _warm_up(plan, item, session, self.data) if warm_up else (None, False)
                     if aborted:  # past the time limit: measure on a fresh launch, without warm-up from now on
                         warm_up = False

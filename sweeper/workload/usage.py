@@ -83,6 +83,15 @@ def machine() -> str:
     return f"{socket.gethostname()}:{boot_id}:{pid_namespace}"
 
 
+def node_manager() -> str:
+    """In a YARN container: its NodeManager (``NM_HOST:NM_PORT``, which YARN sets in every container's environment).
+
+    Elsewhere: this machine (:func:`machine`), so executors are still told apart by where they run.
+    """
+    host, port = os.environ.get("NM_HOST"), os.environ.get("NM_PORT")
+    return f"{host}:{port}" if host and port else machine()
+
+
 def this_process() -> ProcessUsage:
     """This process's CPU seconds so far and peak resident memory since it started."""
     times = os.times()

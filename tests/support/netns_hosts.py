@@ -1,16 +1,25 @@
-"""Test hosts as Linux network namespaces: a bridge here, one namespace per host, an sshd in each.
+"""Test hosts made of Linux namespaces: a bridge here, one "machine" per host, an sshd on each.
 
 ``netns_hosts(directory, 2)`` creates a bridge in the root namespace with the first address of a
-free ``10.231.N.0/24`` (the driver's side), then for each host a namespace with loopback up and a
-veth pair whose outer end is on the bridge and whose inner end carries the host's address, and
-starts a key-only sshd (tests/support/sshd.py) inside it. All servers take one client key and one
-known_hosts file, as the hosts of a real cluster would. The namespaces share this machine's
-file system and process table, so the same Python environment is at the same path "on every
-host", while every socket lives in its host's own network stack: a process bound to the wrong
-address, or a peer reached on the wrong one, fails as it would across machines.
+free ``10.231.N.0/24`` (the driver's side), then for each host a network namespace with loopback up
+and a veth pair whose outer end is on the bridge and whose inner end carries the host's address.
+Each host's sshd (tests/support/sshd.py, key-only) runs as PID 1 of the host's own PID, mount and UTS
+namespaces (``unshare --pid --fork --mount-proc --mount --uts``), after a script that makes the host:
 
-Teardown (also when the test fails, or setup fails half-way) kills every process in the
-namespaces (``ip netns pids``), then deletes the namespaces, the veths and the bridge.
+- its host name (``sw-host1``, ...) and its own ``/etc/hosts``: Debian's lines with ``127.0.1.1 <own
+  name>``, then every host by name (the driver reaches them by name too: :meth:`NetnsHosts.edge_command`);
+- its own ``/tmp`` (a tmpfs: what a launch leaves in its scratch is on that host only);
+- its own copy of the environment at the path the driver uses (as ``deploy/prepare-host.sh`` installs it):
+  the virtualenv and sweeper's source tree (an editable install) as copy-on-write overlays, so a change
+  made on one host (other sweeper code, a missing interpreter) is seen there and nowhere else.
+
+All servers take one client key and one known_hosts file (by name and by address), as the hosts of a
+real cluster would. A process bound to the wrong address, a peer reached on the wrong one, a daemon
+that binds the address its own name resolves to there (loopback), or a PID taken for another host's,
+fails as it would across machines.
+
+Teardown (also when the test fails, or setup fails half-way) ends each sshd (PID 1: its namespace goes
+with it), kills whatever else runs in the network namespaces, then deletes namespaces, veths and bridge.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ import contextlib
 import ipaddress
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import subprocess
@@ -30,11 +40,14 @@ from typing import Any
 
 import psutil
 
-from tests.support.sshd import Sshd, sshd_unavailable, start_sshd
+from tests.support.sshd import Sshd, known_hosts_entry, sshd_unavailable, start_sshd
 
 SUBNETS = "10.231.{}.0/24"  # the first free one is used; .1 is the bridge, .2, .3, ... the hosts
 NETNS_DIR = Path("/run/netns")
 SSH_PORT = 22  # a fresh namespace has every port free: the hosts listen where real ones do
+HOST_NAME = "sw-host{}"
+EDGE_NAME = "sw-edge"
+REPO = Path(__file__).resolve().parents[2]
 
 
 class NetnsUnavailable(RuntimeError):
@@ -52,6 +65,25 @@ class NetnsHosts:
     veths: list[str] = field(default_factory=list)
     servers: list[Sshd] = field(default_factory=list)
     known_hosts: Path | None = None
+    names: list[str] = field(default_factory=list)  # sw-host1, ...: each resolves to its address on the others
+    edge_hosts: Path | None = None  # the driver's /etc/hosts (edge_command)
+
+    def edge_command(self, argv: list[str]) -> list[str]:
+        """``argv`` run here with an /etc/hosts that names the hosts (in a mount namespace of its own): an edge node."""
+        script = 'mount --no-canonicalize --bind "$1" /etc/hosts && shift && exec "$@"'
+        return ["unshare", "--mount", "--", "sh", "-c", script, EDGE_NAME, str(self.edge_hosts), *argv]
+
+    def root_of(self, index: int) -> Path:
+        """Host ``index``'s own file system as seen from here (``/proc/PID/root`` of its PID 1)."""
+        listener = self.servers[index].listener()
+        if listener is None:
+            raise RuntimeError(f"{self.names[index]}'s sshd is not running")
+        return Path(f"/proc/{listener.pid}/root")
+
+    def daemon_pids(self) -> set[int]:
+        """The processes that make the hosts (each ``unshare`` and its sshd), not what sessions started."""
+        pids = {server.process.pid for server in self.servers}
+        return pids | {listener.pid for server in self.servers if (listener := server.listener()) is not None}
 
     def ssh_options(self) -> dict[str, Any]:
         """The grid's ``cluster.ssh`` mapping for all the hosts (one key, one known_hosts file)."""
@@ -183,33 +215,100 @@ def _add_host(hosts: NetnsHosts, index: int, address: str, prefix: int, tag: str
     hosts.addresses.append(address)
 
 
+def hosts_file(own: str, members: dict[str, str]) -> str:
+    """/etc/hosts as Debian writes it for host ``own`` (``127.0.1.1 <own>``), plus every member by name."""
+    lines = ["127.0.0.1\tlocalhost", f"127.0.1.1\t{own}", ""]
+    lines += ["# The following lines are desirable for IPv6 capable hosts"]
+    lines += ["::1     localhost ip6-localhost ip6-loopback", "ff02::1 ip6-allnodes", "ff02::2 ip6-allrouters", ""]
+    lines += ["# the cluster"] + [f"{address}\t{host}" for host, address in members.items()]
+    return "\n".join(lines) + "\n"
+
+
+def own_copies() -> dict[str, Path]:
+    """What each host gets its own (copy-on-write) copy of, at the driver's path: the virtualenv, sweeper's source."""
+    import sys
+
+    copies = {"sweeper": (REPO / "sweeper").resolve()}
+    if sys.prefix != sys.base_prefix:
+        copies["venv"] = Path(sys.prefix).resolve()
+    return copies
+
+
+def host_init(name: str, directory: Path, copies: dict[str, Path]) -> str:
+    """The script that makes a host in its fresh mount and UTS namespaces, then runs its sshd (``exec "$@"``)."""
+
+    def seen(path: Path) -> str:  # where a path of the driver's /tmp is while the host's own /tmp covers it
+        return shlex.quote(str(Path("/mnt") / path.relative_to("/tmp")) if path.is_relative_to("/tmp") else str(path))
+
+    d = shlex.quote(str(directory))
+    lines = [
+        "#!/bin/sh",
+        f"# {name}: its own PID, mount and UTS namespaces; sshd becomes its PID 1",
+        "set -eu",
+        f"hostname {name}",
+        f"mount --no-canonicalize --bind {d}/hosts /etc/hosts",
+        "mount --bind /tmp /mnt",  # the driver's /tmp, until what the host needs of it is placed
+        f"mount -t tmpfs -o mode=1777,size=1g {name}-tmp /tmp",
+    ]
+    if directory.is_relative_to("/tmp"):
+        lines += [f"mkdir -p {d}", f"mount --no-canonicalize --bind {seen(directory)} {d}"]
+    for key, path in copies.items():
+        own = directory / "own" / key
+        target = shlex.quote(str(path))
+        upper, work = shlex.quote(str(own / "upper")), shlex.quote(str(own / "work"))
+        options = f"lowerdir={seen(path)},upperdir={upper},workdir={work}"
+        lines += [f"mkdir -p {target}", f"mount -t overlay {name}-{key} -o {options} {target}"]
+    lines += ["umount /mnt", 'exec "$@"', ""]
+    return "\n".join(lines)
+
+
 def _start_servers(hosts: NetnsHosts, directory: Path) -> None:
+    everyone = {HOST_NAME.format(i + 1): address for i, address in enumerate(hosts.addresses)}
+    hosts.names = list(everyone)
+    copies = own_copies()
     client_key = None
-    for namespace, address in zip(hosts.namespaces, hosts.addresses, strict=True):
-        server = start_sshd(directory / namespace, host=address, port=SSH_PORT, netns=namespace, client_key=client_key)
+    for namespace, name, address in zip(hosts.namespaces, hosts.names, hosts.addresses, strict=True):
+        home = directory / namespace
+        for key in copies:
+            for sub in ("upper", "work"):
+                (home / "own" / key / sub).mkdir(parents=True, exist_ok=True)
+        (home / "hosts").write_text(hosts_file(name, everyone))
+        init = home / "sw-host-init"
+        init.write_text(host_init(name, home, copies))
+        init.chmod(0o755)
+        prefix = ["unshare", "--pid", "--fork", "--mount-proc", "--mount", "--uts", "--kill-child", "--", str(init)]
+        server = start_sshd(
+            home, host=address, port=SSH_PORT, netns=namespace, prefix=prefix, client_key=client_key, timeout_s=30
+        )
         hosts.servers.append(server)
         client_key = server.identity_file
     hosts.known_hosts = directory / "known_hosts"
-    hosts.known_hosts.write_text("".join(server.known_hosts.read_text() for server in hosts.servers))
+    entries = [server.known_hosts.read_text() for server in hosts.servers]
+    entries += [
+        known_hosts_entry(name, SSH_PORT, Path(f"{server.host_key}.pub"))
+        for name, server in zip(hosts.names, hosts.servers, strict=True)
+    ]
+    hosts.known_hosts.write_text("".join(entries))
+    hosts.edge_hosts = directory / "edge-hosts"
+    hosts.edge_hosts.write_text(hosts_file(EDGE_NAME, everyone))
 
 
 def _check_cross_traffic(hosts: NetnsHosts) -> None:
-    """Every host reaches every other host's sshd (the bridge forwards between namespaces)."""
-    for namespace in hosts.namespaces:
-        for address in hosts.addresses:
-            probe = f"import socket; socket.create_connection(({address!r}, {SSH_PORT}), timeout=5).close()"
-            done = subprocess.run(
-                ["ip", "netns", "exec", namespace, "python3", "-c", probe], capture_output=True, text=True, timeout=30
-            )
-            if done.returncode != 0:
-                raise RuntimeError(f"{namespace} cannot reach {address}:{SSH_PORT}: {done.stderr.strip()[-300:]}")
+    """Every host reaches every host's sshd by name, from a session on it (its own /etc/hosts, the bridge)."""
+    names = ", ".join(repr(name) for name in hosts.names)
+    probe = f"import socket\nfor name in ({names},): socket.create_connection((name, {SSH_PORT}), timeout=5).close()"
+    for name, server in zip(hosts.names, hosts.servers, strict=True):
+        command = server.ssh_command("python3", "-c", shlex.quote(probe))
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        if done.returncode != 0:
+            raise RuntimeError(f"{name} cannot reach every host by name: {done.stderr.strip()[-300:]}")
 
 
 def teardown(hosts: NetnsHosts) -> list[str]:
     """Stop the servers, kill every process in the namespaces, delete namespaces, veths and bridge.
 
     Returns the processes that were still running besides the sshds (what a launch left behind)."""
-    sshd_pids = {server.process.pid for server in hosts.servers}
+    sshd_pids = hosts.daemon_pids()
     leftovers = []
     for namespace in hosts.namespaces:
         leftovers += [f"{namespace}: pid {pid}" for pid in netns_pids(namespace) if pid not in sshd_pids]
@@ -253,7 +352,7 @@ def netns_hosts(directory: Path, count: int = 2) -> Iterator[NetnsHosts]:
 
 def wait_until_empty(hosts: NetnsHosts, wait_s: float = 15.0) -> list[str]:
     """Wait until the namespaces run nothing but their sshds (and those no session); returns what is left."""
-    sshd_pids = {server.process.pid for server in hosts.servers}
+    sshd_pids = hosts.daemon_pids()
     deadline = time.monotonic() + wait_s
     while True:
         left = []

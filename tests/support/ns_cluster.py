@@ -67,6 +67,7 @@ import psutil
 from tests.support.netns_hosts import (
     NetnsUnavailable,
     free_subnet,
+    hosts_file,
     ip,
     kill_namespace,
     netns_pids,
@@ -85,6 +86,7 @@ NAMENODE_PORT, NAMENODE_HTTP_PORT = 8020, 9870
 RM_PORT, RM_WEB_PORT = 8032, 8088
 NM_PORT, NM_WEB_PORT = 8041, 8042
 INIT_NAME = "sw-node-init"  # the comm of PID 1 on every node
+DOMINANT_RESOURCES = "org.apache.hadoop.yarn.util.resource.DominantResourceCalculator"
 
 NAMENODE = "org.apache.hadoop.hdfs.server.namenode.NameNode"
 DATANODE = "org.apache.hadoop.hdfs.server.datanode.DataNode"
@@ -271,15 +273,6 @@ def xml(properties: Mapping[str, Any]) -> str:
     return f'<?xml version="1.0"?>\n<configuration>\n{body}</configuration>\n'
 
 
-def hosts_file(own: str, members: Mapping[str, str]) -> str:
-    """/etc/hosts as Debian writes it for host ``own``, plus every member of the cluster."""
-    lines = ["127.0.0.1\tlocalhost", f"127.0.1.1\t{own}", ""]
-    lines += ["# The following lines are desirable for IPv6 capable hosts"]
-    lines += ["::1     localhost ip6-localhost ip6-loopback", "ff02::1 ip6-allnodes", "ff02::2 ip6-allrouters", ""]
-    lines += ["# the cluster"] + [f"{address}\t{host}" for host, address in members.items()]
-    return "\n".join(lines) + "\n"
-
-
 def client_sites(
     master: str, default_fs: str, lib: Path, nm_memory_mib: int, nm_vcores: int
 ) -> dict[str, dict[str, Any]]:
@@ -361,6 +354,8 @@ def node_sites(
         "yarn.scheduler.capacity.root.default.acl_administer_queue": "*",
         "yarn.scheduler.capacity.maximum-am-resource-percent": 0.5,
         "yarn.scheduler.capacity.node-locality-delay": -1,
+        # vcores count: a node takes no more executors than it has cores for (the default counts memory alone)
+        "yarn.scheduler.capacity.resource-calculator": DOMINANT_RESOURCES,
     }
     return sites
 
@@ -470,6 +465,40 @@ def reap_stale() -> list[str]:
             ip("link", "del", name, check=False)
             removed.append(name)
     return removed
+
+
+def init_pid(member: NsMember) -> int:
+    """The PID (here) of a node's init: PID 1 of its namespaces."""
+    if member.process is None:
+        raise NsClusterError(f"{member.host} has no init")
+    return psutil.Process(member.process.pid).children()[0].pid
+
+
+def in_node(member: NsMember, *argv: str) -> None:
+    """Run ``argv`` in a node's mount and PID namespaces (its /proc shows its own processes)."""
+    subprocess.run(["nsenter", "-t", str(init_pid(member)), "--mount", "--pid", "--", *argv], check=True, timeout=30)
+
+
+@contextlib.contextmanager
+def without_loopback_names(cluster: NsCluster) -> Iterator[None]:
+    """For the block, each node's /etc/hosts without Debian's ``127.0.1.1 <own name>`` line: a healthy cluster.
+
+    A file without the line is bind-mounted over the node's own /etc/hosts inside its mount namespace (what runs
+    there from then on sees it); unmounting it afterwards brings the original back.
+    """
+    everyone = {m.host: m.ip for m in cluster.members.values()}
+    nodes = [m for m in cluster.members.values() if m.daemons]
+    mounted = []
+    try:
+        for member in nodes:
+            healthy = member.directory / "etc" / "hosts.healthy"
+            healthy.write_text(hosts_file(member.host, everyone).replace(f"127.0.1.1\t{member.host}\n", ""))
+            in_node(member, "mount", "--bind", str(healthy), "/etc/hosts")
+            mounted.append(member)
+        yield
+    finally:
+        for member in mounted:
+            in_node(member, "umount", "/etc/hosts")
 
 
 def leftovers(cluster: NsCluster) -> list[str]:

@@ -84,6 +84,16 @@ class Sshd:
     netns: str | None = None
     log: Path = field(default=Path("/dev/null"))
 
+    def listener(self) -> psutil.Process | None:
+        """The listening sshd: the process itself, or the first ``sshd -D`` under it when a prefix started it."""
+        try:
+            process = psutil.Process(self.process.pid)
+            if _is_listener(process):
+                return process
+            return next((child for child in process.children(recursive=True) if _is_listener(child)), None)
+        except psutil.NoSuchProcess:
+            return None
+
     def ssh_options(self) -> dict[str, Any]:
         """The grid's ``cluster.ssh`` mapping for this server."""
         return {
@@ -120,14 +130,22 @@ class Sshd:
 
     def sessions(self) -> list[psutil.Process]:
         """Processes the server still runs (its session children and their descendants)."""
-        try:
-            return psutil.Process(self.process.pid).children(recursive=True)
-        except psutil.NoSuchProcess:
+        listener = self.listener()
+        if listener is None:
             return []
+        with contextlib.suppress(psutil.NoSuchProcess):
+            return listener.children(recursive=True)
+        return []
 
     def stop(self, grace_s: float = 5.0) -> None:
         """End the server, then anything its sessions left behind."""
         left = self.sessions()
+        listener = self.listener()
+        if listener is not None and listener.pid != self.process.pid:  # a prefix (unshare) waits for it
+            with contextlib.suppress(psutil.NoSuchProcess):
+                listener.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(grace_s)
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -139,6 +157,12 @@ class Sshd:
             with contextlib.suppress(psutil.NoSuchProcess):
                 process.kill()
         psutil.wait_procs(left, timeout=grace_s)
+
+
+def _is_listener(process: psutil.Process) -> bool:
+    """``sshd -D ...``, also once it has named itself ``sshd: /usr/sbin/sshd -D ... [listener]``."""
+    words = " ".join(process.cmdline()).removeprefix("sshd: ").split()
+    return bool(words) and Path(words[0]).name == "sshd" and "-D" in words
 
 
 def write_config(
@@ -178,6 +202,7 @@ def start_sshd(
     host: str = "127.0.0.1",
     port: int | None = None,
     netns: str | None = None,
+    prefix: list[str] | None = None,
     client_key: Path | None = None,
     extra_config: dict[str, str] | None = None,
     timeout_s: float = 15.0,
@@ -185,7 +210,8 @@ def start_sshd(
     """Start a key-only sshd on ``host`` (inside network namespace ``netns`` if given).
 
     ``client_key`` reuses an existing client key (several servers, one identity); by default a
-    new one is generated in ``directory``.
+    new one is generated in ``directory``. ``prefix`` runs sshd through a command of its own (inside
+    the namespace: e.g. ``unshare`` and a script that ends with ``exec "$@"``).
     """
     reason = sshd_unavailable()
     if reason:
@@ -199,7 +225,7 @@ def start_sshd(
     authorized_keys.chmod(0o600)
     port = port or free_port(host if netns is None else "127.0.0.1")
     config = write_config(directory, host, port, host_key, authorized_keys, extra_config)
-    command = [str(SSHD), "-D", "-e", "-f", str(config)]
+    command = [*(prefix or []), str(SSHD), "-D", "-e", "-f", str(config)]
     if netns is not None:
         command = ["ip", "netns", "exec", netns, *command]
     log = directory / "sshd.log"

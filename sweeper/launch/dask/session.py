@@ -53,6 +53,8 @@ class FailureReportingDaskBackend(DaskDistributedBackend):
 class DaskSession:
     """A started Dask cluster with its client (any manager): batches go through :data:`BACKEND`."""
 
+    staging_s: float | None = 0.0
+
     def __init__(self, cluster: SpecCluster | None, client: Client, granted: Granted, n_jobs: int) -> None:
         register_parallel_backend(BACKEND, FailureReportingDaskBackend)
         self.cluster = cluster

@@ -17,7 +17,9 @@ true of the test MiniYARNCluster) or, with ``cluster.python_archive``, the packe
 distributedshell's ``-localize_files`` ships it to every container as a plain file (it has no
 archive type), and the container unpacks it into ``./environment`` before starting the worker
 (``tar``, or ``unzip`` for a .zip, on the nodes). distributedshell stages what it ships under
-``<home of fs.defaultFS>/<application name>``; teardown removes that directory.
+``<home of fs.defaultFS>/<application name>``; teardown removes that directory. It takes local files
+only, so unlike Spark's launches (sweeper/launch/hosts/staging.py) each Dask application uploads the
+archive again, inside its start: the row's ``staging_s`` is null (not timed apart from ``cluster_start_s``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from sweeper.launch.hosts.processes import kill_tree
 from sweeper.launch.hosts.yarn import (
     ARCHIVE_LINK,
     application_tags,
+    check_placement,
     driver_address,
     hadoop_conf,
     python_archive,
@@ -180,10 +183,16 @@ class YarnDask(DaskBackend):
             raise
         return granted_workers(self.client)
 
+    def check_placement(self) -> None:
+        from sweeper.workload.usage import node_manager
+
+        check_placement("dask", self.launch, self.client.run(node_manager).values())
+
     def session(self, granted: Granted, n_jobs: int) -> DaskYarnSession:
-        return DaskYarnSession(
-            None, self.client, granted, n_jobs, yarn=self.yarn, name=self.name
-        )
+        session = DaskYarnSession(None, self.client, granted, n_jobs, yarn=self.yarn, name=self.name)
+        if self.archive is not None and not self.conf.default_fs.startswith("file:"):
+            session.staging_s = None  # distributedshell uploads the archive for each application, untimed
+        return session
 
 
 def start(launch: Launch, context: LaunchContext) -> AbstractContextManager[Session]:

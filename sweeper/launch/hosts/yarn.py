@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from sweeper.launch.base import LaunchContext, LaunchError
 from sweeper.launch.hosts.hadoop_conf import HadoopConf, HadoopConfError, read_hadoop_conf
 from sweeper.launch.options import YarnOptions
+from sweeper.planning.plan import Launch
 
 ARCHIVE_LINK = "environment"  # where YARN unpacks cluster.python_archive in every container
 SWEEPER_TAG = "sweeper"  # every application a sweep starts carries it, besides its own name
@@ -76,3 +79,23 @@ def queue_held_message(held_s: float, queue: str | None) -> str:
         f"yarn: the queue held the application ACCEPTED for {held_s:.0f} s (workload.start_timeout_s) "
         f"in queue {queue or 'default'}: the cluster had no room for it; it was killed"
     )
+
+
+def check_placement(engine: str, launch: Launch, node_managers: Iterable[str]) -> None:
+    """Fail the launch when YARN put more executors on a NodeManager than the plan gives a node.
+
+    ``node_managers`` names the NodeManager of each executor. YARN places containers where they fit; with its
+    default resource calculator only memory counts, so a node with room can take more executors than it has
+    cores for, and the launch measures an oversubscribed shape instead of the planned one.
+    """
+    per_node = Counter(node_managers)
+    allowed = max(launch.workers_per_node, default=0)
+    crowded = {node: count for node, count in per_node.items() if count > allowed}
+    if crowded:
+        layout = ", ".join(f"{node}: {count}" for node, count in sorted(per_node.items()))
+        raise LaunchError(
+            f"{engine} on yarn: YARN placed executors {layout}; the plan allows at most {allowed} per node. "
+            "Describe the NodeManagers in the grid (cluster.cores_per_node and memory_per_node as "
+            "yarn.nodemanager.resource.cpu-vcores/memory-mb plus the reserve), or let YARN count cores: "
+            "yarn.scheduler.capacity.resource-calculator=org.apache.hadoop.yarn.util.resource.DominantResourceCalculator"
+        )

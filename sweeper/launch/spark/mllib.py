@@ -227,6 +227,7 @@ class MllibSession:
     def __init__(self, spark_session: Any, partitions: int | None = None) -> None:
         self.spark_session = spark_session
         self.granted: Granted = spark_session.granted
+        self.staging_s = spark_session.staging_s
         self.partitions = partitions or self.granted.executors * self.granted.cores_per_executor
         self.cache = DataCache()
 

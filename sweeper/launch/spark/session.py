@@ -39,6 +39,8 @@ class BroadcastData:
 class SparkAppSession:
     """A started Spark application (any manager): batches through joblibspark."""
 
+    staging_s: float | None = 0.0
+
     def __init__(self, spark: Any, granted: Granted, n_jobs: int) -> None:
         self.spark = spark
         self.granted = granted
@@ -112,34 +114,37 @@ def granted_executors(spark: Any, expected: int, timeout_s: float) -> Granted:
     return uniform_shape(summaries, {heap_mib(p.cmdline()) for p in executor_processes(spark)})
 
 
-def own_executor_heap(_: Iterable[int]) -> Iterator[tuple[str, int, int]]:
-    """In a Spark task: (machine, pid, heap MiB) of the executor JVM running it, read on its own node."""
+def own_executor_heap(_: Iterable[int]) -> Iterator[tuple[str, str, int, int]]:
+    """In a Spark task: (node, machine, pid, heap MiB) of the executor JVM running it, read on its own node.
+
+    The node is the container's NodeManager on YARN (:func:`sweeper.workload.usage.node_manager`).
+    """
     import os
     from pathlib import Path
 
-    from sweeper.workload.usage import executor_jvm, machine
+    from sweeper.workload.usage import executor_jvm, machine, node_manager
 
     jvm = executor_jvm(os.getpid())
     if jvm is not None:
         arguments = Path(f"/proc/{jvm}/cmdline").read_bytes().decode(errors="replace").split("\0")
-        yield machine(), jvm, heap_mib(arguments)
+        yield node_manager(), machine(), jvm, heap_mib(arguments)
 
 
-def executor_heaps(spark: Any, executors: int, cores: int, rounds: int = 3) -> set[int]:
-    """The heaps (-Xmx, MiB) of the application's executor JVMs, each read by a task on its own node.
+def executor_heaps(spark: Any, executors: int, cores: int, rounds: int = 3) -> dict[tuple[str, str, int], int]:
+    """The heap (-Xmx, MiB) of each of the application's executor JVMs, keyed by (node, machine, pid).
 
-    Small tasks spread over every slot; a round that did not reach every executor is repeated
-    with more of them. Works wherever the executors run: nothing is read from this machine.
+    Each is read by a task on its own node: small tasks spread over every slot; a round that did not
+    reach every executor is repeated with more of them. Nothing is read from this machine.
     """
-    seen: dict[tuple[str, int], int] = {}
+    seen: dict[tuple[str, str, int], int] = {}
     tasks = 2 * executors * cores
     for _ in range(rounds):
         found = spark.sparkContext.parallelize(range(tasks), tasks).mapPartitions(own_executor_heap).collect()
-        seen.update({(where, pid): heap for where, pid, heap in found})
+        seen.update({(node, where, pid): heap for node, where, pid, heap in found})
         if len(seen) >= executors:
             break
         tasks *= 2
-    return set(seen.values())
+    return seen
 
 
 def wait_registered(spark: Any, expected: int, timeout_s: float) -> list[tuple[int, int]]:

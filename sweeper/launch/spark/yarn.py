@@ -14,7 +14,9 @@ nothing uploaded) when the nodes have them at that path: without an archive (the
 node) or on a one-machine cluster (``fs.defaultFS`` is ``file:``). With an archive on a cluster
 with a shared file system (the archive leaves pyspark's jars out), they are uploaded to that file system
 once, by the first launch that needs them, and every later application reuses them
-(sweeper/launch/spark/yarn_jars.py) instead of uploading ~460 MB each time.
+(sweeper/launch/spark/yarn_jars.py) instead of uploading ~460 MB each time; so is the archive
+(``spark.yarn.dist.archives`` then names its staged copy). The time spent staging is the session's
+``staging_s``, recorded apart from ``cluster_start_s``.
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ import psutil
 from sweeper.errors import error_text
 from sweeper.launch.base import Granted, LaunchContext, LaunchError, Session
 from sweeper.launch.hosts.processes import kill_tree
+from sweeper.launch.hosts.staging import staged_archive
 from sweeper.launch.hosts.yarn import (
     ARCHIVE_LINK,
     application_tags,
+    check_placement,
     container_python,
     driver_address,
     hadoop_conf,
@@ -68,8 +72,8 @@ def yarn_executor_processes(app_id: str) -> list[psutil.Process]:
     return found
 
 
-def granted_yarn_executors(spark: Any, expected: int, timeout_s: float) -> Granted:
-    """Wait for the executors; cores from the status store, heaps (-Xmx) read by tasks on the executors' nodes."""
+def granted_yarn_executors(spark: Any, expected: int, timeout_s: float) -> tuple[Granted, list[str]]:
+    """Wait for the executors; cores from the status store, heaps (-Xmx) and NodeManagers read by tasks on them."""
     app_id = spark.sparkContext.applicationId
     summaries = wait_registered(spark, expected, timeout_s)
     if len(summaries) < expected:
@@ -80,7 +84,7 @@ def granted_yarn_executors(spark: Any, expected: int, timeout_s: float) -> Grant
     heaps = executor_heaps(spark, expected, max(cores for cores, _ in summaries))
     if not heaps:
         raise LaunchError(f"spark on yarn: no task of {app_id} could read its executor's heap")
-    return uniform_shape(summaries, heaps)
+    return uniform_shape(summaries, set(heaps.values())), [node for node, _, _ in heaps]
 
 
 class SparkYarnSession(SparkAppSession):
@@ -156,6 +160,8 @@ class YarnSpark(SparkBackend):
 
     app_id: str | None = None
     staged_jars: str | None = None  # spark.yarn.jars on the cluster's file system (an archive, no file: FS)
+    staged_archive: str | None = None  # the packed environment there
+    staging_s = 0.0  # the time this launch spent staging them (the first launch of a sweep)
 
     def check(self) -> None:
         super().check()
@@ -212,7 +218,7 @@ class YarnSpark(SparkBackend):
         elif self.staged_jars is not None:
             conf["spark.yarn.jars"] = self.staged_jars
         if self.archive is not None:
-            conf["spark.yarn.dist.archives"] = f"{self.archive}#{ARCHIVE_LINK}"
+            conf["spark.yarn.dist.archives"] = f"{self.staged_archive or self.archive}#{ARCHIVE_LINK}"
         if self.options.queue:
             conf["spark.yarn.queue"] = self.options.queue
         return conf
@@ -220,8 +226,10 @@ class YarnSpark(SparkBackend):
     def start_cluster(self, teardown: Teardown) -> None:
         # runs after stop_spark, also when the application never started (an orphan waiting ACCEPTED)
         teardown.add(lambda: wait_released(self.yarn, self.tag, self.app_id))
-        if self.archive is not None and not self.hadoop.default_fs.startswith("file:"):
-            self.staged_jars = staged_spark_jars(self.hadoop, self.yarn.lib)  # once per cluster in a sweep
+        if self.archive is not None and not self.hadoop.default_fs.startswith("file:"):  # once per cluster in a sweep
+            self.staged_jars, jars_s = staged_spark_jars(self.hadoop, self.yarn.lib)
+            self.staged_archive, archive_s = staged_archive(self.hadoop, self.yarn.lib, self.archive)
+            self.staging_s = jars_s + archive_s
 
     def connect(self) -> Any:
         """Submit and wait until the application runs; one still waiting in its queue at the start limit is killed."""
@@ -243,11 +251,17 @@ class YarnSpark(SparkBackend):
 
     def granted(self) -> Granted:
         remaining_s = max(self.deadline - time.monotonic(), 1.0)  # the time in the queue counts too
-        return granted_yarn_executors(self.spark, self.launch.executors, remaining_s)
+        granted, self.node_managers = granted_yarn_executors(self.spark, self.launch.executors, remaining_s)
+        return granted
+
+    def check_placement(self) -> None:
+        check_placement("spark", self.launch, self.node_managers)
 
     def session(self, granted: Granted, n_jobs: int) -> SparkYarnSession:
         super().session(granted, n_jobs)
-        return SparkYarnSession(self.spark, granted, n_jobs, self.yarn, self.tag)
+        session = SparkYarnSession(self.spark, granted, n_jobs, self.yarn, self.tag)
+        session.staging_s = self.staging_s
+        return session
 
 
 def start(launch: Launch, context: LaunchContext) -> AbstractContextManager[Session]:
