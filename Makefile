@@ -42,7 +42,7 @@ datasets:  ## Fashion-MNIST from Debian's dataset-fashion-mnist (needs root or s
 	else $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y dataset-fashion-mnist; fi
 
 test: setup  ## the whole suite, integration tests included (what CI runs)
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=25
 
 test-fast: setup  ## the inner loop: no cluster starts
 	$(BIN)/pytest -m 'not integration'

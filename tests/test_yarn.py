@@ -296,8 +296,8 @@ def test_where_spark_takes_its_jars_and_stages_with_a_python_archive(
     assert ("spark.yarn.jars" in conf) == one_machine
     assert ("spark.yarn.stagingDir" in conf) == one_machine
     if not one_machine:  # staged once on that file system by the first launch (start_cluster): then taken there
-        backend.staged_jars = f"{default_fs}/user/me/.sweeper/spark-jars-4/*.jar"
+        backend.staged_jars = f"{default_fs}/user/me/.sweeper/spark-jars-4/spark-jars.zip"
         backend.staged_archive = f"{default_fs}/user/me/.sweeper/env-0123/{packed_env.name}"
         staged = backend.conf()
-        assert staged["spark.yarn.jars"] == backend.staged_jars
+        assert staged["spark.yarn.archive"] == backend.staged_jars and "spark.yarn.jars" not in staged
         assert staged["spark.yarn.dist.archives"] == f"{backend.staged_archive}#environment"  # Spark uploads nothing

@@ -16,9 +16,10 @@ import hashlib
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -47,10 +48,12 @@ def sweeper_home(conf: HadoopConf) -> str:
     return f"{conf.default_fs.rstrip('/')}/user/{user}/.sweeper"
 
 
-def stage_once(conf: HadoopConf, lib: Path, name: str, files: Sequence[Path]) -> tuple[str, float]:
-    """The directory ``.sweeper/<name>`` holding ``files``, uploaded unless it is there; and the seconds spent here.
+def stage_once(conf: HadoopConf, lib: Path, name: str, files: Callable[[Path], Sequence[Path]]) -> tuple[str, float]:
+    """The directory ``.sweeper/<name>``, uploaded unless it is there; and the seconds spent here.
 
-    The time is 0 when the directory was already there (staged by an earlier launch, run or sweep).
+    ``files(scratch)`` gives what to upload (made in a scratch directory if need be); it is called only when the
+    directory is not there yet. A directory found there (staged by an earlier launch, run or sweep) costs the
+    one look for it; one found earlier by this process costs nothing.
     """
     key = (conf.default_fs, name)
     directory = f"{sweeper_home(conf)}/{name}"
@@ -58,23 +61,30 @@ def stage_once(conf: HadoopConf, lib: Path, name: str, files: Sequence[Path]) ->
         return STAGED[key], 0.0
     started = time.monotonic()
     if fs_shell(conf, lib, "-test", "-d", directory).returncode != 0:
-        partial = f"{directory}.partial-{uuid.uuid4().hex[:8]}"
-        for step in (("-mkdir", "-p", partial), ("-put", *map(str, files), partial), ("-mv", partial, directory)):
-            done = fs_shell(conf, lib, *step)
-            if done.returncode != 0:
-                fs_shell(conf, lib, "-rm", "-r", "-f", "-skipTrash", partial)
-                if step[0] == "-mv" and fs_shell(conf, lib, "-test", "-d", directory).returncode == 0:
-                    break  # another sweep staged them meanwhile
-                raise LaunchError(f"could not stage {name} in {directory}: {done.stderr.strip()[-800:]}")
-        size_mib = sum(path.stat().st_size for path in files) / 2**20
+        with tempfile.TemporaryDirectory(prefix="sweeper-staging-") as scratch:
+            uploads = files(Path(scratch))
+            _upload(conf, lib, name, directory, uploads)
+            size_mib = sum(path.stat().st_size for path in uploads) / 2**20
         print(  # into the launch's log (its standard error)
-            f"sweeper: staged {len(files)} files ({size_mib:.0f} MiB) in {directory} in "
-            f"{time.monotonic() - started:.1f} s (once; later applications reuse them)",
+            f"sweeper: staged {name} ({size_mib:.0f} MiB) in {directory} in {time.monotonic() - started:.1f} s "
+            "(once; later applications reuse it)",
             file=sys.stderr,
             flush=True,
         )
     STAGED[key] = directory
     return directory, time.monotonic() - started
+
+
+def _upload(conf: HadoopConf, lib: Path, name: str, directory: str, files: Sequence[Path]) -> None:
+    """Put ``files`` in ``directory`` whole: into a partial directory first, renamed when complete."""
+    partial = f"{directory}.partial-{uuid.uuid4().hex[:8]}"
+    for step in (("-mkdir", "-p", partial), ("-put", *map(str, files), partial), ("-mv", partial, directory)):
+        done = fs_shell(conf, lib, *step)
+        if done.returncode != 0:
+            fs_shell(conf, lib, "-rm", "-r", "-f", "-skipTrash", partial)
+            if step[0] == "-mv" and fs_shell(conf, lib, "-test", "-d", directory).returncode == 0:
+                return  # another sweep staged it meanwhile
+            raise LaunchError(f"could not stage {name} in {directory}: {done.stderr.strip()[-800:]}")
 
 
 @lru_cache(maxsize=8)
@@ -91,5 +101,5 @@ def staged_archive(conf: HadoopConf, lib: Path, archive: Path) -> tuple[str, flo
     spent staging it here (0 when an earlier launch or sweep staged the same archive)."""
     stat = archive.stat()
     name = f"env-{_content_hash(archive.resolve(), stat.st_size, stat.st_mtime_ns)}"
-    directory, staged_s = stage_once(conf, lib, name, [archive])
+    directory, staged_s = stage_once(conf, lib, name, lambda _: [archive])
     return f"{directory}/{archive.name}", staged_s

@@ -13,8 +13,8 @@ Spark's own jars: taken in place from this machine's pyspark (``spark.yarn.jars`
 nothing uploaded) when the nodes have them at that path: without an archive (the same venv on every
 node) or on a one-machine cluster (``fs.defaultFS`` is ``file:``). With an archive on a cluster
 with a shared file system (the archive leaves pyspark's jars out), they are uploaded to that file system
-once, by the first launch that needs them, and every later application reuses them
-(sweeper/launch/spark/yarn_jars.py) instead of uploading ~460 MB each time; so is the archive
+once, as one archive, by the first launch that needs them, and every later application reuses it
+(``spark.yarn.archive``, sweeper/launch/spark/yarn_jars.py) instead of uploading ~460 MB each time; so is the archive
 (``spark.yarn.dist.archives`` then names its staged copy). The time spent staging is the session's
 ``staging_s``, recorded apart from ``cluster_start_s``.
 """
@@ -159,7 +159,7 @@ class YarnSpark(SparkBackend):
     """Executors in YARN containers, client mode: the driver runs here."""
 
     app_id: str | None = None
-    staged_jars: str | None = None  # spark.yarn.jars on the cluster's file system (an archive, no file: FS)
+    staged_jars: str | None = None  # spark.yarn.archive on the cluster's file system (an archive, no file: FS)
     staged_archive: str | None = None  # the packed environment there
     staging_s = 0.0  # the time this launch spent staging them (the first launch of a sweep)
 
@@ -216,7 +216,7 @@ class YarnSpark(SparkBackend):
         if self.archive is None or one_machine:
             conf["spark.yarn.jars"] = f"local:{Path(pyspark.__file__).parent / 'jars'}/*"
         elif self.staged_jars is not None:
-            conf["spark.yarn.jars"] = self.staged_jars
+            conf["spark.yarn.archive"] = self.staged_jars
         if self.archive is not None:
             conf["spark.yarn.dist.archives"] = f"{self.staged_archive or self.archive}#{ARCHIVE_LINK}"
         if self.options.queue:
