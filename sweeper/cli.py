@@ -27,11 +27,11 @@ from sweeper.planning.plan import Plan, make_plan, plan_json
 from sweeper.planning.view import show_plan, warning_line
 from sweeper.results import PRUNED
 from sweeper.results.recommend_view import add_parser as add_recommend_parser
+from sweeper.run.signals import exit_status
 from sweeper.run.view import plain
 from sweeper.search.replay_view import add_parser as add_replay_parser
 
 USER_ERROR_EXIT = 2
-INTERRUPTED_EXIT = 130
 
 
 def cmd_plan(args: argparse.Namespace, console: Console) -> int:
@@ -105,7 +105,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     )
     if result.interrupted:
         console.print(plain("interrupted", "red") + plain(": the running launch was torn down; finished rows are kept"))
-        return INTERRUPTED_EXIT
+        return result.exit_status
     return 0
 
 
@@ -250,9 +250,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     errors = plain_console(stderr=True)
     try:
         code: int = args.func(args, console)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         errors.print(plain("interrupted", "red"))
-        return INTERRUPTED_EXIT
+        return exit_status(stop)
     except UserError as error:
         for problem in error.problems:
             errors.print(plain("error:", "red") + plain(f" {problem}"), soft_wrap=True)

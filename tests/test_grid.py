@@ -318,6 +318,15 @@ def test_more_than_five_cores_per_executor_warns_but_plans(write_grid: Callable[
     assert len(loaded.warnings) == 1 and "sizing.cores_per_executor[1]" in loaded.warnings[0]
 
 
+def test_numbers_written_with_an_exponent_are_floats_as_in_yaml_1_2(write_grid: Callable[..., Path]) -> None:
+    grid = yaml.safe_dump(_with("workload", model={"hidden_layer_sizes": [16]}))
+    text = grid.replace("hidden_layer_sizes:", "alpha: 1e-4\n    learning_rate_init: 1E-3\n    hidden_layer_sizes:")
+    path = write_grid(text)
+    assert "alpha: 1e-4" in path.read_text()  # written as users write it, unquoted
+    axes = dict(grid_file.load(path).workload.model_axes)
+    assert axes["alpha"] == (0.0001,) and axes["learning_rate_init"] == (0.001,)
+
+
 def test_model_lists_are_axes_but_a_layer_list_is_one_value(write_grid: Callable[..., Path]) -> None:
     grid = _with("workload", model={"hidden_layer_sizes": [64, 32], "alpha": [0.0001, 0.01]})
     axes = dict(grid_file.load(write_grid(grid)).workload.model_axes)
@@ -1167,3 +1176,19 @@ def test_the_problems_of_recorded_grids_are_unchanged_word_for_word() -> None:
     for case in cases:
         expected = {"problems": case["problems"], "warnings": case["warnings"]}
         assert _outcome(yaml.safe_load(case["grid"])) == expected, (case["test"], case["grid"])
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["BASH_ENV", "LD_PRELOAD", "PYTHONSTARTUP", "JAVA_TOOL_OPTIONS", "PYSPARK_SUBMIT_ARGS", "PATH", "SPARK_HOME",
+     "DASK_DISTRIBUTED__WORKER__PRELOAD", "GLIBC_TUNABLES", "_JAVA_OPTIONS", "HADOOP_OPTS", "ld_preload"],
+)  # fmt: skip
+def test_environment_refuses_variables_a_shell_loader_jvm_or_launcher_reads(name: str) -> None:
+    err = _problems({**minimal_grid(), "environment": {name: "/tmp/x.sh"}})
+    assert f"environment.{name}: {name} is read by " in err and "not only by the fits" in err
+
+
+def test_environment_keeps_what_the_fits_read() -> None:
+    environment = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MALLOC_TRIM_THRESHOLD_": "0", "MY_SWITCH": "on"}
+    grid = grid_file.parse({**minimal_grid(), "environment": environment}, Path("g.yaml"))
+    assert dict(grid.environment) == environment

@@ -266,3 +266,24 @@ def test_the_parser_repeats_the_analysis_constants_without_importing_it() -> Non
     assert (args.objective, args.accuracy_margin, args.json, args.budget) == ("time", 0.005, False, None)
     with pytest.raises(SystemExit):
         parser.parse_args(["results/", "--objective", "speed"])
+
+
+def test_an_engine_whose_launch_failed_is_named_and_no_engine_verdict_is_given() -> None:
+    """#21: with Dask's launch failed, the answer must not read "spark wins" as if Dask had been measured."""
+    rows = synthetic_rows(CLEAR[:2], epochs=(5,), seed=4)
+    error = "launch did not start: dask granted 1 x 1 cores x 24105 MiB, planned 1 x 1 cores x 59392 MiB"
+    for row in rows:
+        if row["engine"] == "dask":
+            row.update(status="failed", fit_wall_s=None, accuracy=None, error=error)
+    recommendation = rec.recommend(to_frame(rows), n_bootstrap=FAST)
+    assert [m.engine for m in recommendation.unmeasured] == ["dask"]
+    assert recommendation.unmeasured[0].status == "failed" and "24105 MiB" in recommendation.unmeasured[0].reason
+    assert recommendation.unmeasured[0].epochs == (5,)
+    text = "\n".join(view.answer_lines(recommendation))
+    assert "Not measured (left out of the answer above):" in text and "launch did not start" in text
+    assert "5 epochs: cannot be given: dask has no ok measurement" in text
+    assert "(among what was measured: see above)" in text
+    assert view.to_json(recommendation)["unmeasured"][0]["engine"] == "dask"
+    # all measured: nothing of the kind is said
+    clear = rec.recommend(synthetic_frame(CLEAR[:2], epochs=(5,), seed=4), n_bootstrap=FAST)
+    assert clear.unmeasured == () and "Not measured" not in "\n".join(view.answer_lines(clear))

@@ -7,18 +7,21 @@ their environment so that the process-table checks only see this test's processe
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import socket
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -28,6 +31,7 @@ from sweeper.config import load as grid_file
 from sweeper.launch.base import LaunchContext
 from sweeper.launch.registry import starter
 from sweeper.planning.plan import make_plan
+from sweeper.results.lock import LOCK_NAME
 from sweeper.results.store import write_rows
 from sweeper.run import rows, runner
 from sweeper.workload.environment import fit_environment
@@ -37,18 +41,21 @@ from tests.support.faults import (
     TAG_VARIABLE,
     assert_no_tagged_processes,
     dask_workers,
+    descendants,
     kill,
     listening_addresses,
     new_tag,
     part_files,
     spark_executors,
     start_sweep,
-    stop,
     tagged_environment,
     tagged_launch_processes,
     wait_for,
     wait_until_fitting,
     write_grid_file,
+)
+from tests.support.faults import (
+    stop as stop_sweep,
 )
 
 pytestmark = pytest.mark.integration
@@ -82,7 +89,9 @@ def assert_resumed_without_duplicates(store: Path, sweep: str, expected_ok: int)
     ok = frame[frame["status"] == "ok"]
     assert ok["measurement_key"].is_unique, ok[["engine", "epochs", "measurement_key"]]
     assert len(ok) == expected_ok, frame[["engine", "epochs", "status", "error"]]
-    assert not list((store / sweep).glob(".*")), "temporary files left in the store"
+    left = [path.name for path in (store / sweep).glob(".*") if path.name != LOCK_NAME]
+    assert not left, f"temporary files left in the store: {left}"
+    assert not (store / sweep / LOCK_NAME).read_text(), "the sweep's lock still names a run"
     assert not (store / ".scratch").exists()
     return frame
 
@@ -144,7 +153,7 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> Killed:
             kill(victim)
         output, _ = process.communicate(timeout=SWEEP_TIMEOUT_S)
     finally:
-        stop(process)
+        stop_sweep(process)
     return Killed(grid, tmp / "store", tag, process.returncode, output, load_results(tmp / "store"), victims, sockets)
 
 
@@ -277,8 +286,8 @@ def test_sigterm_mid_launch_tears_down_exits_non_zero_and_a_rerun_completes(tmp_
         os.kill(process.pid, signal.SIGTERM)
         output, _ = process.communicate(timeout=120)
     finally:
-        stop(process)
-    assert process.returncode == 130, output
+        stop_sweep(process)
+    assert process.returncode == 143, output  # 128 + SIGTERM, as a shell reports a process it ended
     assert "interrupted" in output and "Traceback" not in output, output
     assert_no_tagged_processes(tag, wait_s=10)  # torn down before exiting, not later
     kept = load_results(store, "terminated")
@@ -291,10 +300,84 @@ def test_sigterm_mid_launch_tears_down_exits_non_zero_and_a_rerun_completes(tmp_
     assert_no_tagged_processes(tag)
 
 
-# --- two sweeps writing into one store at the same time ---------------------------------------------------------
+# --- Ctrl-C (to the process group, as a terminal sends it) and SIGTERM at any moment --------------------------
 
 
-def test_two_sweeps_into_the_same_store_at_once_lose_and_corrupt_nothing(tmp_path: Path) -> None:
+def start_in_own_session(grid: Path, tag: str) -> subprocess.Popen[str]:
+    """A sweep in a process group of its own, so that a test can signal the group as a terminal does."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "sweeper", "run", str(grid)], cwd=REPO, env=tagged_environment(tag),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )  # fmt: skip
+
+
+def stopped(process: subprocess.Popen[str], stop: signal.Signals, to_group: bool) -> tuple[str, float]:
+    """Send ``stop`` (to the group or the process); the output and the seconds until the sweep exited."""
+    sent = time.monotonic()
+    if to_group:
+        os.killpg(process.pid, stop)
+    else:
+        os.kill(process.pid, stop)
+    output, _ = process.communicate(timeout=120)
+    return output, time.monotonic() - sent
+
+
+@pytest.mark.parametrize(("stop", "to_group", "status"), [(signal.SIGINT, True, 130), (signal.SIGTERM, False, 143)])
+def test_a_stop_during_a_dask_batch_tears_down_in_seconds_and_keeps_the_finished_rows(
+    stop: signal.Signals, to_group: bool, status: int, tmp_path: Path
+) -> None:
+    name = f"stopped-{stop.name.lower()}"
+    grid = fault_grid(tmp_path, name, epochs=[2, LONG], engines=["dask"], baseline=False)
+    tag = new_tag()
+    process = start_in_own_session(grid, tag)
+    try:
+        wait_for(lambda: part_files(tmp_path / "store" / name, 0), 300, "the Dask launch's first row", process)
+        wait_until_fitting(lambda: dask_workers(process.pid), cpu_s=1.0, include_self=False, timeout_s=300,
+                           alive=process)  # fmt: skip
+        output, took_s = stopped(process, stop, to_group)
+    finally:
+        stop_sweep(process)
+    assert process.returncode == status, output
+    assert took_s < 15, f"the sweep took {took_s:.0f} s to stop:\n{output}"
+    assert "Traceback" not in output and output.count("interrupted") == 1, output
+    kept = load_results(tmp_path / "store", name)
+    assert kept[["epochs", "status"]].values.tolist() == [[2, "ok"]]
+    assert_no_tagged_processes(tag, wait_s=10)
+
+
+def test_ctrl_c_during_a_spark_start_tears_down_in_seconds(tmp_path: Path) -> None:
+    grid = fault_grid(tmp_path, "stopped-start", epochs=[2], engines=["spark"], baseline=False)
+    tag = new_tag()
+    process = start_in_own_session(grid, tag)
+
+    def driver_jvm() -> list[psutil.Process]:
+        return [child for child in descendants(process.pid) if child.name() == "java"]
+
+    try:
+        wait_for(driver_jvm, 120, "Spark's driver JVM", process)
+        output, took_s = stopped(process, signal.SIGINT, to_group=True)
+    finally:
+        stop_sweep(process)
+    assert process.returncode == 130, output
+    assert took_s < 15, f"the sweep took {took_s:.0f} s to stop:\n{output}"
+    assert "Traceback" not in output, output
+    assert_no_tagged_processes(tag, wait_s=10)
+
+
+# --- one writer per sweep ----------------------------------------------------------------------------------------
+
+
+def lock_holder(store: Path, sweep: str) -> int | None:
+    """The PID the sweep's lock file names, if any."""
+    try:
+        return int(json.loads((store / sweep / LOCK_NAME).read_text())["pid"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def test_a_second_run_of_a_sweep_being_written_is_refused_naming_the_first_and_fresh_deletes_nothing(
+    tmp_path: Path,
+) -> None:
     store = tmp_path / "store"
     grids = []
     for variant, epochs in (("a", [2, 4]), ("b", [3, 5])):  # the same sweep name, different grids
@@ -302,22 +385,59 @@ def test_two_sweeps_into_the_same_store_at_once_lose_and_corrupt_nothing(tmp_pat
         spec["workload"] = {"dataset": "digits", "epochs": epochs, "trials": 2}
         grids.append(write_grid_file(tmp_path / f"{variant}.yaml", spec))
     tag = new_tag()
-    processes = [start_sweep(grid, tag) for grid in grids]
+    scratch = tmp_path / "tmpdir"  # the runs' TMPDIR: nothing of theirs may be left there
+    scratch.mkdir()
+    env = tagged_environment(tag, TMPDIR=str(scratch))
+    first = start_sweep(grids[0], tag, env=env)
     try:
-        outputs = [process.communicate(timeout=SWEEP_TIMEOUT_S)[0] for process in processes]
+        wait_for(lambda: lock_holder(store, "shared") == first.pid, 120, "the first run's lock", first)
+        refused = [run_sweep(grid, tag, env=env) for grid in grids]  # the same grid, another grid of the name
+        fresh = subprocess.run(
+            [sys.executable, "-m", "sweeper", "run", str(grids[0]), "--fresh"],
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=SWEEP_TIMEOUT_S,
+        )  # fmt: skip
+        output, _ = first.communicate(timeout=SWEEP_TIMEOUT_S)
     finally:
-        for process in processes:
-            stop(process)
-    for process, output in zip(processes, outputs, strict=True):
-        assert process.returncode == 0, output
-    frame = assert_resumed_without_duplicates(store, "shared", expected_ok=2 * 2 * 2 * 2)
-    assert frame["measurement_key"].is_unique
-    assert frame.groupby("run_id").size().tolist() == [8, 8]
+        stop_sweep(first)
+    assert first.returncode == 0, output
+    for done in [*refused, fresh]:
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert f"pid {first.pid} on {socket.gethostname()}" in done.stderr and "Traceback" not in done.stderr
+    frame = assert_resumed_without_duplicates(store, "shared", expected_ok=2 * 2 * 2)  # --fresh deleted nothing
+    assert frame.groupby("run_id").size().tolist() == [8]
+    # after it, the other grid of the same name runs, and says that it joins another grid's rows
+    other = run_sweep(grids[1], tag, env=env)
+    assert other.returncode == 0, other.stdout + other.stderr
+    assert "holds rows of another grid" in other.stdout + other.stderr
+    frame = assert_resumed_without_duplicates(store, "shared", expected_ok=16)
     assert sorted(frame["epochs"].unique().tolist()) == [2, 3, 4, 5]
     assert pq.ParquetDataset(store / "shared").read().num_rows == 16  # plain Parquet readers agree
-    for grid in grids:
-        again = runner.run(make_plan(grid_file.load(grid)), store=store)
-        assert (again.skipped, len(again.rows)) == (8, 0)
+    assert not list(scratch.iterdir())  # no dask-scratch-space or anything else outside the store
+    assert_no_tagged_processes(tag)
+
+
+def test_after_kill_9_the_next_run_takes_the_lock_over_cleans_the_scratch_and_completes(tmp_path: Path) -> None:
+    grid = fault_grid(tmp_path, "killed9", epochs=[2, LONG], engines=["dask"], baseline=False)
+    store = tmp_path / "store"
+    tag = new_tag()
+    process = start_sweep(grid, tag)
+    try:
+        wait_for(lambda: part_files(store / "killed9", 0), 300, "the Dask launch's first row", process)
+        killed_run = next((store / ".runs").iterdir()).name
+        assert (store / ".runs" / killed_run / "scratch").is_dir()
+        process.kill()  # SIGKILL: nothing of sweeper's own runs after this
+        process.communicate(timeout=60)
+    finally:
+        stop_sweep(process)
+    assert_no_tagged_processes(tag, wait_s=30)
+    assert lock_holder(store, "killed9") == process.pid  # what the killed run left: its name in the lock file
+    again = run_sweep(grid, tag)
+    assert again.returncode == 0, again.stdout + again.stderr
+    said = again.stdout + again.stderr
+    assert f"pid {process.pid}" in said and "taking over" in said
+    assert f"removed the scratch of 1 run(s) killed before their end: {killed_run}" in said
+    assert not (store / ".runs" / killed_run / "scratch").exists()
+    assert_resumed_without_duplicates(store, "killed9", expected_ok=2)
     assert_no_tagged_processes(tag)
 
 

@@ -21,6 +21,7 @@ from sweeper.results.store import (
     SCHEMA_VERSION,
     check_writable,
     compact,
+    finish_merges,
     read_table,
     recorded_rows,
     remove_sweep,
@@ -311,3 +312,21 @@ def test_the_probe_names_the_path_and_the_reason(tmp_path: Path) -> None:
         check_writable(tmp_path / "store", "s")
     with pytest.raises(UserError, match=r"File name too long"):
         check_writable(tmp_path / ("x" * 300), "s")
+
+
+def test_a_merge_stopped_before_removing_its_parts_never_counts_a_row_twice_and_is_finished(tmp_path: Path) -> None:
+    parts = [write_rows(tmp_path, "s", [row(key)], f"part-r-001-{n:04d}") for n, key in enumerate(("a", "b"))]
+    merged = compact(tmp_path, "s", parts, "part-r-001", teardown_s=2.5)
+    assert merged is not None
+    for n, key in enumerate(("a", "b")):  # the parts again, as a kill -9 between the rename and the unlinks leaves them
+        rows = [r for r in load_results(tmp_path, "s").to_dict("records") if r["measurement_key"] == key]
+        write_rows(tmp_path, "s", [{**rows[0], "teardown_s": None}], f"part-r-001-{n:04d}")
+    frame = load_results(tmp_path, "s")
+    assert sorted(frame["measurement_key"]) == ["a", "b"] and (frame["teardown_s"] == 2.5).all()  # the merged copy
+    assert recorded_rows(tmp_path, "s") == {"a": ("ok", 1.5), "b": ("ok", 1.5)}
+    removed = finish_merges(tmp_path, "s")
+    assert sorted(p.name for p in removed) == ["part-r-001-0000.parquet", "part-r-001-0001.parquet"]
+    assert [p.name for p in (tmp_path / "s").iterdir()] == ["part-r-001.parquet"]
+    # a part whose rows are not all in the merged file is not a copy: it stays
+    write_rows(tmp_path, "s", [row("c")], "part-r-001-0002")
+    assert finish_merges(tmp_path, "s") == [] and len(load_results(tmp_path, "s")) == 3

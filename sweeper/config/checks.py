@@ -36,6 +36,43 @@ from sweeper.workload.environment import OBSERVED_VARIABLES
 
 _NUL = re.compile("\x00")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# What interprets a variable that `environment:` may not set: through it a grid could run commands or code, or
+# change what runs, as the user running the sweep (spark-submit and Hadoop's clients are shell scripts and JVMs).
+_INTERPRETED = {
+    **dict.fromkeys(("BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "IFS", "CDPATH",
+                     "GLOBIGNORE", "PATH", "HOME", "SHELL"), "the shell"),
+    **dict.fromkeys(("GLIBC_TUNABLES", "GCONV_PATH", "LOCPATH", "NLSPATH", "HOSTALIASES", "RESOLV_HOST_CONF"),
+                    "the C library"),
+    **dict.fromkeys(("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "JAVA_HOME", "JAVA_OPTS", "CLASSPATH"),
+                    "the JVM"),
+    **dict.fromkeys(("PERL5OPT", "PERL5LIB", "PERLLIB", "RUBYOPT", "RUBYLIB", "NODE_OPTIONS"), "an interpreter"),
+}  # fmt: skip
+_INTERPRETED_PREFIXES = {
+    "LD_": "the dynamic loader",
+    "DYLD_": "the dynamic loader",
+    "BASH_FUNC_": "the shell",
+    "PYTHON": "Python",  # PYTHONSTARTUP, PYTHONPATH, ...; PYTHONHASHSEED (a seed) is allowed
+    "SPARK_": "Spark's launcher",
+    "PYSPARK_": "Spark's launcher",
+    "HADOOP_": "Hadoop's launcher",
+    "YARN_": "Hadoop's launcher",
+    "HDFS_": "Hadoop's launcher",
+    "DASK_": "Dask (its configuration can preload code)",
+    "SSH_": "ssh",
+}
+_FIT_VARIABLES = {"PYTHONHASHSEED"}
+
+
+def interpreted_by(name: str) -> str | None:
+    """What interprets environment variable ``name`` beyond the fits (a shell, the loader, ...), or None."""
+    if name in _FIT_VARIABLES:
+        return None
+    upper = name.upper()
+    return _INTERPRETED.get(upper) or next(
+        (who for p, who in _INTERPRETED_PREFIXES.items() if upper.startswith(p)), None
+    )
+
+
 _SPARK_PROPERTY = re.compile(rf"spark\.[^\s={CONTROL_CHARS}]+")
 
 
@@ -377,6 +414,14 @@ def environment(check: Problems, value: Any) -> dict[str, str]:
         key = f"environment.{key_name(name)}"
         if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
             check.fail(key, f"must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*), got {shown(name)}")
+            continue
+        who = interpreted_by(name)
+        if who is not None:
+            check.fail(
+                key,
+                f"{name} is read by {who}, not only by the fits: environment may set only what the fits read "
+                "(thread counts, seeds, library switches such as OMP_NUM_THREADS or PYTHONHASHSEED)",
+            )
             continue
         checked = _setting(check, setting, key, _NUL, "NUL characters")
         if checked is not None:

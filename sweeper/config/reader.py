@@ -11,10 +11,14 @@ is built, the reader refuses, as a :class:`~sweeper.errors.UserError` naming the
   refused from its few hundred bytes; aliases are otherwise allowed anywhere; an alias inside the
   node it names is refused;
 - a key given twice in one mapping (YAML forbids it), naming the key and both lines.
+
+Numbers follow YAML 1.2 where PyYAML (YAML 1.1) reads them as strings: ``1e-4``, ``1E3`` and ``2.5e+2``
+are floats, as users write ``alpha`` and ``learning_rate_init``.
 """
 
 from __future__ import annotations
 
+import re
 import stat
 from collections.abc import Hashable
 from pathlib import Path
@@ -97,6 +101,14 @@ class GridLoader(yaml.SafeLoader):
                     f"duplicate key {shown(key)} at {seen} and again at {where}; YAML allows each key once in a mapping"
                 )
             first_seen[key] = where
+
+
+# YAML 1.2's core float: an exponent without a dot or a sign (1e-4, 1E3) is a float, where YAML 1.1 reads a string
+GridLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$"),
+    list("-+.0123456789"),
+)
 
 
 def read_grid_yaml(path: Path) -> Any:

@@ -443,7 +443,9 @@ TOP = Section(
             shown_default="`{}`",
             doc=(
                 "environment variables set, the same way, in every process that runs fits; names "
-                "`[A-Za-z_][A-Za-z0-9_]*`, values a string, number or boolean without NUL"
+                "`[A-Za-z_][A-Za-z0-9_]*`, values a string, number or boolean without NUL; not variables a shell, "
+                "the dynamic loader, the JVM, Python or Spark's, Hadoop's or Dask's launchers read (`LD_*`, "
+                "`BASH_ENV`, `JAVA_TOOL_OPTIONS`, `PYTHON*` but `PYTHONHASHSEED`, `SPARK_*`, `PATH`, ...)"
             ),
         ),
         Field(

@@ -59,12 +59,13 @@ class Session(Protocol):
         """Spark: the largest executor's peak JVM heap so far, from Spark's executor metrics; other engines: None."""
         ...
 
-    def abort(self) -> None:
+    def abort(self, restart: bool = True) -> None:
         """Stop a running batch at once (timeout, Ctrl-C): kill what runs fits.
 
         Where the engine can start them again (the baseline, Dask's nannies, Spark's workers), the next
-        batch runs on fresh workers; Dask's abort returns only once they are all back. Dask on YARN
-        kills the application: the next batch fails, and the runner starts the launch again.
+        batch runs on fresh workers; Dask's abort returns only once they are all back, unless ``restart``
+        is false (Ctrl-C: the launch is torn down next, and the same signal may have ended the nannies).
+        Dask on YARN kills the application: the next batch fails, and the runner starts the launch again.
         """
         ...
 

@@ -45,7 +45,7 @@ class BaselineSession:
     def jvm_peak_heap_gib(self) -> float | None:
         return None  # no JVM
 
-    def abort(self) -> None:
+    def abort(self, restart: bool = True) -> None:
         """Kill the worker process; a fresh one runs the next batch."""
         self._executor.shutdown(wait=True, kill_workers=True)
         self._executor = self._new_executor()

@@ -60,6 +60,7 @@ from scipy import stats as scipy_stats
 from sweeper.errors import UserError
 from sweeper.planning.plan import BASELINE_ENGINE
 from sweeper.results import statistics
+from sweeper.results.unmeasured import Unmeasured, unmeasured
 from sweeper.results.right_sizing import (
     ARM,
     LOW_UTILISATION,
@@ -187,6 +188,7 @@ class Recommendation:
     memory: tuple[MemoryAdvice, ...]
     idle: tuple[IdleSlots, ...]
     idle_threshold: float = LOW_UTILISATION
+    unmeasured: tuple[Unmeasured, ...] = ()  # configurations without an ok row at some epochs, and why
 
     @property
     def overall(self) -> str:
@@ -301,6 +303,7 @@ def recommend(
         spark_vs_dask=tuple(engines),
         memory=tuple(memory_advice(df)),
         idle=tuple(idle_slots(df)),
+        unmeasured=tuple(unmeasured(df)),
     )
 
 

@@ -121,10 +121,38 @@ def answer_lines(recommendation: Recommendation) -> list[str]:
     for answer in recommendation.answers:
         where = f"[{_workload_text(answer.workload)}] " if several else ""
         out.append(f"  {where}{answer_sentence(answer)}")
-    if recommendation.spark_vs_dask:
+    if recommendation.spark_vs_dask or _one_engine_missing(recommendation):
         out.append("Spark vs Dask (each engine's best configuration):")
         out += [f"  {engine_sentence(line)}" for line in recommendation.spark_vs_dask]
-    out.append(f"Overall: {recommendation.overall}")
+        out += [f"  {line}" for line in _one_engine_missing(recommendation)]
+    out += unmeasured_lines(recommendation)
+    among = " (among what was measured: see above)" if recommendation.unmeasured else ""
+    out.append(f"Overall: {recommendation.overall}{among}")
+    return out
+
+
+def unmeasured_lines(recommendation: Recommendation) -> list[str]:
+    """The configurations the answer could not weigh: no ok row at some epochs, with the reason."""
+    if not recommendation.unmeasured:
+        return []
+    out = ["Not measured (left out of the answer above):"]
+    for missing in recommendation.unmeasured:
+        epochs = ", ".join(str(e) for e in missing.epochs)
+        why = f"{missing.status}: {missing.reason}" if missing.reason else missing.status
+        out.append(f"  {missing.label} at {epochs} epochs: {why}")
+    return out
+
+
+def _one_engine_missing(recommendation: Recommendation) -> list[str]:
+    """Spark vs Dask where one engine has ok rows at an epochs value and the other none: no verdict."""
+    compared = {line.epochs for line in recommendation.spark_vs_dask}
+    out = []
+    for answer in recommendation.answers:
+        engines = {arm.engine for arm in answer.arms}
+        for absent in ("spark", "dask"):
+            failed = any(m.engine == absent and answer.epochs in m.epochs for m in recommendation.unmeasured)
+            if answer.epochs not in compared and absent not in engines and failed:
+                out.append(f"{answer.epochs} epochs: cannot be given: {absent} has no ok measurement (see below)")
     return out
 
 
@@ -214,6 +242,7 @@ def to_json(recommendation: Recommendation) -> dict[str, Any]:
         ],
         "memory": [{**advice.__dict__, "alternative": advice.alternative} for advice in recommendation.memory],
         "idle_slots": [idle.__dict__ for idle in recommendation.idle],
+        "unmeasured": [{**missing.__dict__, "epochs": list(missing.epochs)} for missing in recommendation.unmeasured],
         "overall": recommendation.overall,
     }
     return _nulls(document)

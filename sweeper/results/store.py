@@ -256,7 +256,49 @@ def read_table(store: str | Path, sweep: str | None = None) -> pa.Table:
 
 def _read_files(paths: list[Path]) -> pa.Table:
     tables = [_read_file(path) for path in paths]
-    return pa.concat_tables(tables) if tables else SCHEMA.empty_table()
+    return _unique_rows(pa.concat_tables(tables)) if tables else SCHEMA.empty_table()
+
+
+ROW_IDENTITY = ("measurement_key", "run_id", "started_at", "status")  # one row, wherever it is stored
+
+
+def _identities(table: pa.Table) -> list[tuple[Any, ...]]:
+    return list(zip(*(table.column(name).to_pylist() for name in ROW_IDENTITY), strict=True))
+
+
+def _unique_rows(table: pa.Table) -> pa.Table:
+    """Each row once: a merge stopped between writing the merged file and removing its parts (``kill -9``) leaves
+    copies, which must never count as more trials. Of two copies the one with ``teardown_s`` (the merged one) stays."""
+    teardown = table.column("teardown_s").to_pylist()
+    first: dict[tuple[Any, ...], int] = {}
+    keep: list[int] = []
+    for index, identity in enumerate(_identities(table)):
+        slot = first.get(identity)
+        if slot is None:
+            first[identity] = len(keep)
+            keep.append(index)
+        elif teardown[keep[slot]] is None and teardown[index] is not None:
+            keep[slot] = index
+    return table if len(keep) == table.num_rows else table.take(keep)
+
+
+def finish_merges(store: Path, sweep: str) -> list[Path]:
+    """Remove the part files of merges that were stopped after the merged file was written; the files removed.
+
+    A launch writes ``STEM-NNNN.parquet`` per measurement and merges them into ``STEM.parquet``; a part whose
+    rows are all in its merged file is a copy. Call it while holding the sweep's lock.
+    """
+    directory = sweep_dir(store, sweep)
+    removed = []
+    for part in _sweep_files(directory):
+        stem, _, serial = part.stem.rpartition("-")
+        merged = directory / f"{stem}.parquet"
+        if not (len(serial) == 4 and serial.isdigit() and merged.is_file()):
+            continue
+        if set(_identities(_read_file(part))) <= set(_identities(_read_file(merged))):
+            part.unlink()
+            removed.append(part)
+    return removed
 
 
 def _read_file(path: Path) -> pa.Table:
@@ -388,6 +430,11 @@ def recorded_rows(store: Path, sweep: str) -> dict[str, tuple[str, float | None]
         if recorded.get(key, ("",))[0] != "ok":
             recorded[key] = (status, time_s)
     return recorded
+
+
+def grid_hashes(store: Path, sweep: str) -> set[str]:
+    """The hashes of the grids whose runs wrote this sweep's rows."""
+    return {value for value in read_table(store, sweep).column("grid_hash").to_pylist() if value}
 
 
 def remove_sweep(store: Path, sweep: str) -> int:

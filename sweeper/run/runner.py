@@ -9,17 +9,13 @@ finished row and stops.
 from __future__ import annotations
 
 import contextlib
-import shutil
-import signal
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from sweeper.config.grid import Grid
@@ -30,7 +26,17 @@ from sweeper.launch.options import LocalOptions, options_for
 from sweeper.launch.registry import check_supported, starter
 from sweeper.planning.plan import BASELINE_ENGINE, Launch, Plan, Point
 from sweeper.results import PRUNED
-from sweeper.results.store import check_writable, compact, recorded_rows, remove_sweep, write_rows
+from sweeper.results.lock import holding
+from sweeper.results.store import (
+    check_writable,
+    compact,
+    finish_merges,
+    grid_hashes,
+    recorded_rows,
+    remove_sweep,
+    sweep_dir,
+    write_rows,
+)
 from sweeper.run.halving import HalvingRun, rung_lines
 from sweeper.run.resources import resource_columns
 from sweeper.run.reuse import reused_row, split_reused
@@ -43,6 +49,8 @@ from sweeper.run.rows import (
     shared_columns,
     trained_epochs,
 )
+from sweeper.run.run_dir import run_directory
+from sweeper.run.signals import deferred_interrupts, exit_status, signals_as_interrupt
 from sweeper.run.trials import FixedQueue, LaunchQueue, TrialQueue, trial_policy
 from sweeper.workload import data as datasets
 from sweeper.workload.data import Data
@@ -62,6 +70,7 @@ class RunResult:
     rows: list[dict[str, Any]] = field(default_factory=list)
     skipped: int = 0
     interrupted: bool = False
+    exit_status: int = 0  # stopped: 130 (Ctrl-C) or 143 (SIGTERM)
     notes: list[str] = field(default_factory=list)  # what a search strategy decided, for the end of the run
 
 
@@ -105,14 +114,39 @@ def run(
     """Take every pending measurement of the plan and write its row to the store.
 
     Everything that can be checked is checked before the first launch: engines and managers,
-    the dataset, the store (a probe file written and removed before ``fresh`` deletes anything).
+    the dataset, the store (a probe file written and removed before ``fresh`` deletes anything), and
+    that no other run writes the sweep (its lock is held until the run ends: :mod:`sweeper.results.lock`).
     A dry run takes each shrunk measurement once and reuses its row for the planned measurements
     that shrink to the same one (see :mod:`sweeper.run.reuse`), unless ``reuse`` is false.
     """
-    grid = plan.grid
     _check_first(plan, store)
+    with holding(sweep_dir(store, plan.grid.name), warn):  # one writer per sweep, from before --fresh deletes
+        return _run_held(plan, store, fresh, report, warn, progress, start_timeout_s, reuse)
+
+
+def _run_held(
+    plan: Plan,
+    store: Path,
+    fresh: bool,
+    report: Reporter | None,
+    warn: Callable[[str], None],
+    progress: Callable[[int, int], None] | None,
+    start_timeout_s: float | None,
+    reuse: bool,
+) -> RunResult:
+    """:func:`run` once the sweep's lock is held."""
+    grid = plan.grid
     if fresh:
         remove_sweep(store, grid.name)
+    repaired = finish_merges(store, grid.name)
+    if repaired:
+        warn(f"removed {len(repaired)} part files a stopped merge left beside their merged file")
+    others = grid_hashes(store, grid.name) - {grid.grid_hash}
+    if others:
+        warn(
+            f"sweep {grid.name} in {store} holds rows of another grid (hash {', '.join(sorted(others))}); "
+            f"this grid's (hash {grid.grid_hash}) join them: give it another name, or --fresh, to keep them apart"
+        )
     recorded = recorded_rows(store, grid.name)
     done_s = {key: time_s for key, (status, time_s) in recorded.items() if status == "ok" and time_s is not None}
     static = grid.workload.adaptive is None and grid.search.strategy == "grid"
@@ -121,33 +155,29 @@ def run(
     if static and not todo:
         return result
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-    run_dir = store / ".runs" / run_id  # scratch/ is removed at the end, logs/ is kept
-    context = _launch_context(grid, run_dir, start_timeout_s)
-    shared = shared_columns(grid, run_id, context.environment)
-    total = len(todo) if static else plan.n_measurements
+    with run_directory(store, run_id, warn) as run_dir:  # scratch/ is removed at the end, logs/ is kept
+        context = _launch_context(grid, run_dir, start_timeout_s)
+        shared = shared_columns(grid, run_id, context.environment)
+        total = len(todo) if static else plan.n_measurements
 
-    def emit(row: dict[str, Any]) -> None:
-        result.rows.append(row)
-        if report:
-            report(row)
-        if progress:
-            progress(len(result.rows), max(total, len(result.rows)))
+        def emit(row: dict[str, Any]) -> None:
+            result.rows.append(row)
+            if report:
+                report(row)
+            if progress:
+                progress(len(result.rows), max(total, len(result.rows)))
 
-    launches = Launches(plan, load_data(plan, warn), context, shared, store)
-    try:
-        with applied(context.environment), _signals_as_interrupt():
-            if static:
-                _run_fixed(plan, todo, launches, emit, reuse)
-            else:
-                pruned = {key for key, (status, _) in recorded.items() if status == PRUNED}
-                result.skipped = _run_decided(plan, launches, done_s, pruned, emit, result.notes)
-    except KeyboardInterrupt:
-        result.interrupted = True
-    finally:
-        shutil.rmtree(context.run_dir, ignore_errors=True)
-        for empty in (run_dir, run_dir.parent):  # no logs; another sweep into the same store may be using it
-            with contextlib.suppress(OSError):
-                empty.rmdir()
+        launches = Launches(plan, load_data(plan, warn), context, shared, store)
+        try:
+            with applied(context.environment), signals_as_interrupt():
+                if static:
+                    _run_fixed(plan, todo, launches, emit, reuse)
+                else:
+                    pruned = {key for key, (status, _) in recorded.items() if status == PRUNED}
+                    result.skipped = _run_decided(plan, launches, done_s, pruned, emit, result.notes)
+        except KeyboardInterrupt as stop:
+            result.interrupted = True
+            result.exit_status = exit_status(stop)
     return result
 
 
@@ -262,7 +292,8 @@ class Launches:
                     yield from keep(row)
         finally:
             fill = {"teardown_s": teardown_s} if teardown_s is not None else {}
-            compact(self.store, self.plan.grid.name, files, stem, **fill)
+            with deferred_interrupts():  # a reader sees the parts or the merged file, never both
+                compact(self.store, self.plan.grid.name, files, stem, **fill)
 
     def _sessions(self, launch: Launch, queue: LaunchQueue) -> Iterator[dict[str, Any] | TornDown]:
         """The rows of each start of the launch, each start followed by its teardown's time when it ended cleanly."""
@@ -411,7 +442,7 @@ def _with_timeout(session: Session, tasks: list[FitTask], data: Data, timeout_s:
             pass
     except KeyboardInterrupt:
         with contextlib.suppress(Exception):  # the interrupt matters more than an abort that failed
-            session.abort()
+            session.abort(restart=False)  # the launch is torn down next: nothing needs to come back
         thread.join(30)
         raise
     abort_error = None
@@ -427,20 +458,3 @@ def _with_timeout(session: Session, tasks: list[FitTask], data: Data, timeout_s:
         raise outcome["error"]
     results: list[FitResult] = outcome["results"]
     return results
-
-
-@contextmanager
-def _signals_as_interrupt() -> Iterator[None]:
-    """SIGTERM behaves like Ctrl-C: tear down, keep the rows, stop."""
-
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

@@ -29,6 +29,9 @@ class DaskBackend(ManagerBackend):
             # A fit whose worker dies is not run again on another worker: the measurement fails
             # (KilledWorker) instead of timing a batch that partly ran twice on a shrunken cluster.
             "distributed.scheduler.allowed-failures": 0,
+            # every directory Dask makes here (workers' spill, the scheduler's and client's scratch space) in the
+            # launch's scratch, not $TMPDIR/dask-scratch-space: nothing of a run is left outside the store
+            "temporary-directory": str(self.scratch),
         }
         if self.sets_worker_environment:
             config["distributed.nanny.pre-spawn-environ"] = dict(self.context.environment)

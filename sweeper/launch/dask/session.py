@@ -98,8 +98,8 @@ class DaskSession:
     def jvm_peak_heap_gib(self) -> float | None:
         return None  # no JVM
 
-    def abort(self) -> None:
-        """Kill the workers' processes, then wait until their nannies have started the planned workers again.
+    def abort(self, restart: bool = True) -> None:
+        """Kill the workers' processes, then (``restart``) wait until their nannies have started them again.
 
         The shipped data died with the workers: the next batch ships it again. Returning only once every
         worker is back means the next batch never meets a half-empty cluster, and a second abort never
@@ -108,6 +108,8 @@ class DaskSession:
         before = self.worker_addresses()
         self.kill_workers()
         self.forget_shipped()
+        if not restart:
+            return
         deadline = time.monotonic() + RESTART_TIMEOUT_S
         while not self.restarted(before):
             if time.monotonic() > deadline:

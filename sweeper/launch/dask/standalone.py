@@ -22,7 +22,7 @@ from sweeper.planning.plan import Launch
 class ExistingDaskSession(DaskSession):
     """A session on someone else's workers: abort restarts them (through their nannies) instead of killing."""
 
-    def abort(self) -> None:
+    def abort(self, restart: bool = True) -> None:
         self.client.restart(wait_for_workers=False)
         self.forget_shipped()  # a restart drops the workers' data
 

@@ -127,7 +127,7 @@ class DaskYarnSession(DaskSession):
         self.yarn = yarn
         self.name = name
 
-    def abort(self) -> None:
+    def abort(self, restart: bool = True) -> None:
         """Kill the application: its NodeManagers kill the workers, so the running batch fails at once."""
         _kill_application(self.yarn, self.name, client=None)
 

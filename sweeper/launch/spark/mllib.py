@@ -242,9 +242,9 @@ class MllibSession:
     def jvm_peak_heap_gib(self) -> float | None:
         return self.spark_session.jvm_peak_heap_gib()
 
-    def abort(self) -> None:
+    def abort(self, restart: bool = True) -> None:
         """Stop a running fit: the wrapped Spark session kills its executors and cancels the jobs."""
-        self.spark_session.abort()
+        self.spark_session.abort(restart)
 
     def close(self) -> None:
         """Unpersist the cached data."""

@@ -71,7 +71,7 @@ class SparkAppSession:
     def jvm_peak_heap_gib(self) -> float | None:
         return peak_heap_gib(self.spark)
 
-    def abort(self) -> None:
+    def abort(self, restart: bool = True) -> None:
         for process in executor_processes(self.spark):
             kill_tree(process.pid)
         self.spark.sparkContext.cancelAllJobs()

@@ -195,7 +195,7 @@ class SshSparkSession(SparkAppSession):
         super().__init__(spark, granted, n_jobs)
         self.cluster = cluster
 
-    def abort(self) -> None:
+    def abort(self, restart: bool = True) -> None:
         """Cancel the jobs and kill the application's executors on every host (their workers may restart them)."""
         with contextlib.suppress(Exception):
             self.spark.sparkContext.cancelAllJobs()

@@ -96,7 +96,7 @@ class SparkYarnSession(SparkAppSession):
         self.yarn = yarn
         self.tag = tag
 
-    def abort(self) -> None:
+    def abort(self, restart: bool = True) -> None:
         """Kill the application through YARN: its NodeManagers kill the executors, wherever they run."""
         self.spark.sparkContext.cancelAllJobs()
         try:
