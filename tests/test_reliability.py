@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -508,3 +509,58 @@ def test_the_fault_helpers_see_only_tagged_processes() -> None:
     finally:
         sleeper.kill()
         sleeper.wait(30)
+
+
+# --- a full disk ---------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MiB file system of its own (tmpfs, mounted here as root, as CI runs): a disk that fills up."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small file system needs root")
+    mount_point = tmp_path / "disk"
+    mount_point.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "sweeper-test-disk", str(mount_point)], check=True)
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def fill(disk: Path, leave_bytes: int) -> None:
+    """Fill ``disk`` until at most ``leave_bytes`` are free."""
+    with open(disk / "filler", "ab") as filler:
+        while (free := os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize) > leave_bytes:
+            try:
+                filler.write(b"\0" * min(free - leave_bytes, 1 << 16) or b"\0")
+                filler.flush()
+            except OSError:
+                break
+
+
+def test_a_disk_that_fills_mid_run_gives_one_error_line_and_keeps_every_row_written(
+    small_disk: Path, tmp_path: Path
+) -> None:
+    store = small_disk / "store"
+    spec = minimal_grid(name="full", store=str(store), engines=["dask"], baseline=True)
+    spec["workload"] = {"dataset": "digits", "epochs": [1], "trials": 40}
+    grid = write_grid_file(tmp_path / "full.yaml", spec)
+    fill(small_disk, leave_bytes=400 * 1024)  # room for some rows of the 80, not all
+    tag = new_tag()
+    done = run_sweep(grid, tag)
+    assert done.returncode == 2, done.stdout + done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and errors[0].startswith("error: store ") and "No space left on device" in errors[0]
+    assert "Traceback" not in done.stdout + done.stderr
+    kept = load_results(store, "full")
+    assert len(kept) >= 1 and set(kept["status"]) == {"ok"} and kept["measurement_key"].is_unique
+    assert not [p.name for p in (store / "full").iterdir() if p.name.endswith(".tmp")]
+    assert not (store / ".runs").exists() or not list((store / ".runs").rglob("scratch"))
+    assert_no_tagged_processes(tag)
+    # no room at all: refused before anything starts, and the probe leaves nothing behind
+    fill(small_disk, leave_bytes=0)
+    again = run_sweep(grid, tag)
+    assert again.returncode == 2 and "cannot create and write the sweep directory" in again.stderr, again.stderr
+    assert not [p.name for p in (store / "full").iterdir() if p.name.startswith(".probe")]
+    assert len(load_results(store, "full")) == len(kept)

@@ -19,6 +19,8 @@ class Dataset:
 
 SEARCH_STRATEGIES = ("grid", "halving")
 RUNG_AXES = ("epochs", "fraction")
+TRIALS_LIMIT = 1000  # trials of one point, in a grid and in replay's flags alike
+TARGET_REL_CI_LIMITS = (0.001, 0.5)  # an adaptive point's target: +-0.1 % to +-50 % of the median
 
 
 @dataclass(frozen=True)

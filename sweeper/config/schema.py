@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from sweeper.config.grid import AdaptiveTrials
+from sweeper.config.grid import TARGET_REL_CI_LIMITS, AdaptiveTrials
 from sweeper.config.names import (
     MAX_NAME_CHARS,
     SHELL_CHARS_TEXT,
@@ -300,7 +300,8 @@ class Trials:
         problems.known_keys(value, key, ("min", "max", "target_rel_ci"))
         low = problems.integer(value.get("min", 3), f"{key}.min", maximum=self.maximum)
         high = problems.integer(value.get("max", 20), f"{key}.max", maximum=self.maximum)
-        target = problems.number(value.get("target_rel_ci", 0.05), f"{key}.target_rel_ci", 0, 1)
+        low_ci, high_ci = TARGET_REL_CI_LIMITS
+        target = problems.number(value.get("target_rel_ci", 0.05), f"{key}.target_rel_ci", low_ci, high_ci, False)
         if low is None or high is None or target is None:
             return None
         if high < low:

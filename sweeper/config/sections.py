@@ -5,7 +5,7 @@ The functions of :mod:`sweeper.config.checks` read the sections; :mod:`sweeper.c
 
 from __future__ import annotations
 
-from sweeper.config.grid import RUNG_AXES, SEARCH_STRATEGIES
+from sweeper.config.grid import RUNG_AXES, SEARCH_STRATEGIES, TRIALS_LIMIT
 from sweeper.config.schema import (
     Boolean,
     Choice,
@@ -267,7 +267,13 @@ WORKLOAD = Section(
             doc="`max_iter` of each fit, {kind}; a list is an axis",
             axis=True,
         ),
-        Field("trials", Trials(1000), default=3, shown_default="`3`", doc="repetitions of every measurement, {kind}"),
+        Field(
+            "trials",
+            Trials(TRIALS_LIMIT),
+            default=3,
+            shown_default="`3`",
+            doc="repetitions of every measurement, {kind}",
+        ),
         Field(
             "mode",
             Choice(MODES),

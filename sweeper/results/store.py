@@ -11,6 +11,7 @@ always a direct child directory of the store, and ``--fresh`` deletes only files
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import uuid
@@ -151,6 +152,8 @@ def check_writable(store: Path, sweep: str) -> None:
         probe.write_bytes(b"sweeper store probe\n")
         probe.unlink()
     except OSError as error:
+        with contextlib.suppress(OSError):  # created, then the disk was full: not left behind
+            probe.unlink()
         raise UserError(
             f"store {store}: cannot create and write the sweep directory {directory}: {_os_reason(error)}"
         ) from None
@@ -160,6 +163,10 @@ def _os_reason(error: OSError) -> str:
     """What went wrong, in the system's words, with the path it concerns."""
     reason = "a file that is not a directory is in the way" if isinstance(error, FileExistsError) else error.strerror
     return f"{reason or error} ({error.filename})" if error.filename else str(reason or error)
+
+
+class StoreWriteError(UserError):
+    """A store file could not be written (a full disk, a quota, permissions)."""
 
 
 def write_rows(store: Path, sweep: str, rows: Sequence[Mapping[str, Any]], stem: str) -> Path:
@@ -172,8 +179,16 @@ def write_rows(store: Path, sweep: str, rows: Sequence[Mapping[str, Any]], stem:
     table = pa.Table.from_pylist([{**row, "schema_version": SCHEMA_VERSION} for row in rows], schema=SCHEMA)
     final = directory / f"{stem}.parquet"
     temporary = directory / f".{stem}.{uuid.uuid4().hex}.tmp"
-    pq.write_table(table, temporary)
-    os.replace(temporary, final)
+    try:
+        pq.write_table(table, temporary)
+        os.replace(temporary, final)
+    except OSError as error:  # a full disk, a quota: one clear error; every file written before is intact
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise StoreWriteError(
+            f"store {store}: cannot write {final.name} in {directory}: {_os_reason(error)}; "
+            "the rows written before it are intact: make room, then run again to resume"
+        ) from None
     return final
 
 
@@ -397,7 +412,9 @@ def load_results(store: str | Path, sweep: str | None = None) -> pd.DataFrame:
         df = load_results("results/")
         df[df.status == "ok"].groupby(["engine", "cores_per_executor", "epochs"]).fit_wall_s.median()
     """
-    frame = as_frame(read_table(store, sweep))
+    from sweeper.results.validity import checked
+
+    frame = checked(as_frame(read_table(store, sweep)))  # impossible values named, never analysed
     return frame.sort_values(["started_at", "launch_index", "epochs", "trial"], kind="stable").reset_index(drop=True)
 
 

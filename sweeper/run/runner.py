@@ -9,6 +9,7 @@ finished row and stops.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 import time
 import uuid
@@ -28,6 +29,7 @@ from sweeper.planning.plan import BASELINE_ENGINE, Launch, Plan, Point
 from sweeper.results import PRUNED
 from sweeper.results.lock import holding
 from sweeper.results.store import (
+    StoreWriteError,
     check_writable,
     compact,
     finish_merges,
@@ -291,9 +293,15 @@ class Launches:
                 else:
                     yield from keep(row)
         finally:
+            failed_write = isinstance(sys.exc_info()[1], StoreWriteError)
             fill = {"teardown_s": teardown_s} if teardown_s is not None else {}
-            with deferred_interrupts():  # a reader sees the parts or the merged file, never both
-                compact(self.store, self.plan.grid.name, files, stem, **fill)
+            try:
+                with deferred_interrupts():  # a reader sees the parts or the merged file, never both
+                    compact(self.store, self.plan.grid.name, files, stem, **fill)
+            except StoreWriteError:
+                if not failed_write:
+                    raise
+                # the store could not take a row (a full disk): the parts stay as they are, intact and read
 
     def _sessions(self, launch: Launch, queue: LaunchQueue) -> Iterator[dict[str, Any] | TornDown]:
         """The rows of each start of the launch, each start followed by its teardown's time when it ended cleanly."""

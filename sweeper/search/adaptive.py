@@ -23,6 +23,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from sweeper.config.grid import TARGET_REL_CI_LIMITS, TRIALS_LIMIT
 from sweeper.errors import UserError
 
 CI_REACHED = "ci reached"
@@ -47,9 +48,15 @@ class TrialPolicy:
             problems.append(
                 f"trials.max (--max-trials) must be at least trials.min ({self.min_trials}), got {self.max_trials}"
             )
-        if self.target_rel_ci is not None and not 0 < self.target_rel_ci < 1:
+        if self.max_trials > TRIALS_LIMIT:
             problems.append(
-                f"trials.target_rel_ci (--target-rel-ci) must be in (0, 1) (0.05: +-5 %), got {self.target_rel_ci}"
+                f"trials.max (--max-trials, --trials) must be at most {TRIALS_LIMIT}, got {self.max_trials}"
+            )
+        low, high = TARGET_REL_CI_LIMITS
+        if self.target_rel_ci is not None and not low <= self.target_rel_ci <= high:
+            problems.append(
+                f"trials.target_rel_ci (--target-rel-ci) must be a number in [{low}, {high}] (0.05: +-5 %), "
+                f"got {self.target_rel_ci}"
             )
         if not 0.5 < self.confidence < 1:
             problems.append(f"confidence must be between 0.5 and 1, got {self.confidence}")
