@@ -20,6 +20,23 @@ CONTROL = re.compile(f"[{CONTROL_CHARS}]")
 UNPRINTABLE = re.compile(f"(?![\t\n])[{CONTROL_CHARS}]")
 
 
+def visible(text: str) -> str:
+    r"""``text`` with every control character but tab and newline shown as ``\xNN`` (``\uNNNN`` above 0xff).
+
+    What any output a person reads gets (the terminal, report.html, report.md): an escape sequence in a
+    value from a store or a grid is shown, never acted on by the terminal that prints or ``cat``\ s it.
+
+    >>> visible("a\x1b]0;x\x07\u202eb\tc")
+    'a\\x1b]0;x\\x07\\u202eb\tc'
+    """
+    return UNPRINTABLE.sub(_escaped, text)
+
+
+def _escaped(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 class _Shown(reprlib.Repr):
     """``repr`` cut short: bounded whatever the size, depth or sharing of the value."""
 

@@ -66,3 +66,15 @@ def test_a_grid_target_of_one_is_refused_by_plan_with_the_same_rule(tmp_path: Pa
     spec["workload"]["trials"] = {"min": 3, "max": 20, "target_rel_ci": 1}
     with pytest.raises(UserError, match=r"workload.trials.target_rel_ci: must be a number in \[0.001, 0.5\], got 1"):
         grid_file.parse(spec, tmp_path / "g.yaml")
+
+
+def test_bootstrap_in_chunks_draws_what_one_draw_would_and_bounds_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    from sweeper.results import statistics
+
+    values = np.arange(1000.0)
+    whole = np.median(np.random.default_rng(7).choice(values, size=(300, values.size)), axis=1)
+    monkeypatch.setattr(statistics, "BOOTSTRAP_CHUNK_VALUES", 7 * values.size)  # 7 resamples at a time
+    chunked = statistics.bootstrap(values, 300, np.random.default_rng(7))
+    assert np.array_equal(whole, chunked)

@@ -211,7 +211,7 @@ def median_ci(
     x = np.asarray(values, dtype=float)
     if x.size == 0:
         return (math.nan, math.nan, math.nan)
-    medians = np.median(np.random.default_rng(seed).choice(x, size=(n_bootstrap, x.size)), axis=1)
+    medians = statistics.bootstrap(x, n_bootstrap, np.random.default_rng(seed))
     low, high = np.quantile(medians, [0.025, 0.975])
     return (float(np.median(x)), float(low), float(high))
 
@@ -513,8 +513,8 @@ def accuracy_check(
     if min(mine.size, theirs.size) < 2:
         return AccuracyCheck(TOO_FEW_TRIALS, margin, best, difference)
     rng = np.random.default_rng(seed)
-    mine_means = rng.choice(mine, (n_bootstrap, mine.size)).mean(axis=1)
-    their_means = rng.choice(theirs, (n_bootstrap, theirs.size)).mean(axis=1)
+    mine_means = statistics.bootstrap(mine, n_bootstrap, rng, np.mean)
+    their_means = statistics.bootstrap(theirs, n_bootstrap, rng, np.mean)
     low = float(np.quantile(mine_means - their_means, 0.05))
     status = "non-inferior" if low > -margin else "not shown non-inferior"
     return AccuracyCheck(status, margin, best, difference, low)

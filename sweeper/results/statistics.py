@@ -98,6 +98,25 @@ def quartiles(values: Sequence[float] | np.ndarray) -> tuple[float, float, float
     return (float(q1), float(median), float(q3))
 
 
+BOOTSTRAP_CHUNK_VALUES = 4_000_000  # resampled values in memory at once (32 MB), whatever the number of trials
+
+
+def bootstrap(
+    values: np.ndarray, n_bootstrap: int, rng: np.random.Generator, statistic: Callable[..., np.ndarray] = np.median
+) -> np.ndarray:
+    """``statistic`` of ``n_bootstrap`` resamples (with replacement) of ``values``, drawn in bounded chunks.
+
+    The same draws, in the same order, as one ``rng.choice(values, (n_bootstrap, values.size))``: seeded
+    results do not change, and memory stays bounded for any number of trials.
+    """
+    per_chunk = max(1, BOOTSTRAP_CHUNK_VALUES // max(1, values.size))
+    parts = []
+    for start in range(0, n_bootstrap, per_chunk):
+        rows = min(per_chunk, n_bootstrap - start)
+        parts.append(statistic(rng.choice(values, size=(rows, values.size)), axis=1))
+    return np.concatenate(parts) if parts else np.empty(0)
+
+
 def ratio_of_medians(
     a: Sequence[float] | np.ndarray,
     b: Sequence[float] | np.ndarray,
@@ -118,8 +137,8 @@ def ratio_of_medians(
     if x.size == 0 or y.size == 0:
         return (np.nan, np.nan, np.nan)
     rng = np.random.default_rng(seed)
-    x_medians = np.median(rng.choice(x, size=(n_bootstrap, x.size)), axis=1)
-    y_medians = np.median(rng.choice(y, size=(n_bootstrap, y.size)), axis=1)
+    x_medians = bootstrap(x, n_bootstrap, rng)
+    y_medians = bootstrap(y, n_bootstrap, rng)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = float(np.median(x) / np.median(y))
         ratios = x_medians / y_medians

@@ -6,7 +6,8 @@ beyond any real run (``fit_wall_s = 1e300``), whose accuracy is outside [0, 1], 
 in proportion to it. Such a row becomes ``status = "invalid"`` with an ``error`` naming the value (only in
 the frame that was read; the files are not changed), so the answer lists it as not measured. A resource
 figure out of range (an infinite peak memory) is dropped to null with a ``resource_note``: the row's
-time still counts.
+time still counts. Text is cut to a bound (200 characters; an error 2,000), so that no value makes a
+report, table or plot label grow with it.
 """
 
 from __future__ import annotations
@@ -52,6 +53,22 @@ FIGURE_LIMITS: dict[str, tuple[float, float]] = {  # out of range: the figure is
 }
 
 
+KEYS = ("measurement_key", "run_id", "grid_hash")  # never cut: rows are told apart by them
+LONG_TEXT = {"error": 2000, "fit_environment": 2000, "model_params": 2000}
+MAX_TEXT_CHARS = 200  # any other text: names, versions, notes (they end up in labels and table cells)
+
+
+def _cut(values: pd.Series, limit: int) -> pd.Series:
+    """Strings longer than ``limit`` cut to it, ending in an ellipsis."""
+    text = values.astype("string")
+    long = text.str.len().gt(limit).fillna(False).astype(bool)
+    if not long.any():
+        return values
+    cut = text.copy()
+    cut[long] = text[long].str.slice(0, limit - 1) + "\u2026"
+    return cut
+
+
 def _outside(values: pd.Series, low: float, high: float) -> pd.Series:
     """True where a value is present and not a finite number in [low, high]."""
     numbers = pd.to_numeric(values, errors="coerce").astype("Float64")
@@ -66,6 +83,9 @@ def checked(frame: pd.DataFrame) -> pd.DataFrame:
     if frame.empty:
         return frame
     frame = frame.copy()
+    for column in frame.columns:
+        if column not in KEYS and (pd.api.types.is_string_dtype(frame[column]) or frame[column].dtype == object):
+            frame[column] = _cut(frame[column], LONG_TEXT.get(column, MAX_TEXT_CHARS))
     for column, (low, high) in ROW_LIMITS.items():
         if column not in frame:
             continue

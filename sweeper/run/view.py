@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterator
@@ -15,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sweeper.results import PRUNED
-from sweeper.text import UNPRINTABLE
+from sweeper.text import visible
 
 STATUS_STYLE = {"ok": "green", "failed": "red", "timeout": "yellow"}
 
@@ -29,12 +28,7 @@ def plain(text: object, style: str = "") -> Text:
     >>> plain("[bold]x :smile:\x1b[2J").plain
     '[bold]x :smile:\\x1b[2J'
     """
-    return Text(UNPRINTABLE.sub(_escaped, str(text)), style=style)
-
-
-def _escaped(found: re.Match[str]) -> str:
-    code = ord(found.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return Text(visible(str(text)), style=style)
 
 
 def measurement_line(row: dict[str, Any]) -> Text:

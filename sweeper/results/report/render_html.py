@@ -9,6 +9,7 @@ import base64
 import html
 from collections.abc import Sequence
 
+from sweeper.text import visible
 from sweeper.results.report.content import Block, Bullets, Heading, Paragraph, Rows
 
 _CSS = """
@@ -22,37 +23,42 @@ figure { margin: 1em 0; } img { max-width: 100%; height: auto; } figcaption { co
 """
 
 
+def _escape(text: str) -> str:
+    """HTML-escaped, control characters shown as ``\\xNN`` (a page ``cat`` to a terminal does nothing)."""
+    return html.escape(visible(text))
+
+
 def to_html(blocks: Sequence[Block]) -> str:
     """The report as one self-contained HTML page: figures inline as data: URIs, no scripts or links."""
     title = next((b.text for b in blocks if isinstance(b, Heading)), "sweeper report")
     body: list[str] = []
     for block in blocks:
         if isinstance(block, Heading):
-            body.append(f"<h{block.level}>{html.escape(block.text)}</h{block.level}>")
+            body.append(f"<h{block.level}>{_escape(block.text)}</h{block.level}>")
         elif isinstance(block, Paragraph):
-            body.append(f"<p>{html.escape(block.text)}</p>")
+            body.append(f"<p>{_escape(block.text)}</p>")
         elif isinstance(block, Bullets):
-            body.append("<ul>" + "".join(f"<li>{html.escape(item)}</li>" for item in block.items) + "</ul>")
+            body.append("<ul>" + "".join(f"<li>{_escape(item)}</li>" for item in block.items) + "</ul>")
         elif isinstance(block, Rows):
             body.append(_table(block))
         else:
             data = base64.b64encode(block.png).decode("ascii")
-            alt = html.escape(block.alt)
+            alt = _escape(block.alt)
             body.append(
                 f'<figure><img src="data:image/png;base64,{data}" alt="{alt}"><figcaption>{alt}</figcaption></figure>'
             )
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
+        f"<title>{_escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
         + "\n".join(body)
         + "\n</body>\n</html>\n"
     )
 
 
 def _table(block: Rows) -> str:
-    head = "".join(f"<th>{html.escape(cell)}</th>" for cell in block.header)
-    rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in block.rows)
+    head = "".join(f"<th>{_escape(cell)}</th>" for cell in block.header)
+    rows = "".join("<tr>" + "".join(f"<td>{_escape(c)}</td>" for c in row) + "</tr>" for row in block.rows)
     return (
-        f"<table><caption>{html.escape(block.caption)}</caption><thead><tr>{head}</tr></thead>"
+        f"<table><caption>{_escape(block.caption)}</caption><thead><tr>{head}</tr></thead>"
         f"<tbody>{rows}</tbody></table>"
     )

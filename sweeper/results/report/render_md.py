@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from sweeper.text import visible
 from sweeper.results.report.content import Block, Bullets, Heading, Paragraph, Rows
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|&~$])")
@@ -50,7 +51,7 @@ def markdown_text(text: str) -> str:
     >>> print(markdown_text("a|b `c` <script> *d*\nnext"))
     a\|b \`c\` \<script\> \*d\* next
     """
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", _LINE_BREAKS.sub(" ", text))
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", visible(_LINE_BREAKS.sub(" ", text)))
 
 
 def _md_row(cells: Sequence[str]) -> str:
