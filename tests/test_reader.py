@@ -243,6 +243,36 @@ def test_a_grid_from_a_fifo_is_read(tmp_path: Path) -> None:
     assert not writer.is_alive()
 
 
+def test_a_fifo_no_program_writes_to_or_that_never_ends_is_refused_in_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sweeper.config import reader
+
+    monkeypatch.setattr(reader, "PIPE_TIMEOUT_S", 1.0)
+    lonely = tmp_path / "nobody.fifo"
+    os.mkfifo(lonely)
+    with pytest.raises(UserError, match=r"nobody.fifo: the pipe gave no complete grid within 1 s"):
+        read_grid_yaml(lonely)
+    stalled = tmp_path / "stalled.fifo"
+    os.mkfifo(stalled)
+    ready = threading.Event()
+
+    def half_a_grid() -> None:  # writes the start of a grid, then keeps the pipe open past the limit
+        with open(stalled, "wb") as pipe:
+            pipe.write(GRID.encode()[:20])
+            pipe.flush()
+            ready.wait(30)
+
+    writer = threading.Thread(target=half_a_grid, daemon=True)
+    writer.start()
+    try:
+        with pytest.raises(UserError, match=r"stalled.fifo: the pipe gave no complete grid within 1 s"):
+            read_grid_yaml(stalled)
+    finally:
+        ready.set()
+        writer.join(timeout=30)
+
+
 def test_a_grid_from_a_pipe_is_planned_as_with_process_substitution(capsys: pytest.CaptureFixture[str]) -> None:
     """``sweeper plan <(generate-grid)`` hands the sweeper /dev/fd/N, the read end of a pipe."""
     read_end, write_end = os.pipe()

@@ -18,8 +18,11 @@ are floats, as users write ``alpha`` and ``learning_rate_init``.
 
 from __future__ import annotations
 
+import os
 import re
+import select
 import stat
+import time
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
@@ -32,6 +35,7 @@ from sweeper.text import shown
 MAX_GRID_BYTES = 1024 * 1024
 MAX_DEPTH = 64
 MAX_YAML_NODES = 100_000
+PIPE_TIMEOUT_S = 30.0  # a grid read from a pipe (``<(generate-grid)``) must be complete within this
 _NODES = "YAML nodes (keys, values, lists and mappings)"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
@@ -138,8 +142,11 @@ def _grid_text(path: Path) -> str:
         kind = _kind_refused(path.stat().st_mode)
         if kind:
             raise UserError(f"{path}: is a {kind}; a grid is a YAML file (or a pipe that gives one)")
-        with path.open("rb") as file:
-            data = file.read(MAX_GRID_BYTES + 1)
+        if stat.S_ISFIFO(path.stat().st_mode):
+            data = _read_pipe(path, MAX_GRID_BYTES + 1, PIPE_TIMEOUT_S)
+        else:
+            with path.open("rb") as file:
+                data = file.read(MAX_GRID_BYTES + 1)
     except FileNotFoundError:
         raise UserError(f"{path}: no such grid file") from None
     except OSError as error:
@@ -154,6 +161,38 @@ def _grid_text(path: Path) -> str:
             f"{path}: is not UTF-8 text: byte {error.start} (line {line}) is 0x{data[error.start]:02x}; "
             "save the grid as UTF-8"
         ) from None
+
+
+def _read_pipe(path: Path, limit: int, timeout_s: float) -> bytes:
+    """Up to ``limit`` bytes of a pipe, until its writer closes it; a pipe with no writer, or one that does
+    not finish within ``timeout_s``, is a :class:`~sweeper.errors.UserError` (never a wait for ever)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # does not wait for a writer
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        chunks: list[bytes] = []
+        size = 0
+        deadline = time.monotonic() + timeout_s
+        while size < limit:
+            remaining_s = deadline - time.monotonic()
+            if remaining_s <= 0:
+                raise UserError(
+                    f"{path}: the pipe gave no complete grid within {timeout_s:.0f} s (no program writes to it, "
+                    "or it never finished)"
+                )
+            events = poller.poll(remaining_s * 1000)
+            try:
+                chunk = os.read(fd, min(65536, limit - size))
+            except BlockingIOError:
+                continue
+            if chunk:
+                chunks.append(chunk)
+                size += len(chunk)
+            elif any(flags & select.POLLHUP for _, flags in events):
+                break  # its writer closed it: the end
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _kind_refused(mode: int) -> str | None:
