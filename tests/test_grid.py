@@ -1192,3 +1192,25 @@ def test_environment_keeps_what_the_fits_read() -> None:
     environment = {"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MALLOC_TRIM_THRESHOLD_": "0", "MY_SWITCH": "on"}
     grid = grid_file.parse({**minimal_grid(), "environment": environment}, Path("g.yaml"))
     assert dict(grid.environment) == environment
+
+
+@pytest.mark.parametrize(
+    ("change", "unknown"),
+    [
+        ({"sizing": {"cores_per_exector": [1]}}, "sizing.cores_per_exector"),
+        ({"sizng": {"cores_per_executor": [1]}}, "sizng"),
+    ],
+)  # fmt: skip
+def test_a_typo_is_named_alone_without_an_error_about_a_default_never_written(
+    change: dict[str, Any], unknown: str
+) -> None:
+    grid = {key: value for key, value in minimal_grid().items() if key != "sizing"} | change
+    grid["cluster"] = {**grid["cluster"], "cores_per_node": 2}
+    problems = _problems(grid).splitlines()
+    assert len(problems) == 1 and f"{unknown}: unknown key" in problems[0], problems
+
+
+def test_a_default_that_does_not_fit_the_nodes_says_it_is_the_default() -> None:
+    grid = {key: value for key, value in minimal_grid().items() if key != "sizing"}
+    err = _problems(grid)
+    assert "sizing.cores_per_executor: is not set, and its default 5 is more than the 2 cores of a node" in err

@@ -207,10 +207,18 @@ def sizing(check: Problems, value: Any, cluster: Cluster | None) -> tuple[str | 
     rule = SIZING.field("rule").read(section, SIZING.key, check)
     field = SIZING.field("cores_per_executor")
 
+    given = field.name in section
+
     def cores_of_executor(value: Any, key: str) -> int | None:
         checked = field.kind.check(value, key, check)
         if checked is not None and cluster is not None and checked > cluster.cores_per_node:
-            check.fail(key, f"{checked} is more than the {cluster.cores_per_node} cores of a node")
+            if given:
+                check.fail(key, f"{checked} is more than the {cluster.cores_per_node} cores of a node")
+            elif not check.unknown_keys:  # a typo'd key already says what is wrong: not its default too
+                check.fail(
+                    key, f"is not set, and its default {checked} is more than the {cluster.cores_per_node} cores "
+                    f"of a node: set it (at most {cluster.cores_per_node})",
+                )  # fmt: skip
             return None
         return checked
 

@@ -97,6 +97,7 @@ class Problems:
         self.problems: list[str] = []
         self.warnings: list[str] = []
         self.unlisted = 0
+        self.unknown_keys = 0  # a typo'd key: defaults are then not checked against the section it was meant for
 
     def fail(self, key: str, message: str) -> None:
         if len(self.problems) < MAX_PROBLEMS:
@@ -126,6 +127,7 @@ class Problems:
                 continue
             where = f"{key}.{key_name(name)}" if key else key_name(name)
             hint = did_you_mean(name, allowed)
+            self.unknown_keys += 1
             self.fail(where, f"unknown key {shown(name)}{hint} (allowed: {', '.join(allowed)})")
 
     def integer(self, value: Any, key: str, *, minimum: int = 1, maximum: int) -> int | None:
