@@ -24,7 +24,7 @@ from sweeper.config.grid import Grid
 from sweeper.errors import UserError
 from sweeper.planning.dry_run import shrink_plan
 from sweeper.planning.plan import Plan, make_plan, plan_json
-from sweeper.planning.view import show_plan, warning_line
+from sweeper.planning.view import beyond_this_machine, show_plan, warning_line
 from sweeper.results import PRUNED
 from sweeper.results.recommend_view import add_parser as add_recommend_parser
 from sweeper.run.signals import exit_status
@@ -40,7 +40,7 @@ def cmd_plan(args: argparse.Namespace, console: Console) -> int:
     if args.dry_run:
         plan = shrink_plan(plan)
     if args.json:
-        for warning in plan.grid.warnings:  # stdout stays JSON
+        for warning in [*plan.grid.warnings, *beyond_this_machine(plan)]:  # stdout stays JSON
             print(f"warning: {warning}", file=sys.stderr)
         print(plan_json(plan))
     else:
@@ -55,7 +55,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 
     plan = make_plan(grid_file.load(args.grid))
     grid = plan.grid
-    for warning in grid.warnings:
+    for warning in grid.warnings if args.dry_run else [*grid.warnings, *beyond_this_machine(plan)]:
         console.print(warning_line(warning), soft_wrap=True)
     if args.dry_run:
         plan = shrink_plan(plan)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from sweeper.cli import main
 from sweeper.config import load as grid_file
 from sweeper.errors import UserError
+from sweeper.planning.dry_run import shrink_plan
 from sweeper.planning.plan import (
     MAX_MEASUREMENTS,
     MAX_RULES,
@@ -357,3 +358,20 @@ def test_exclude_and_only_select_what_their_definition_says(
     assert got == expected
     assert [launch.index for launch in plan.launches] == list(range(len(plan.launches)))
     assert [warning.split(": ")[1] for warning in plan.grid.warnings] == unmatched
+
+
+def test_a_local_grid_bigger_than_this_machine_is_warned_about(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import psutil
+
+    from sweeper.planning.view import beyond_this_machine
+
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: type("Memory", (), {"total": 8 * 2**30})())
+    spec = minimal_grid(cluster={"manager": "local", "nodes": 1, "cores_per_node": 8, "memory_per_node": "64GiB"})
+    plan = make_plan(grid_file.parse(spec, tmp_path / "g.yaml"))
+    warnings = beyond_this_machine(plan)
+    assert len(warnings) == 2
+    assert warnings[0].startswith("cluster.cores_per_node: 8 is more than this machine's 2 cores")
+    assert warnings[1].startswith("cluster.memory_per_node: 64GiB is more than this machine's 8GiB")
+    assert beyond_this_machine(shrink_plan(plan)) == []  # a dry run fits the launches to the machine
+    assert beyond_this_machine(make_plan(grid_file.parse(minimal_grid(), tmp_path / "g.yaml"))) == []

@@ -36,11 +36,36 @@ def show_plan(plan: Plan, console: Console) -> None:
             "slot(s) for the ApplicationMaster / Dask scheduler"
         )
     )
-    for warning in grid.warnings:
+    for warning in [*grid.warnings, *beyond_this_machine(plan)]:
         console.print(warning_line(warning))
     console.print(_launch_table(plan))
     _show_workload(plan, console)
     _show_hand_commands(plan, console)
+
+
+def beyond_this_machine(plan: Plan) -> list[str]:
+    """On ``manager: local``, what the grid asks of a node that this machine does not have.
+
+    Dask's launch then fails (its workers' memory limits are checked against the machine) while Spark's
+    over-commits: the comparison would not be fair. A dry run shrinks the launches to fit: no warning.
+    """
+    import os
+
+    import psutil
+
+    grid = plan.grid
+    if grid.manager != "local" or any(launch.dry_run for launch in plan.launches):
+        return []
+    cores, memory_mib = os.cpu_count() or 1, psutil.virtual_memory().total // 2**20
+    found = []
+    if grid.cluster.cores_per_node > cores:
+        found.append(f"cluster.cores_per_node: {grid.cluster.cores_per_node} is more than this machine's {cores} cores")
+    if grid.cluster.memory_per_node_mib > memory_mib:
+        found.append(
+            f"cluster.memory_per_node: {format_mib(grid.cluster.memory_per_node_mib)} is more than this machine's "
+            f"{format_mib(memory_mib)}"
+        )
+    return [f"{text}: a local run over-commits the machine (use --dry-run, or describe this machine)" for text in found]
 
 
 def _launch_table(plan: Plan) -> Table:
