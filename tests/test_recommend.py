@@ -287,3 +287,16 @@ def test_an_engine_whose_launch_failed_is_named_and_no_engine_verdict_is_given()
     # all measured: nothing of the kind is said
     clear = rec.recommend(synthetic_frame(CLEAR[:2], epochs=(5,), seed=4), n_bootstrap=FAST)
     assert clear.unmeasured == () and "Not measured" not in "\n".join(view.answer_lines(clear))
+
+
+def test_when_one_thread_beats_every_configuration_the_answer_says_neither_engine_pays_off() -> None:
+    """COST: CLEAR's baseline (1 s) is faster than every cluster configuration (10 s and up)."""
+    recommendation = rec.recommend(synthetic_frame(CLEAR, epochs=(5,), seed=1), n_bootstrap=FAST)
+    answer = recommendation.answers[0]
+    assert answer.winner.engine == "spark" and answer.baseline_s is not None and answer.baseline_wins
+    text = "\n".join(view.answer_lines(recommendation))
+    assert "The single-thread baseline (" in text and "neither engine pays off at this size" in text
+    assert view.to_json(recommendation)["answers"][0]["baseline_wins"] is True
+    slower_baseline = [spec for spec in CLEAR if spec.engine != "local"] + [ArmSpec("local", 1, 1, 0.0, median_s=99.0)]
+    other = rec.recommend(synthetic_frame(slower_baseline, epochs=(5,), seed=1), n_bootstrap=FAST)
+    assert not other.answers[0].baseline_wins and "pays off" not in "\n".join(view.answer_lines(other))

@@ -152,6 +152,12 @@ class Answer:
     trials_needed: int | None
     accuracy: AccuracyCheck
     within_budget: Arm | None = None
+    baseline_s: float | None = None  # the single-thread baseline's median time at this point, if measured
+
+    @property
+    def baseline_wins(self) -> bool:
+        """Whether one thread, no cluster, beat every configuration (COST: neither engine pays off here)."""
+        return self.baseline_s is not None and self.objective == "time" and self.baseline_s < self.winner.median_s
 
     @property
     def arms(self) -> tuple[Arm, ...]:
@@ -285,10 +291,12 @@ def recommend(
     _check(options)
     answers: list[Answer] = []
     engines: list[EngineAnswer] = []
+    baselines = _baseline_medians(df)
     for workload, epochs, rows in _cells(df):
         arms = _arms(rows, options)
         if arms:
-            answers.append(_answer(workload, epochs, rows, arms, options))
+            answer = _answer(workload, epochs, rows, arms, options)
+            answers.append(replace(answer, baseline_s=baselines.get((_frozen(workload), epochs))))
         engine_answer = _spark_vs_dask(workload, epochs, arms, options)
         if engine_answer is not None:
             engines.append(engine_answer)
@@ -339,6 +347,21 @@ def _cells(df: pd.DataFrame) -> Iterator[tuple[dict[str, Any], int, pd.DataFrame
     for values, rows in ok.groupby([*keys, "epochs"], dropna=False, sort=True):
         workload = {key: plain_value(value) for key, value in zip(keys, values[:-1], strict=True)}
         yield workload, as_int(values[-1]), rows
+
+
+def _frozen(workload: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted((key, str(value)) for key, value in workload.items()))
+
+
+def _baseline_medians(df: pd.DataFrame) -> dict[tuple[tuple[tuple[str, Any], ...], int], float]:
+    """The baseline's median ``fit_wall_s`` per workload and epochs value (its ok rows)."""
+    keys = statistics.workload_keys(df)
+    rows = df.loc[ok_mask(df) & df["engine"].eq(BASELINE_ENGINE).fillna(False).astype(bool), [*keys, "epochs", "fit_wall_s"]]
+    medians = {}
+    for values, group in rows.dropna(subset=["fit_wall_s"]).groupby([*keys, "epochs"], dropna=False, sort=True):
+        workload = {key: plain_value(value) for key, value in zip(keys, values[:-1], strict=True)}
+        medians[(_frozen(workload), as_int(values[-1]))] = float(group["fit_wall_s"].astype(float).median())
+    return medians
 
 
 class _Measured(NamedTuple):

@@ -63,7 +63,7 @@ def answer_sentence(answer: Answer) -> str:
     """One epochs value's answer in a sentence: winner, runner-up and ratio, verdict, accuracy."""
     text = f"{answer.epochs} epochs: {arm_text(answer.winner)}"
     if answer.runner_up is None:
-        return f"{text}; the only configuration measured"
+        return f"{text}; the only configuration measured{_baseline_text(answer)}"
     slower = "dearer" if answer.objective == "cost" else "slower"
     text += (
         f"; runner-up {answer.runner_up.label}, {answer.ratio:.2f}x {slower} {_ci(answer.ratio_low, answer.ratio_high)}"
@@ -77,7 +77,17 @@ def answer_sentence(answer: Answer) -> str:
         )
     if answer.untested:
         text += f"; {len(answer.untested)} configuration(s) with too few trials to test"
-    return f"{text}. Accuracy: {accuracy_text(answer.accuracy)}"
+    return f"{text}. Accuracy: {accuracy_text(answer.accuracy)}{_baseline_text(answer)}"
+
+
+def _baseline_text(answer: Answer) -> str:
+    """COST (McSherry et al.): where one thread on no cluster beats every configuration, the answer says so."""
+    if not answer.baseline_wins or answer.baseline_s is None:
+        return ""
+    return (
+        f". The single-thread baseline ({_seconds(answer.baseline_s)} s) beats every configuration: "
+        "neither engine pays off at this size"
+    )
 
 
 def accuracy_text(check: AccuracyCheck) -> str:
@@ -127,7 +137,10 @@ def answer_lines(recommendation: Recommendation) -> list[str]:
         out += [f"  {line}" for line in _one_engine_missing(recommendation)]
     out += unmeasured_lines(recommendation)
     among = " (among what was measured: see above)" if recommendation.unmeasured else ""
-    out.append(f"Overall: {recommendation.overall}{among}")
+    cost = ""
+    if all(answer.baseline_wins for answer in recommendation.answers):
+        cost = "; but one thread on no cluster was faster at every epochs value: neither engine pays off at this size"
+    out.append(f"Overall: {recommendation.overall}{among}{cost}")
     return out
 
 
@@ -215,6 +228,8 @@ def _answer_json(answer: Answer) -> dict[str, Any]:
             "difference_low": check.difference_low,
         },
         "within_budget": _arm_json(answer.within_budget),
+        "baseline_s": answer.baseline_s,
+        "baseline_wins": answer.baseline_wins,
     }
 
 
