@@ -112,7 +112,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
 def _print_closing(store: Path, grid: Grid, run_id: str, console: Console) -> None:
     """What ends a run: the cluster time it took, then the answer of ``sweeper recommend``."""
     from sweeper.results.recommend import recommend
-    from sweeper.results.recommend_view import answer_lines
+    from sweeper.results.recommend_view import answer_lines, memory_sentence
     from sweeper.results.report.content import dry_run_banner
     from sweeper.results.store import load_results
     from sweeper.search.accounting import cluster_seconds, full_grid_estimate
@@ -125,7 +125,11 @@ def _print_closing(store: Path, grid: Grid, run_id: str, console: Console) -> No
         share = f" ({spent.total_s / full.total_s:.0%})" if full.total_s > 0 else ""
         line += f"; the full grid would have taken about {full.total_s:,.0f}{share}"
     banner = dry_run_banner(df)
-    for text in [line, *([banner] if banner else []), *answer_lines(recommend(df))]:
+    recommendation = recommend(df)
+    memory = [f"  {memory_sentence(advice)}" for advice in recommendation.memory]
+    if memory:
+        memory.insert(0, "Memory (granted vs measured peak; suggested = peak + 25 %):")
+    for text in [line, *([banner] if banner else []), *answer_lines(recommendation), *memory]:
         console.print(plain(text), soft_wrap=True)
 
 

@@ -300,3 +300,9 @@ def test_when_one_thread_beats_every_configuration_the_answer_says_neither_engin
     slower_baseline = [spec for spec in CLEAR if spec.engine != "local"] + [ArmSpec("local", 1, 1, 0.0, median_s=99.0)]
     other = rec.recommend(synthetic_frame(slower_baseline, epochs=(5,), seed=1), n_bootstrap=FAST)
     assert not other.answers[0].baseline_wins and "pays off" not in "\n".join(view.answer_lines(other))
+
+
+def test_the_answer_explains_what_settled_means() -> None:
+    text = view.answer_lines(rec.recommend(synthetic_frame(CLEAR[:3], epochs=(5,), seed=1), n_bootstrap=FAST))
+    overall = next(i for i, line in enumerate(text) if line.startswith("Overall:"))
+    assert "settled)" in text[overall] and text[overall + 1] == f"  ({view.SETTLED_MEANS})"

@@ -141,7 +141,15 @@ def answer_lines(recommendation: Recommendation) -> list[str]:
     if all(answer.baseline_wins for answer in recommendation.answers):
         cost = "; but one thread on no cluster was faster at every epochs value: neither engine pays off at this size"
     out.append(f"Overall: {recommendation.overall}{among}{cost}")
+    if any("settled" in line for line in out[-1:]):
+        out.append(f"  ({SETTLED_MEANS})")
     return out
+
+
+SETTLED_MEANS = (
+    "settled: the winner is faster than every other configuration at that epochs value, by Mann-Whitney tests "
+    "at 5 % with Holm's correction; otherwise more trials would be needed to tell"
+)
 
 
 def unmeasured_lines(recommendation: Recommendation) -> list[str]:
