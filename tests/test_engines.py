@@ -202,7 +202,7 @@ class Batch:
             raise self.ending
         return list(self.ending)
 
-    def abort(self) -> None:
+    def abort(self, restart: bool = True) -> None:
         self.aborted.set()
         if self.abort_error is not None:
             raise self.abort_error

@@ -77,7 +77,7 @@ def test_start_is_a_context_manager_over_the_spark_engine(monkeypatch: pytest.Mo
             self.staging_s = 0.0
             self.spark = None
 
-        def abort(self) -> None:
+        def abort(self, restart: bool = True) -> None:
             calls.append("abort")
 
     @contextlib.contextmanager

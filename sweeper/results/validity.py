@@ -17,7 +17,7 @@ import pandas as pd
 
 INVALID = "invalid"
 MAX_SECONDS = 1e7  # ~116 days: longer than any batch, start or teardown
-MAX_GIB = 1e6
+MAX_GIB = 2.0**21  # 2 PiB: above any size a grid allows (1 PiB)
 MAX_COUNT = 1_000_000  # trials, launch indexes, executors, cores
 MAX_EPOCHS = 10_000_000
 
@@ -54,7 +54,7 @@ FIGURE_LIMITS: dict[str, tuple[float, float]] = {  # out of range: the figure is
 
 
 KEYS = ("measurement_key", "run_id", "grid_hash")  # never cut: rows are told apart by them
-LONG_TEXT = {"error": 2000, "fit_environment": 2000, "model_params": 2000}
+LONG_TEXT = {"error": 2000, "fit_environment": 2000, "model_params": 2000, "cluster_hosts": 20000}
 MAX_TEXT_CHARS = 200  # any other text: names, versions, notes (they end up in labels and table cells)
 
 
