@@ -434,13 +434,13 @@ def _nullable(arrow_type: pa.DataType) -> Any:
     return mapping.get(arrow_type)
 
 
-def recorded_rows(store: Path, sweep: str) -> dict[str, tuple[str, float | None]]:
+def recorded_rows(store: Path, sweep: str, table: pa.Table | None = None) -> dict[str, tuple[str, float | None]]:
     """What this sweep already recorded, by measurement key: the status and ``fit_wall_s``.
 
     A resumed run skips the ``ok`` ones (and counts their times, for adaptive trials and halving).
     Where a key has several rows (a failed try, then an ok one), an ``ok`` row wins.
     """
-    table = read_table(store, sweep)
+    table = read_table(store, sweep) if table is None else table  # ``table``: the sweep's, read already
     recorded: dict[str, tuple[str, float | None]] = {}
     columns = (table.column(name).to_pylist() for name in ("measurement_key", "status", "fit_wall_s"))
     for key, status, time_s in zip(*columns, strict=True):
@@ -449,9 +449,9 @@ def recorded_rows(store: Path, sweep: str) -> dict[str, tuple[str, float | None]
     return recorded
 
 
-def grid_hashes(store: Path, sweep: str) -> set[str]:
-    """The hashes of the grids whose runs wrote this sweep's rows."""
-    return {value for value in read_table(store, sweep).column("grid_hash").to_pylist() if value}
+def grid_hashes(table: pa.Table) -> set[str]:
+    """The hashes of the grids whose runs wrote these rows (a sweep's :func:`read_table`)."""
+    return {value for value in table.column("grid_hash").to_pylist() if value}
 
 
 def remove_sweep(store: Path, sweep: str) -> int:

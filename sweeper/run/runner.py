@@ -34,6 +34,7 @@ from sweeper.results.store import (
     compact,
     finish_merges,
     grid_hashes,
+    read_table,
     recorded_rows,
     remove_sweep,
     sweep_dir,
@@ -143,13 +144,14 @@ def _run_held(
     repaired = finish_merges(store, grid.name)
     if repaired:
         warn(f"removed {len(repaired)} part files a stopped merge left beside their merged file")
-    others = grid_hashes(store, grid.name) - {grid.grid_hash}
+    table = read_table(store, grid.name)  # once: what the sweep holds
+    others = grid_hashes(table) - {grid.grid_hash}
     if others:
         warn(
             f"sweep {grid.name} in {store} holds rows of another grid (hash {', '.join(sorted(others))}); "
             f"this grid's (hash {grid.grid_hash}) join them: give it another name, or --fresh, to keep them apart"
         )
-    recorded = recorded_rows(store, grid.name)
+    recorded = recorded_rows(store, grid.name, table)
     done_s = {key: time_s for key, (status, time_s) in recorded.items() if status == "ok" and time_s is not None}
     static = grid.workload.adaptive is None and grid.search.strategy == "grid"
     todo, skipped = pending(plan, set(done_s)) if static else ([], 0)
