@@ -11,6 +11,7 @@ The consoles read no markup and no emoji codes, and user text goes through
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +31,7 @@ from sweeper.results.recommend_view import add_parser as add_recommend_parser
 from sweeper.run.signals import exit_status
 from sweeper.run.view import plain
 from sweeper.search.replay_view import add_parser as add_replay_parser
+from sweeper.shapes import counted
 
 USER_ERROR_EXIT = 2
 
@@ -59,6 +61,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         console.print(warning_line(warning), soft_wrap=True)
     if args.dry_run:
         plan = shrink_plan(plan)
+        grid = plan.grid  # its own sweep, NAME-dry-run
     elif grid.manager != "local" and not args.skip_check:
         _check_first(plan, console)
     store = Path(args.store) if args.store else grid.store
@@ -67,8 +70,8 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
         plain(f"{kind} ")
         + plain(grid.name, "bold")
         + plain(
-            f": {plan.n_measurements} measurements in {len(plan.launches)} launches, "
-            f"{plan.n_fits} fits each, store {store}"
+            f": {counted(plan.n_measurements, 'measurement')} in {counted(len(plan.launches), 'launch', 'launches')}, "
+            f"{counted(plan.n_fits, 'fit')} each, store {store}"
         )
     )
     with progress_bar(console, plan.n_measurements) as bar:
@@ -99,7 +102,7 @@ def cmd_run(args: argparse.Namespace, console: Console) -> int:
     pruned = sum(1 for row in result.rows if row["status"] == PRUNED)
     console.print(
         plain(
-            f"{len(result.rows)} rows written to {store / grid.name}, {failed} not ok"
+            f"{counted(len(result.rows), 'row')} written to {store / grid.name}, {failed} not ok"
             + (f", {pruned} pruned (not promoted by halving)" if pruned else "")
         )
     )
@@ -250,7 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sweeper`` console script."""
     args = build_parser().parse_args(argv)
-    console = plain_console(width=None if sys.stdout.isatty() else 120)
+    console = plain_console(width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 120)  # rich reads COLUMNS
     errors = plain_console(stderr=True)
     try:
         code: int = args.func(args, console)

@@ -65,10 +65,11 @@ def write_grid(tmp_path: Path) -> Callable[..., Path]:
     return write
 
 
-def run_cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    """Run the real ``sweeper`` entry point in a subprocess."""
+def run_cli(*args: str, cwd: Path = REPO, columns: int | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the real ``sweeper`` entry point in a subprocess (``columns``: the terminal's width)."""
+    env = None if columns is None else {**os.environ, "COLUMNS": str(columns)}
     return subprocess.run(
-        [sys.executable, "-m", "sweeper", *args], cwd=cwd, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "sweeper", *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=env
     )
 
 

@@ -95,16 +95,16 @@ def test_run_report_and_compare_print_markup_in_paths_and_names_as_written(
     grid = write_grid(tmp_path / "[bold]x[/]" / "g.yaml", name=MARKUP, exclude=[{"engine": ["spark", "dask"]}])
     store = tmp_path / "[x]:smile:"
     out, _ = exits(0, ["run", str(grid), "--dry-run", "--store", f"{store}/"], capsys)
-    assert f"dry run {MARKUP}: 1 measurements in 1 launches" in flat(out)
-    assert f"1 rows written to {store / MARKUP}, 0 not ok" in flat(out)
-    assert (store / MARKUP).is_dir()
+    assert f"dry run {MARKUP}-dry-run: 1 measurement in 1 launch" in flat(out)
+    assert f"1 row written to {store / MARKUP}-dry-run, 0 not ok" in flat(out)
+    assert (store / f"{MARKUP}-dry-run").is_dir()
 
     report_dir = tmp_path / "[y]" / "[/]"
     out, _ = exits(0, ["report", str(store), "--out", str(report_dir)], capsys)
     assert out.splitlines()[:2] == [str(report_dir / "report.html"), str(report_dir / "report.md")]
     assert (report_dir / "report.md").read_text(encoding="utf-8").startswith("# sweeper report: \\[bold\\]n\\[red\\]")
 
-    out, _ = exits(0, ["compare", str(store), "--sweep", MARKUP], capsys)
+    out, _ = exits(0, ["compare", str(store), "--sweep", f"{MARKUP}-dry-run"], capsys)
     assert "Spark vs Dask" in out
     _, err = exits(2, ["compare", str(store), "--sweep", "[nope]"], capsys)
     assert f"no sweep '[nope]'; the store holds: {MARKUP}" in flat(err)

@@ -63,7 +63,7 @@ def test_spark_vs_dask_on_fully_separated_samples(df: pd.DataFrame) -> None:
     assert row.mwu_p == pytest.approx(stats.mannwhitneyu(spark, dask, alternative="two-sided").pvalue)
     assert row.welch_p == pytest.approx(stats.ttest_ind(spark, dask, equal_var=False).pvalue)
     assert row.verdict == "dask faster"
-    assert row.config == "5 cores, 7 executors, 13 GiB memory"
+    assert row.config == "7 executors x 5 cores x 13 GiB"
 
 
 def test_ratio_intervals_bracket_the_estimate_and_are_reproducible(df: pd.DataFrame) -> None:
@@ -119,7 +119,7 @@ def test_failed_rows_are_counted_and_listed_never_in_statistics(df: pd.DataFrame
         ["spark", 100, "failed", "Py4JJavaError"],
         ["dask", 100, "timeout", "TimeoutError"],
     ]
-    assert failures.config.tolist() == ["5 cores, 7 executors, 13 GiB memory", "6 cores, 5 executors, 19 GiB memory"]
+    assert failures.config.tolist() == ["7 executors x 5 cores x 13 GiB", "5 executors x 6 cores x 19 GiB"]
     assert "Java heap space" in failures.error.iloc[0]
     assert statistics.summary(df).failed.sum() == 2
 
@@ -127,7 +127,7 @@ def test_failed_rows_are_counted_and_listed_never_in_statistics(df: pd.DataFrame
 def test_summary_medians_and_quartiles(df: pd.DataFrame) -> None:
     row = one(statistics.summary(df), engine="local", epochs=100)
     assert (row.n, row.median_s, row.q1_s, row.q3_s, row.iqr_s) == (5, 52.0, 51.0, 53.0, 2.0)
-    assert row.config == "single thread (baseline)"
+    assert row.config == "1 thread (baseline)"
     assert row.accuracy == pytest.approx(0.962)
 
 
@@ -135,10 +135,10 @@ def test_configs_names_the_fastest_and_by_how_much(df: pd.DataFrame) -> None:
     row = one(statistics.configs(df), engine="dask", epochs=10)
     samples = [times("dask", config, 10) for config in (B, A, C)]  # ordered as the store sorts them
     assert row.n_configs == 3
-    assert row.fastest == "5 cores, 7 executors, 13 GiB memory" and row.fastest_median_s == 7.0
+    assert row.fastest == "7 executors x 5 cores x 13 GiB" and row.fastest_median_s == 7.0
     assert row.fastest_total_cores == 35
-    assert row.second == "4 cores, 9 executors, 11 GiB memory" and row.second_over_fastest == pytest.approx(10.5 / 7)
-    assert row.slowest == "6 cores, 5 executors, 19 GiB memory" and row.slowest_over_fastest == pytest.approx(16 / 7)
+    assert row.second == "9 executors x 4 cores x 11 GiB" and row.second_over_fastest == pytest.approx(10.5 / 7)
+    assert row.slowest == "5 executors x 6 cores x 19 GiB" and row.slowest_over_fastest == pytest.approx(16 / 7)
     assert row.kruskal_p == pytest.approx(stats.kruskal(*samples).pvalue)
     assert row.anova_p == pytest.approx(stats.f_oneway(*samples).pvalue)
     assert row.verdict == "too few to tell"  # C has 3 trials
@@ -172,7 +172,7 @@ def test_cost_is_the_fewest_cores_that_beat_one_thread_or_never(df: pd.DataFrame
     assert got[("spark", 100)][0] == "never" and pd.isna(got[("spark", 100)][1])
     assert table.cost_cores.dtype == pd.Int64Dtype()
     never = one(table, engine="spark", epochs=100)
-    assert never.best_speedup == pytest.approx(52 / 57) and never.best_config.startswith("4 cores")
+    assert never.best_speedup == pytest.approx(52 / 57) and never.best_config == "9 executors x 4 cores x 11 GiB"
 
 
 def test_cost_without_a_baseline(df: pd.DataFrame) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -64,10 +65,10 @@ def test_a_reused_row_stands_for_its_own_planned_measurement() -> None:
 
 
 def test_plan_dry_run_shows_the_shape_each_launch_has_here() -> None:
-    result = run_cli("plan", "grids/2node.yaml", "--dry-run")
+    result = run_cli("plan", "grids/2node.yaml", "--dry-run", columns=250)
     assert result.returncode == 0, result.stderr
     flat = " ".join(result.stdout.split())
-    assert "dry run here" in flat and "local: 1 x" in flat
+    assert "dry run here" in flat and re.search(r"local: 1 executor x \d+ cores? x \d+(\.\d+)? GiB", flat)
     assert "measurements taken here" in flat and "84 measurements in 7 launches" in flat
     launches = json.loads(run_cli("plan", "grids/2node.yaml", "--dry-run", "--json").stdout)
     spark = [o for o in launches if o["engine"] == "spark"]

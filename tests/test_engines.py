@@ -66,7 +66,7 @@ def test_the_registry_names_every_engine_and_manager_a_grid_uses() -> None:
 def test_a_grant_other_than_the_plan_fails_the_launch() -> None:
     planned = Granted(executors=7, cores_per_executor=5, executor_memory_mib=13 * 1024)
     check_granted(planned, Granted(7, 5, 13 * 1024), "spark")
-    with pytest.raises(LaunchError, match=r"spark granted 6 x 5 cores x 13312 MiB, planned 7 x 5 cores"):
+    with pytest.raises(LaunchError, match=r"spark granted 6 executors x 5 cores x 13 GiB, planned 7 executors"):
         check_granted(planned, Granted(6, 5, 13 * 1024), "spark")
 
 

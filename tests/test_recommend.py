@@ -130,11 +130,26 @@ def advice_for(arm: ArmSpec) -> rec.MemoryAdvice:
 
 
 def test_memory_over_provisioned_more_executors_fit() -> None:
-    advice = advice_for(ArmSpec("spark", 2, 2, 8.0, peak_gib=1.0, jvm_heap_gib=0.5))
+    advice = advice_for(ArmSpec("dask", 2, 2, 8.0, peak_gib=1.0))
     assert advice.granted_gib == 8.0 and 0.95 <= advice.peak_gib <= 1.0 and advice.suggested_gib == 1.5
     # a node held 2 slots of 8 + 1 GiB; 1.5 GiB + 1 GiB overhead: 7 by memory, 4 cores: 4 executors of 1 core
     assert (advice.executors_per_node, advice.executors_per_node_by_memory) == (2, 7)
     assert advice.limit == "more executors fit" and advice.alternative == (4, 1)
+
+
+def test_spark_advice_sets_the_heap_and_the_overhead_apart() -> None:
+    advice = advice_for(ArmSpec("spark", 2, 2, 8.0, peak_gib=1.5, jvm_heap_gib=3.0, python_gib=0.8))
+    assert (advice.peak_gib, advice.suggested_gib) == (3.0, 4.0)  # heap: 3 GiB + 25 %, rounded up
+    # overhead: Spark's own share of a 4 GiB heap (384 MiB + ...: 409 MiB) + 0.8 GiB x 1.25 -> 1.5 GiB
+    assert advice.python_peak_gib == 0.8 and advice.suggested_overhead_gib == 1.5
+    sentence = view.memory_sentence(advice)
+    assert "heap (spark.executor.memory) granted 8 GiB, peak 3.00 GiB, suggested 4 GiB" in sentence
+    assert "overhead (spark.executor.memoryOverhead) granted " in sentence
+    assert "Python workers' peak 0.80 GiB, suggested 1.5 GiB" in sentence
+    hungry = advice_for(ArmSpec("spark", 2, 2, 8.0, jvm_heap_gib=3.0, python_gib=4.0))
+    assert hungry.suggested_gib < hungry.granted_gib and hungry.limit == "memory"  # the heap fits, the overhead not
+    dask = advice_for(ArmSpec("dask", 2, 2, 8.0, peak_gib=1.0))
+    assert math.isnan(dask.suggested_overhead_gib) and "heap" not in view.memory_sentence(dask)
 
 
 def test_memory_core_bound_and_memory_bound_and_not_measured() -> None:
@@ -143,7 +158,7 @@ def test_memory_core_bound_and_memory_bound_and_not_measured() -> None:
     short = advice_for(ArmSpec("dask", 2, 2, 4.0, peak_gib=5.0))
     assert short.limit == "memory" and short.suggested_gib == 6.5 and short.executors_per_node_by_memory == 1
     heap = advice_for(ArmSpec("spark", 2, 2, 8.0, peak_gib=1.0, jvm_heap_gib=3.0))
-    assert heap.peak_gib == 3.0 and heap.suggested_gib == 4.0  # the larger of RSS and heap
+    assert heap.peak_gib == 3.0 and heap.suggested_gib == 4.0  # the heap, not the executor's resident set
     unknown = advice_for(ArmSpec("dask", 2, 2, 4.0, peak_gib=None))
     assert unknown.limit == "not measured" and math.isnan(unknown.suggested_gib)
     assert "memory was not measured (memory not measured (synthetic))" in unknown.note
@@ -242,11 +257,11 @@ def test_json_has_the_documented_keys_and_nulls(store: Path, capsys: pytest.Capt
 def test_text_names_the_winner_memory_and_idle_slots(store: Path) -> None:
     code, text = run_command(store)
     assert code == 0
-    assert "5 epochs: spark 2 cores, 2 executors, 4 GiB memory: " in text and ": faster." in text
+    assert "5 epochs: spark 2 executors x 2 cores x 4 GiB: " in text and ": faster." in text
     assert "Spark vs Dask (each engine's best configuration):" in text and "spark faster" in text
-    assert "Overall: spark 2 cores, 2 executors, 4 GiB memory wins at every epochs value (2 of 2 settled)" in text
-    assert "dask 4 cores x 1: granted 4 GiB; memory was not measured" in text
-    assert "dask 4 cores x 1: 20% used; likely GIL-bound threads: 4 threads" in text
+    assert "Overall: spark 2 executors x 2 cores x 4 GiB wins at every epochs value (2 of 2 settled)" in text
+    assert "dask 1 executor x 4 cores: granted 4 GiB; memory was not measured" in text
+    assert "dask 1 executor x 4 cores: 20% used; likely GIL-bound threads: 4 threads" in text
 
 
 def test_command_errors_are_user_errors(store: Path, tmp_path: Path) -> None:

@@ -133,7 +133,7 @@ def test_easy_winner_halving_with_adaptive_trials_is_right_for_a_fraction_of_the
 ) -> None:
     result = replayed(store, "easy", monkeypatch=monkeypatch, capsys=capsys)
     assert list(result) == list(KEYS)
-    assert result["full_grid_best"] == "dask 4 cores, 2 executors, 4 GiB memory"
+    assert result["full_grid_best"] == "dask 2 executors x 4 cores x 4 GiB"
     assert result["within_5pct"] >= 0.95 and result["regret_median"] == 0.0
     assert result["cluster_s_fraction"] <= 0.30
     assert result["engine_verdict"] == "dask faster" and result["wrong_engine"] == 0.0
@@ -149,8 +149,8 @@ def test_a_close_race_has_no_engine_verdict_and_stays_near_the_best(
     assert result["engine_verdict"] == "no significant difference" and result["wrong_engine"] is None
     assert result["within_5pct"] >= 0.95  # the two leaders are 1 % apart: either is a good choice
     assert result["full_grid_best"] in (
-        "spark 2 cores, 4 executors, 4 GiB memory",
-        "dask 2 cores, 4 executors, 4 GiB memory",
+        "spark 4 executors x 2 cores x 4 GiB",
+        "dask 4 executors x 2 cores x 4 GiB",
     )
 
 
@@ -158,7 +158,7 @@ def test_a_proxy_reversal_is_caught_by_the_rank_check(
     store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     result = replayed(store, "reversal", monkeypatch=monkeypatch, capsys=capsys)
-    assert result["full_grid_best"] == "spark 4 cores, 2 executors, 4 GiB memory"
+    assert result["full_grid_best"] == "spark 2 executors x 4 cores x 4 GiB"
     assert result["within_5pct"] >= 0.95 and result["rank_check_widened"] >= 0.95
     assert result["engine_verdict"] == "spark faster" and result["wrong_engine"] <= 0.05
     # without the rank check the best Spark configuration still goes on (the best of each engine always
@@ -189,7 +189,7 @@ def test_text_output(store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytes
     code, out = run_cli(["replay", str(store), "--sweep", "easy", "--repeats", "20"], monkeypatch, capsys)
     assert code == 0
     text = " ".join(out.split())
-    assert "full grid's best: dask 4 cores, 2 executors, 4 GiB memory" in text
+    assert "full grid's best: dask 2 executors x 4 cores x 4 GiB" in text
     assert "of repeats, within 10 %" in text and "rank check promoted more in" in text
 
 

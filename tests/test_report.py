@@ -83,15 +83,15 @@ def test_report_states_what_was_measured_and_on_what(written: list[Path]) -> Non
 
 def test_markdown_tables_per_configuration_statistics_cost_and_failures(written: list[Path]) -> None:
     md = written[1].read_text(encoding="utf-8")
-    assert "**Config: 5 cores, 7 executors, 13 GiB memory (35 cores in all)**" in md
+    assert "**Config: 7 executors x 5 cores x 13 GiB (35 cores in all)**" in md
     assert "| # Epochs | Spark time (s) | Spark accuracy | Dask time (s) | Dask accuracy |" in md
     assert "| 10 | 12.0 (IQR 2.00, n=5) | 0.9060 (IQR 0.0020) | 7.00 (IQR 2.00, n=5) | 0.9040 (IQR 0.0020) |" in md
     assert "| 100 | 62.0 (IQR 2.00, n=5), 1 failed |" in md
-    assert "| 5 cores, 7 executors, 13 GiB memory | 10 | 12.0 (IQR 2.00, n=5) | 7.00 (IQR 2.00, n=5) | 1.71 \\[" in md
+    assert "| 7 executors x 5 cores x 13 GiB | 10 | 12.0 (IQR 2.00, n=5) | 7.00 (IQR 2.00, n=5) | 1.71 \\[" in md
     assert "| 0.008 | 0.001 | dask faster |" in md
     assert "| too few to tell |" in md and "| no significant difference |" in md
     assert "| spark | 100 | 52.0 | never | – |" in md
-    assert "| dask | 10 | 22.0 | 30 cores | 6 cores, 5 executors, 19 GiB memory |" in md
+    assert "| dask | 10 | 22.0 | 30 cores | 5 executors x 6 cores x 19 GiB |" in md
     assert "| failed | Py4JJavaError | java.lang.OutOfMemoryError: Java heap space |" in md
     assert "| timeout | TimeoutError |" in md
     for name in ("fit_time_box.png", "speedup_cost.png", "time_vs_cost.png"):

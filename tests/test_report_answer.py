@@ -15,7 +15,7 @@ from tests.fixtures.make_fixture_store import STORE
 from tests.support.synthetic_stores import ArmSpec, synthetic_frame, synthetic_rows
 
 ARMS = [
-    ArmSpec("spark", 2, 2, 8.0, median_s=10.0, peak_gib=1.0),
+    ArmSpec("spark", 2, 2, 8.0, median_s=10.0, peak_gib=1.0, jvm_heap_gib=0.8, python_gib=0.5),
     ArmSpec("dask", 2, 2, 8.0, median_s=15.0, peak_gib=1.0, slot_utilisation=0.3),
     ArmSpec("dask", 1, 4, 4.0, median_s=20.0, peak_gib=5.0),
     ArmSpec("local", 1, 1, 0.0, median_s=40.0, peak_gib=None),
@@ -31,9 +31,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 def test_markdown_and_html_open_with_the_answer(written: list[Path]) -> None:
     page, md = (path.read_text(encoding="utf-8") for path in written[:2])
-    assert md.startswith(
-        "# sweeper report: synthetic\n\n## The answer\n\nSpark 2 cores, 2 executors, 8 GiB memory wins"
-    )
+    assert md.startswith("# sweeper report: synthetic\n\n## The answer\n\nSpark 2 executors x 2 cores x 8 GiB wins")
     assert md.index("## The answer") < md.index("## What was measured") < md.index("## Method")
     assert page.index("<h2>The answer</h2>") < page.index("<h2>What was measured</h2>")
     assert "(2 of 2 settled)" in md
@@ -43,20 +41,25 @@ def test_markdown_and_html_open_with_the_answer(written: list[Path]) -> None:
 def test_the_answer_table_names_winner_runner_up_ratio_and_verdict(written: list[Path]) -> None:
     md = written[1].read_text(encoding="utf-8")
     assert "**The recommendation per epochs value**" in md
-    lines = [line for line in md.splitlines() if line.startswith(("| 5 |", "| 50 |")) and "GiB memory | " in line]
+    lines = [line for line in md.splitlines() if line.startswith(("| 5 |", "| 50 |")) and " GiB | " in line]
     assert len(lines) == 2
     for line in lines:
         cells = [cell.strip() for cell in line.strip("|").split(" | ")]
-        assert cells[1] == "spark 2 cores, 2 executors, 8 GiB memory"
-        assert cells[3] == "dask 2 cores, 2 executors, 8 GiB memory"
+        assert cells[1] == "spark 2 executors x 2 cores x 8 GiB"
+        assert cells[3] == "dask 2 executors x 2 cores x 8 GiB"
         assert cells[4].startswith("1.") and cells[5] == "faster"
 
 
 def test_memory_and_idle_slots_are_said_and_drawn(written: list[Path]) -> None:
     md = written[1].read_text(encoding="utf-8")
-    assert "dask 1 cores x 4: granted 4 GiB, peak " in md and "suggested 6.5 GiB; more than granted" in md
-    assert "spark 2 cores x 2: granted 8 GiB" in md and "hold 4 executors of 1 core(s) instead of 2 of 2" in md
-    assert "Slots left idle: dask 2 cores x 2 (30% used: GIL-bound threads" in md
+    assert "dask 4 executors x 1 core: granted 4 GiB, peak " in md and "suggested 6.5 GiB; more than granted" in md
+    assert (
+        "spark 2 executors x 2 cores: heap (spark.executor.memory) granted 8 GiB, peak 0.80 GiB, suggested 1 GiB"
+        in (md)
+    )
+    assert "overhead (spark.executor.memoryOverhead) granted " in md and "peak 0.50 GiB, suggested 1 GiB" in md
+    assert "hold 4 executors of 1 core(s) instead of 2 of 2" in md
+    assert "Slots left idle: dask 2 executors x 2 cores (30% used: GIL-bound threads" in md
     names = [path.name for path in written[2:]]
     assert names[:2] == ["answer_time.png", "answer_memory.png"]
     assert "](answer_time.png)" in md and "](answer_memory.png)" in md

@@ -73,6 +73,7 @@ def test_a_spark_executor_is_its_jvm_plus_its_python_workers() -> None:
     assert columns["worker_peak_rss_gib_median"] == pytest.approx(1.75)  # (1.5 + 0.25 + 0.25, 2.0)
     assert columns["cpu_s_workers"] == pytest.approx(3 * 1.0 + (12.0 - 10.0) + 0.5)
     assert columns["jvm_peak_heap_gib"] == 0.4 and columns["resource_note"] is None
+    assert columns["python_peak_rss_gib_max"] == pytest.approx(0.5)  # JVM 100's two workers, or JVM 200's one
 
 
 def test_the_same_pid_on_two_hosts_is_two_workers() -> None:

@@ -52,10 +52,19 @@ def test_rows_round_trip_through_pandas_and_pyarrow_dataset(tmp_path: Path) -> N
     assert frame["measurement_key"].tolist() == ["a", "b"]
     assert frame["epochs"].dtype == pd.Int32Dtype()
     assert frame["fit_wall_s"].dtype == pd.Float64Dtype()
-    assert frame["schema_version"].tolist() == [SCHEMA_VERSION, SCHEMA_VERSION] == [5, 5]
+    assert frame["schema_version"].tolist() == [SCHEMA_VERSION, SCHEMA_VERSION] == [6, 6]
     assert frame["accuracy"].isna().all()  # missing values stay missing, typed
     assert pd.read_parquet(tmp_path / "s").shape[0] == 2
     assert ds.dataset(tmp_path, format="parquet").to_table().num_rows == 2
+
+
+def test_dry_run_rows_are_left_out_where_real_rows_are_read_with_them(tmp_path: Path) -> None:
+    write_rows(tmp_path, "2node", [row("real")], "part-1")
+    write_rows(tmp_path, "2node-dry-run", [row("dry", dry_run=True)], "part-1")
+    assert load_results(tmp_path)["measurement_key"].tolist() == ["real"]
+    assert load_results(tmp_path, "2node-dry-run")["measurement_key"].tolist() == ["dry"]  # only dry: kept
+    assert sorted(load_results(tmp_path, dry_runs=True)["measurement_key"]) == ["dry", "real"]
+    assert load_results(tmp_path, "2node-dry-run", dry_runs=False).empty
 
 
 def test_writes_are_atomic_and_leave_no_temporary_files(tmp_path: Path) -> None:

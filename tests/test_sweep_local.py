@@ -23,6 +23,7 @@ from sweeper.planning.plan import Launch, make_plan
 from sweeper.results.lock import LOCK_NAME
 from sweeper.results.report.content import Rows, build_report
 from sweeper.results.statistics import config_label
+from sweeper.results.store import sweeps
 from sweeper.run import runner
 from sweeper.run.reuse import split_reused
 from sweeper.run.rows import pending
@@ -265,6 +266,7 @@ def table_structure(frame: pd.DataFrame) -> dict[tuple[str, str], list[str]]:
 
 def test_dry_run_rows_carry_the_planned_configurations_and_epochs(report_grid_dry_run: tuple[Path, Any]) -> None:
     store, _ = report_grid_dry_run
+    assert sweeps(store) == ["2node-dry-run"]  # never into the real sweep, 2node
     frame = load_results(store)
     assert len(frame) == 84 and frame["dry_run"].all() and set(frame["status"]) == {"ok"}
     cluster = frame[frame["engine"] != "local"]

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Protocol
 
 from sweeper.launch.options import LocalOptions, ManagerOptions
+from sweeper.shapes import shape_text_mib
 from sweeper.units import MIB_PER_GIB
 from sweeper.workload.data import Data
 from sweeper.workload.fit import FitResult
@@ -73,8 +74,8 @@ class Session(Protocol):
 def check_granted(planned: Granted, granted: Granted, engine: str) -> None:
     """Fail the launch when the cluster gave something other than the plan."""
     if granted != planned:
-        raise LaunchError(
-            f"{engine} granted {granted.executors} x {granted.cores_per_executor} cores x "
-            f"{granted.executor_memory_mib} MiB, planned {planned.executors} x "
-            f"{planned.cores_per_executor} cores x {planned.executor_memory_mib} MiB"
-        )
+        raise LaunchError(f"{engine} granted {_shape(granted)}, planned {_shape(planned)}")
+
+
+def _shape(granted: Granted) -> str:
+    return shape_text_mib(granted.executors, granted.cores_per_executor, granted.executor_memory_mib)

@@ -8,10 +8,12 @@ from dataclasses import replace
 import psutil
 
 from sweeper.config.grid import Search
+from sweeper.config.names import MAX_NAME_CHARS
 from sweeper.planning.plan import BASELINE_ENGINE, Launch, Plan, batch_size
 from sweeper.units import MIB_PER_GIB
 
 MAX_EPOCHS = 20
+SWEEP_SUFFIX = "-dry-run"  # a dry run writes to a sweep of its own: NAME-dry-run
 MAX_TRAIN_ROWS = 2000
 # share of this machine's memory that all workers of one launch may take together
 MEMORY_SHARE = 0.5
@@ -47,18 +49,33 @@ def shrink_launch(launch: Launch, local_cores: int, local_memory_mib: int) -> La
     )
 
 
+def dry_run_sweep(name: str) -> str:
+    """The sweep a dry run of sweep ``name`` writes to (never the real sweep's).
+
+    >>> dry_run_sweep("2node"), len(dry_run_sweep("x" * MAX_NAME_CHARS))
+    ('2node-dry-run', 100)
+    """
+    return name[: MAX_NAME_CHARS - len(SWEEP_SUFFIX)] + SWEEP_SUFFIX
+
+
 def shrink_plan(plan: Plan) -> Plan:
     """The plan as a local dry-run: launches shrunk, fits per batch recomputed for them.
 
     A dry run previews the whole grid with a fixed number of trials: adaptive trials take their
     ``min``, and ``search: halving`` measures every configuration (times here decide nothing).
+    Its rows go to a sweep of their own (:func:`dry_run_sweep`), apart from the real sweep's.
     """
     local_cores = os.cpu_count() or 1
     local_memory_mib = psutil.virtual_memory().total // (1024 * 1024)
     launches = tuple(shrink_launch(launch, local_cores, local_memory_mib) for launch in plan.launches)
     workload = plan.grid.workload
     trials = workload.adaptive.min_trials if workload.adaptive else workload.trials
-    grid = replace(plan.grid, workload=replace(workload, trials=trials, adaptive=None), search=Search())
+    grid = replace(
+        plan.grid,
+        name=dry_run_sweep(plan.grid.name),
+        workload=replace(workload, trials=trials, adaptive=None),
+        search=Search(),
+    )
     return replace(
         plan,
         grid=grid,

@@ -24,6 +24,7 @@ from sweeper.config.model import MLLIB_ONLY_PARAMS
 from sweeper.errors import UserError
 from sweeper.launch.registry import BASELINE_ENGINE, ONE_MODEL_ENGINES
 from sweeper.planning.sizing import ExecutorShape, size_executors
+from sweeper.shapes import BASELINE_TEXT, shape_text_mib
 from sweeper.text import shown
 from sweeper.units import MIB_PER_GIB, format_mib, spark_size
 
@@ -74,12 +75,8 @@ class Launch:
     @property
     def label(self) -> str:
         if self.engine == BASELINE_ENGINE:
-            return "local baseline, 1 thread"
-        unit = "executors" if self.engine.startswith("spark") else "workers"
-        return (
-            f"{self.engine} {self.executors} {unit} x {self.cores_per_executor} cores x "
-            f"{format_mib(self.executor_memory_mib)}"
-        )
+            return f"{BASELINE_ENGINE} {BASELINE_TEXT}"
+        return f"{self.engine} {shape_text_mib(self.executors, self.cores_per_executor, self.executor_memory_mib)}"
 
 
 @dataclass(frozen=True, slots=True)

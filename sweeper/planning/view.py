@@ -14,6 +14,7 @@ from sweeper.planning.plan import BASELINE_ENGINE, Launch, Plan, dask_commands, 
 from sweeper.run.reuse import split_reused
 from sweeper.run.rows import pending
 from sweeper.run.view import plain
+from sweeper.shapes import BASELINE_TEXT, counted, shape_text_mib
 from sweeper.units import format_mib
 
 
@@ -75,7 +76,7 @@ def _launch_table(plan: Plan) -> Table:
     """
     dry_run = any(launch.dry_run for launch in plan.launches)
     table = Table(title="Matched launches (Spark executors = Dask workers)")
-    for column in ("#", "engine", "cores/threads", "executors/workers", "memory", "overhead", "per node"):
+    for column in ("#", "engine", "executors/workers", "cores/threads", "memory", "overhead", "per node"):
         table.add_column(column, justify="left" if column == "engine" else "right")
     table.add_column("measurements", justify="right")
     if dry_run:
@@ -86,21 +87,21 @@ def _launch_table(plan: Plan) -> Table:
         cells = [
             str(launch.index + 1),
             launch.engine + (" (baseline)" if baseline else ""),
-            str(planned.cores_per_executor),
             str(planned.executors),
+            str(planned.cores_per_executor),
             "-" if baseline else format_mib(planned.executor_memory_mib),
             format_mib(planned.memory_overhead_mib) if launch.engine.startswith("spark") else "-",
             "-" if baseline else " + ".join(str(n) for n in planned.workers_per_node),
             str(len(plan.points[launch.index]) * plan.grid.workload.trials),
         ]
         if dry_run:
-            cells.append("1 thread" if baseline else f"{launch.manager}: {_shape_text(launch)}")
+            cells.append(BASELINE_TEXT if baseline else f"{launch.manager}: {_shape_text(launch)}")
         table.add_row(*cells)
     return table
 
 
 def _shape_text(launch: Launch) -> str:
-    return f"{launch.executors} x {launch.cores_per_executor} cores x {format_mib(launch.executor_memory_mib)}"
+    return shape_text_mib(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
 
 
 def _show_workload(plan: Plan, console: Console) -> None:
@@ -130,8 +131,9 @@ def _show_workload(plan: Plan, console: Console) -> None:
     console.print(
         plain(f"{at_most}{plan.n_measurements}", "bold")
         + plain(
-            f" measurements in {len(plan.launches)} launches, "
-            f"{sum(plan.fits(p.mode) for points in plan.points.values() for p in points) * trials} fits."
+            f" {counted(plan.n_measurements, 'measurement').split(' ', 1)[1]} in "
+            f"{counted(len(plan.launches), 'launch', 'launches')}, "
+            f"{counted(sum(plan.fits(p.mode) for points in plan.points.values() for p in points) * trials, 'fit')}."
         )
     )
     if search.strategy == "halving":

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
+from sweeper.shapes import shape_text
+
 if TYPE_CHECKING:
     from sweeper.results.recommend import AccuracyCheck, Answer, Arm, EngineAnswer, MemoryAdvice, Recommendation
 
@@ -41,7 +43,7 @@ def _ci(low: float, high: float, digits: int = 2) -> str:
 
 
 def arm_text(arm: Arm) -> str:
-    """An arm with its median time and 95 % CI, e.g. ``dask 2 cores, 2 executors, 4 GiB memory: 7.12 s [6.9, 7.4]``."""
+    """An arm with its median time and 95 % CI, e.g. ``dask 2 executors x 2 cores x 4 GiB: 7.12 s [6.9, 7.4]``."""
     interval = f"[{_seconds(arm.median_low_s)}, {_seconds(arm.median_high_s)}]"
     cost = "" if math.isnan(arm.median_cost) else f", cost {arm.median_cost:.4g}"
     return f"{arm.label}: {_seconds(arm.median_s)} s {interval} (n={arm.n}{cost})"
@@ -113,12 +115,23 @@ def engine_sentence(line: EngineAnswer) -> str:
 
 def memory_sentence(advice: MemoryAdvice) -> str:
     """One configuration's memory right-sizing in a sentence."""
-    label = f"{advice.engine} {advice.cores_per_executor} cores x {advice.executors}"
+    label = f"{advice.engine} {shape_text(advice.executors, advice.cores_per_executor)}"
     if advice.limit == "not measured":
         return f"{label}: granted {advice.granted_gib:g} GiB; {advice.note}"
+    if not advice.engine.startswith("spark"):
+        return (
+            f"{label}: granted {advice.granted_gib:g} GiB, peak {advice.peak_gib:.2f} GiB, suggested "
+            f"{advice.suggested_gib:g} GiB; {advice.note}"
+        )
+    overhead = (
+        "Python workers not measured"
+        if math.isnan(advice.suggested_overhead_gib)
+        else f"Python workers' peak {advice.python_peak_gib:.2f} GiB, suggested {advice.suggested_overhead_gib:g} GiB"
+    )
     return (
-        f"{label}: granted {advice.granted_gib:g} GiB, peak {advice.peak_gib:.2f} GiB, suggested "
-        f"{advice.suggested_gib:g} GiB; {advice.note}"
+        f"{label}: heap (spark.executor.memory) granted {advice.granted_gib:g} GiB, peak {advice.peak_gib:.2f} GiB, "
+        f"suggested {advice.suggested_gib:g} GiB; overhead (spark.executor.memoryOverhead) granted "
+        f"{round(advice.overhead_gib, 2):g} GiB, {overhead}; {advice.note}"
     )
 
 
@@ -193,7 +206,7 @@ def lines(recommendation: Recommendation) -> list[str]:
     if recommendation.idle:
         out.append(f"Slots left idle (median slot utilisation below {recommendation.idle_threshold:.0%}):")
         for idle in recommendation.idle:
-            label = f"{idle.engine} {idle.cores_per_executor} cores x {idle.executors}"
+            label = f"{idle.engine} {shape_text(idle.executors, idle.cores_per_executor)}"
             out.append(f"  {label}: {idle.slot_utilisation:.0%} used; likely {'; '.join(idle.reasons)}")
     return out
 

@@ -40,6 +40,9 @@ class MemoryAdvice:
     granted_gib: float
     peak_gib: float
     suggested_gib: float
+    overhead_gib: float
+    python_peak_gib: float
+    suggested_overhead_gib: float
     executors_per_node: int
     executors_per_node_by_memory: int | None
     limit: str
@@ -92,6 +95,7 @@ _MEMORY_COLUMNS = (
     "granted_executor_memory_gib",
     "worker_peak_rss_gib_max",
     "jvm_peak_heap_gib",
+    "python_peak_rss_gib_max",
     "resource_note",
 )
 _SLOT_COLUMNS = (
@@ -115,20 +119,26 @@ def memory_advice(df: pd.DataFrame) -> list[MemoryAdvice]:
     """Granted memory against the measured peak, per workload, engine and configuration (ok rows).
 
     - ``granted_gib``: ``granted_executor_memory_gib`` when the launch recorded it, else
-      ``executor_memory_gib`` (Dask: the worker's memory limit; Spark: the executor heap).
-    - ``peak_gib``: the largest ``worker_peak_rss_gib_max`` (resident set of one worker, for Spark
-      the executor JVM with its Python workers) or ``jvm_peak_heap_gib``, whichever is larger,
-      over the configuration's ok rows and epochs. For Spark the resident set also holds what
-      the memory overhead pays for, so the suggestion errs on the large side.
-    - ``suggested_gib``: :func:`suggested_memory_gib` of the peak. NaN when nothing was measured
-      (stores written before schema version 4): ``limit`` is then ``not measured``.
+      ``executor_memory_gib`` (Dask: the worker's memory limit; Spark: the executor heap,
+      ``spark.executor.memory``).
+    - ``peak_gib``: Dask, the largest ``worker_peak_rss_gib_max`` (one worker's resident set) over
+      the configuration's ok rows and epochs; Spark, the largest ``jvm_peak_heap_gib`` (the heap
+      alone; a store without it falls back to the executor's resident set, JVM and Python workers).
+    - ``suggested_gib``: :func:`suggested_memory_gib` of the peak (Dask: the memory limit; Spark:
+      the heap). NaN when nothing was measured (stores before schema 4): ``limit`` is then
+      ``not measured``.
+    - Spark's ``spark.executor.memoryOverhead`` apart: ``overhead_gib`` granted, ``python_peak_gib``
+      (``python_peak_rss_gib_max``: one executor's Python workers together, the fits' memory) and
+      ``suggested_overhead_gib`` = the JVM's own off-heap share Spark assumes for the suggested
+      heap (``max(384 MiB, 10 %)``) plus the Python workers' peak with 25 % headroom, rounded up to
+      0.5 GiB. NaN for Dask and where the Python workers were not measured (stores before schema 6).
 
     What the sizing rules would give: the store does not record node sizes, so a node is taken
     as what the rule handed out, ``executors_per_node`` slots (``ceil(executors / nodes)``) of
     ``executor memory + overhead`` and ``cores_per_executor`` cores each. With the suggested
-    memory (and the rule's overhead for it, :mod:`sweeper.planning.sizing`) that node memory
-    holds ``executors_per_node_by_memory`` executors. ``limit``: ``memory`` when the suggestion
-    is above the grant; ``more executors fit`` when a node's cores and memory hold more
+    memory (with Spark's suggested overhead, else the rule's, :mod:`sweeper.planning.sizing`) that node
+    memory holds ``executors_per_node_by_memory`` executors. ``limit``: ``memory`` when the suggestion
+    (or Spark's suggested overhead) is above the grant; ``more executors fit`` when a node's cores and memory hold more
     executors of fewer cores (``alternative`` = (executors per node, cores each)); ``cores``
     when the freed memory has no core to run another executor.
     """
@@ -146,7 +156,12 @@ def _advice(workload: dict[str, Any], group: pd.DataFrame) -> MemoryAdvice:
     cores, executors = as_int(first["cores_per_executor"]), as_int(first["executors"])
     granted = _largest(group, ["granted_executor_memory_gib"])
     granted = float(first["executor_memory_gib"]) if math.isnan(granted) else granted
-    peak = _largest(group, ["worker_peak_rss_gib_max", "jvm_peak_heap_gib"])
+    spark = str(first["engine"]).startswith("spark")
+    heap_peak = _largest(group, ["jvm_peak_heap_gib"]) if spark else math.nan
+    peak = heap_peak if not math.isnan(heap_peak) else _largest(group, ["worker_peak_rss_gib_max"])
+    python_peak = _largest(group, ["python_peak_rss_gib_max"]) if spark else math.nan
+    rule = None if pd.isna(first["rule"]) else str(first["rule"])
+    overhead_now = _overhead_gib(granted, rule, first["memory_overhead_gib"])
     nodes = max(as_int(first["nodes"]), 1)
     per_node = max(math.ceil(executors / nodes), 1)
     base: dict[str, Any] = {
@@ -157,21 +172,40 @@ def _advice(workload: dict[str, Any], group: pd.DataFrame) -> MemoryAdvice:
         "executor_memory_gib": float(first["executor_memory_gib"]),
         "granted_gib": granted,
         "peak_gib": peak,
+        "overhead_gib": overhead_now if spark else math.nan,
+        "python_peak_gib": python_peak,
         "executors_per_node": per_node,
     }
     if math.isnan(peak):
         notes = sorted({str(n) for n in group["resource_note"].dropna()}) if "resource_note" in group else []
         note = "memory was not measured" + (f" ({'; '.join(notes)})" if notes else "")
-        return MemoryAdvice(**base, suggested_gib=math.nan, executors_per_node_by_memory=None,
-                            limit="not measured", alternative=None, note=note)  # fmt: skip
+        return MemoryAdvice(**base, suggested_gib=math.nan, suggested_overhead_gib=math.nan,
+                            executors_per_node_by_memory=None, limit="not measured", alternative=None,
+                            note=note)  # fmt: skip
     suggested = suggested_memory_gib(peak)
-    rule = None if pd.isna(first["rule"]) else str(first["rule"])
-    overhead_now = _overhead_gib(granted, rule, first["memory_overhead_gib"])
-    node_memory_gib = per_node * (granted + overhead_now)
-    by_memory = math.floor(node_memory_gib / (suggested + _overhead_gib(suggested, rule, first["memory_overhead_gib"])))
-    limit, alternative, note = _limit(suggested, granted, per_node, by_memory, cores)
-    return MemoryAdvice(**base, suggested_gib=suggested, executors_per_node_by_memory=by_memory,
-                        limit=limit, alternative=alternative, note=note)  # fmt: skip
+    overhead = suggested_overhead_gib(suggested, python_peak) if spark else math.nan
+    overhead_then = _overhead_gib(suggested, rule, first["memory_overhead_gib"]) if math.isnan(overhead) else overhead
+    by_memory = math.floor(per_node * (granted + overhead_now) / (suggested + overhead_then))
+    short = suggested > granted or overhead_then > overhead_now + 1e-9
+    limit, alternative, note = _limit(short, per_node, by_memory, cores)
+    return MemoryAdvice(**base, suggested_gib=suggested, suggested_overhead_gib=overhead,
+                        executors_per_node_by_memory=by_memory, limit=limit, alternative=alternative,
+                        note=note)  # fmt: skip
+
+
+def suggested_overhead_gib(heap_gib: float, python_peak_gib: float) -> float:
+    """Spark's memory overhead for a heap whose Python workers peaked at ``python_peak_gib``.
+
+    The JVM's own off-heap share Spark assumes (``max(384 MiB, 10 %)`` of the heap) plus the Python
+    workers' peak with 25 % headroom, rounded up to 0.5 GiB; NaN when the workers were not measured.
+
+    >>> suggested_overhead_gib(4.0, 0.8), suggested_overhead_gib(20.0, 3.0), suggested_overhead_gib(4.0, math.nan)
+    (1.5, 6.0, nan)
+    """
+    if math.isnan(python_peak_gib):
+        return math.nan
+    jvm_gib = spark_overhead_mib(round(heap_gib * MIB_PER_GIB)) / MIB_PER_GIB
+    return math.ceil(round((jvm_gib + python_peak_gib * HEADROOM) / ROUND_GIB, 9)) * ROUND_GIB
 
 
 def _largest(group: pd.DataFrame, columns: Sequence[str]) -> float:
@@ -192,11 +226,12 @@ def _overhead_gib(memory_gib: float, rule: str | None, recorded_gib: Any) -> flo
     return 0.0 if pd.isna(recorded_gib) else float(recorded_gib)
 
 
-def _limit(
-    suggested: float, granted: float, per_node: int, by_memory: int, cores: int
-) -> tuple[str, tuple[int, int] | None, str]:
-    """(limit, alternative shape, sentence) for one configuration's memory (see :func:`memory_advice`)."""
-    if suggested > granted:
+def _limit(short: bool, per_node: int, by_memory: int, cores: int) -> tuple[str, tuple[int, int] | None, str]:
+    """(limit, alternative shape, sentence) for one configuration's memory (see :func:`memory_advice`).
+
+    ``short``: an executor needs more than it was granted (its heap or limit, or Spark's overhead).
+    """
+    if short:
         return (
             "memory",
             None,

@@ -33,6 +33,7 @@ from scipy import stats
 from sweeper.errors import UserError
 from sweeper.planning.plan import BASELINE_ENGINE
 from sweeper.results import PRUNED
+from sweeper.shapes import shape_text
 
 CONFIG = ("cores_per_executor", "executors", "executor_memory_gib")
 WORKLOAD = ("sweep", "dataset", "n_train", "n_fits", "mode", "model_params", "dry_run")
@@ -50,17 +51,14 @@ NO_BASELINE = "no baseline"
 
 
 def config_label(cores_per_executor: Any, executors: Any, executor_memory_gib: Any, engine: str = "") -> str:
-    """How a configuration is named in tables and plots (the report's "Config: ..." captions).
+    """How a configuration is named in tables and plots: :func:`sweeper.shapes.shape_text`.
 
     >>> config_label(5, 7, 13.0)
-    '5 cores, 7 executors, 13 GiB memory'
+    '7 executors x 5 cores x 13 GiB'
     >>> config_label(1, 1, 0.0, engine="local")
-    'single thread (baseline)'
+    '1 thread (baseline)'
     """
-    if engine == BASELINE_ENGINE:
-        return "single thread (baseline)"
-    memory = "?" if pd.isna(executor_memory_gib) else f"{float(executor_memory_gib):g}"
-    return f"{_int_text(cores_per_executor)} cores, {_int_text(executors)} executors, {memory} GiB memory"
+    return shape_text(executors, cores_per_executor, executor_memory_gib, baseline=engine == BASELINE_ENGINE)
 
 
 def _label(values: Mapping[str, Any]) -> str:
@@ -68,10 +66,6 @@ def _label(values: Mapping[str, Any]) -> str:
     return config_label(
         values["cores_per_executor"], values["executors"], values["executor_memory_gib"], engine=str(engine)
     )
-
-
-def _int_text(value: Any) -> str:
-    return "?" if pd.isna(value) else str(int(value))
 
 
 def ok_mask(df: pd.DataFrame) -> pd.Series:

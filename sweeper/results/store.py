@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from sweeper.config.names import check_sweep_name
 from sweeper.errors import UserError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # Columns added after version 1: files written before them read with them empty.
 ADDED_AFTER_VERSION_1 = (
     "shards",  # version 2: data-parallel
@@ -48,6 +48,7 @@ ADDED_AFTER_VERSION_1 = (
     "stop_reason",
     "rung",
     "staging_s",  # version 5: staging on the cluster's file system, apart from cluster_start_s
+    "python_peak_rss_gib_max",  # version 6: Spark's Python workers apart, for the overhead's advice
 )
 
 SCHEMA = pa.schema(
@@ -120,6 +121,7 @@ SCHEMA = pa.schema(
         ("worker_peak_rss_gib_max", pa.float64()),
         ("worker_peak_rss_gib_median", pa.float64()),
         ("jvm_peak_heap_gib", pa.float64()),
+        ("python_peak_rss_gib_max", pa.float64()),
         ("resource_note", pa.string()),
         ("dry_run_epochs", pa.int32()),
         ("dry_run_train_rows", pa.int64()),
@@ -402,8 +404,13 @@ def _fits(actual: pa.DataType, expected: pa.DataType) -> bool:
     return kind == wanted or (kind, wanted) == ("integer", "number")
 
 
-def load_results(store: str | Path, sweep: str | None = None) -> pd.DataFrame:
+def load_results(store: str | Path, sweep: str | None = None, *, dry_runs: bool | None = None) -> pd.DataFrame:
     """The rows of a store as a typed pandas DataFrame (nullable dtypes), oldest first.
+
+    Dry-run rows (``dry_run``: shrunk to one machine, times not meaningful; a dry run writes to a
+    sweep of its own, ``NAME-dry-run``) are left out where real rows are read with them
+    (``dry_runs=None``), so the rows of all sweeps are real measurements; ``dry_runs=True`` keeps
+    them, ``False`` leaves them out always.
 
     Examples
     --------
@@ -415,6 +422,9 @@ def load_results(store: str | Path, sweep: str | None = None) -> pd.DataFrame:
     from sweeper.results.validity import checked
 
     frame = checked(as_frame(read_table(store, sweep)))  # impossible values named, never analysed
+    dry = frame["dry_run"].fillna(False).astype(bool)
+    if dry_runs is False or (dry_runs is None and not dry.all()):
+        frame = frame[~dry]
     return frame.sort_values(["started_at", "launch_index", "epochs", "trial"], kind="stable").reset_index(drop=True)
 
 

@@ -50,6 +50,7 @@ FIGURE_LIMITS: dict[str, tuple[float, float]] = {  # out of range: the figure is
     "worker_peak_rss_gib_max": (0.0, MAX_GIB),
     "worker_peak_rss_gib_median": (0.0, MAX_GIB),
     "jvm_peak_heap_gib": (0.0, MAX_GIB),
+    "python_peak_rss_gib_max": (0.0, MAX_GIB),
 }
 
 

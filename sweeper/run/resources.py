@@ -6,7 +6,9 @@
 - ``slot_utilisation``: ``cpu_s_workers / (slots x fit_wall_s)``, slots = granted executors x cores;
 - ``worker_peak_rss_gib_max`` / ``_median`` over the launch's workers that ran fits: a Dask worker's or
   the baseline worker's peak resident memory; a Spark executor's is its JVM's plus its Python workers';
-- ``jvm_peak_heap_gib``: Spark's own executor metrics (the largest executor's peak ``JVMHeapMemory``).
+- ``jvm_peak_heap_gib``: Spark's own executor metrics (the largest executor's peak ``JVMHeapMemory``);
+- ``python_peak_rss_gib_max``: Spark only, the largest sum over one executor of its Python workers' peak
+  resident memory (what ``spark.executor.memoryOverhead`` pays for, beside the JVM's own off-heap).
 
 A figure that cannot be had is null and ``resource_note`` says why; measuring never fails a row.
 """
@@ -15,14 +17,21 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sweeper.workload.fit import FitResult
 from sweeper.workload.usage import ProcessUsage, Usage
 
 BYTES_PER_GIB = 1024**3
-FIGURES = ("cpu_s_fits", "cpu_s_workers", "slot_utilisation", "worker_peak_rss_gib_max", "worker_peak_rss_gib_median")
+FIGURES = (
+    "cpu_s_fits",
+    "cpu_s_workers",
+    "slot_utilisation",
+    "worker_peak_rss_gib_max",
+    "worker_peak_rss_gib_median",
+    "python_peak_rss_gib_max",
+)
 
 
 def resource_columns(
@@ -40,13 +49,14 @@ def resource_columns(
         )
     if usages:
         cpu_s_workers = _cpu_s_of_processes(usages)
-        peaks_gib = _worker_peaks_gib(usages)
+        peaks_gib, python_gib = _worker_peaks_gib(usages)
         columns.update(
             cpu_s_fits=sum(u.thread_cpu_s for u in usages),
             cpu_s_workers=cpu_s_workers,
             slot_utilisation=cpu_s_workers / (slots * fit_wall_s) if slots > 0 and fit_wall_s > 0 else None,
             worker_peak_rss_gib_max=max(peaks_gib) if peaks_gib else None,
             worker_peak_rss_gib_median=statistics.median(peaks_gib) if peaks_gib else None,
+            python_peak_rss_gib_max=max(python_gib) if spark and python_gib else None,
         )
         if not peaks_gib:
             notes.append("the workers' peak memory could not be read")
@@ -66,8 +76,9 @@ def _cpu_s_of_processes(usages: Sequence[Usage]) -> float:
     return sum(max(p.cpu_s for p in seen) - min(p.cpu_s for p in seen) for seen in spans.values())
 
 
-def _worker_peaks_gib(usages: Sequence[Usage]) -> list[float]:
-    """Each worker's peak resident memory: a process's own, or a Spark executor's JVM plus its Python workers."""
+def _worker_peaks_gib(usages: Sequence[Usage]) -> tuple[list[float], list[float]]:
+    """Each worker's peak resident memory (a process's own, or a Spark executor's JVM plus its Python workers),
+    and each Spark executor's Python workers' together."""
     process_peak: dict[tuple[str, int], int] = {}
     executor_of: dict[tuple[str, int], tuple[str, int]] = {}
     executor_peak: dict[tuple[str, int], int] = {}
@@ -81,8 +92,15 @@ def _worker_peaks_gib(usages: Sequence[Usage]) -> list[float]:
                 executor_peak.get((usage.host, jvm.pid), 0), jvm.peak_rss_bytes or 0
             )
     workers: dict[tuple[str, int], int] = defaultdict(int)
+    pythons: dict[tuple[str, int], int] = defaultdict(int)
     for process, peak in process_peak.items():
         workers[executor_of.get(process, process)] += peak
+        if process in executor_of:
+            pythons[executor_of[process]] += peak
     for executor, peak in executor_peak.items():
         workers[executor] += peak
-    return [peak / BYTES_PER_GIB for peak in workers.values() if peak > 0]
+    return _gib(workers.values()), _gib(pythons.values())
+
+
+def _gib(peaks_bytes: Iterable[int]) -> list[float]:
+    return [peak / BYTES_PER_GIB for peak in peaks_bytes if peak > 0]

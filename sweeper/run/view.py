@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sweeper.results import PRUNED
+from sweeper.shapes import shape_text
 from sweeper.text import visible
 
 STATUS_STYLE = {"ok": "green", "failed": "red", "timeout": "yellow"}
@@ -33,14 +34,12 @@ def plain(text: object, style: str = "") -> Text:
 
 def measurement_line(row: dict[str, Any]) -> Text:
     """One line for a finished measurement (plain text, styled: an error message shows as written)."""
-    shape = (
-        "baseline"
-        if row["engine"] == "local"
-        else f"{row['executors']}x{row['cores_per_executor']}c x {row['executor_memory_gib']:g}GiB"
+    shape = shape_text(
+        row["executors"], row["cores_per_executor"], row["executor_memory_gib"], baseline=row["engine"] == "local"
     )
     status = row["status"]
     head = plain(f"{status:>7}", STATUS_STYLE.get(status, "")) + plain(
-        f" {row['engine']:<11} {row['mode']:<13} {shape:<18} epochs {row['epochs']:>5} trial {row['trial']}"
+        f" {row['engine']:<11} {row['mode']:<13} {shape:<30} epochs {row['epochs']:>5} trial {row['trial']}"
     )
     if status == "ok":
         return (
@@ -86,7 +85,7 @@ def summary_table(rows: list[dict[str, Any]]) -> Table:
         key = (row["engine"], row["mode"], row["executors"], row["cores_per_executor"], row["epochs"])
         groups[key].append(row)
     table = Table(title="Summary (medians over trials)")
-    for column in ("engine", "mode", "executors x cores", "epochs", "ok", "failed", "fit s", "accuracy"):
+    for column in ("engine", "mode", "shape", "epochs", "ok", "failed", "fit s", "accuracy"):
         table.add_column(column, justify="left" if column in ("engine", "mode") else "right")
     for (engine, mode, executors, cores, epochs), members in sorted(groups.items(), key=_summary_order):
         ok = [r for r in members if r["status"] == "ok"]
@@ -94,7 +93,7 @@ def summary_table(rows: list[dict[str, Any]]) -> Table:
         table.add_row(
             engine,
             mode,
-            "-" if engine == "local" else f"{executors} x {cores}",
+            shape_text(executors, cores, baseline=engine == "local"),
             str(epochs),
             str(len(ok)),
             str(sum(r["status"] not in ("ok", PRUNED) for r in members)),

@@ -13,6 +13,8 @@ def assert_resource_figures(frame: pd.DataFrame) -> None:
         where = row[["engine", "manager", "resource_note"]].to_dict()
         assert row["cpu_s_fits"] > 0 and row["cpu_s_workers"] > 0 and row["slot_utilisation"] > 0, where
         assert row["worker_peak_rss_gib_max"] >= row["worker_peak_rss_gib_median"] > 0.02, where  # a Python process
+        if row["engine"] == "spark":  # the executor's Python workers ran the fits: the overhead's share
+            assert 0.02 < row["python_peak_rss_gib_max"] < row["worker_peak_rss_gib_max"], where
         if str(row["engine"]).startswith("spark"):
             heap = row["jvm_peak_heap_gib"]
             assert (pd.notna(heap) and heap > 0) or "heap" in str(row["resource_note"]), where

@@ -64,6 +64,7 @@ class ArmSpec:
     accuracy_sd: float = 0.002
     peak_gib: float | None = 1.0
     jvm_heap_gib: float | None = None
+    python_gib: float | None = None  # Spark: one executor's Python workers' peak
     slot_utilisation: float | None = 0.9
     straggle: float = 1.1  # longest fit / mean fit
     nodes: int = 1
@@ -157,6 +158,7 @@ def _row(arm: ArmSpec, workload: dict[str, Any], fit_wall_s: float, accuracy: fl
         "worker_peak_rss_gib_max": peak,
         "worker_peak_rss_gib_median": None if peak is None else peak * 0.9,
         "jvm_peak_heap_gib": arm.jvm_heap_gib if arm.engine.startswith("spark") else None,
+        "python_peak_rss_gib_max": arm.python_gib if arm.engine == "spark" else None,
         "resource_note": "memory not measured (synthetic)" if peak is None else None,
     }
 

@@ -19,6 +19,7 @@ from sweeper.results import PRUNED, recommend, recommend_view, statistics
 from sweeper.results.report import plots
 from sweeper.search import accounting
 from sweeper.search.halving import TIE_REL, kendall_tau
+from sweeper.shapes import shape_text
 
 ENGINE_ORDER = ("spark", "dask")
 
@@ -212,7 +213,7 @@ def _answer_paragraphs(found: recommend.Recommendation) -> list[str]:
     if not measured:
         texts.append("Memory was not measured in this sweep: no right-sizing.")
     else:
-        resize = [m for m in measured if m.suggested_gib != m.granted_gib]
+        resize = [m for m in measured if m.suggested_gib != m.granted_gib or m.suggested_overhead_gib > m.overhead_gib]
         texts.append(
             "Memory: " + "; ".join(recommend_view.memory_sentence(m) for m in resize) + "."
             if resize
@@ -222,7 +223,7 @@ def _answer_paragraphs(found: recommend.Recommendation) -> list[str]:
         texts.append(
             "Slots left idle: "
             + "; ".join(
-                f"{i.engine} {i.cores_per_executor} cores x {i.executors} ({i.slot_utilisation:.0%} used: "
+                f"{i.engine} {shape_text(i.executors, i.cores_per_executor)} ({i.slot_utilisation:.0%} used: "
                 f"{', '.join(i.reasons)})"
                 for i in found.idle
             )

@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 
 from sweeper.planning.plan import BASELINE_ENGINE
 from sweeper.results.statistics import CONFIG, NEVER, ok_mask, pareto_front
+from sweeper.shapes import BASELINE_TEXT, shape_text
 
 ENGINE_COLORS = {"spark": "#e8710a", "dask": "#1f77b4", BASELINE_ENGINE: "#555555"}
 OTHER_COLORS = ("#2ca02c", "#9467bd", "#8c564b", "#e377c2")
@@ -41,17 +42,15 @@ def shown(text: object) -> str:
 
 
 def short_config(row: Any) -> str:
-    """A configuration in a few characters: cores x executors, memory.
+    """A configuration's label in a plot (:func:`sweeper.shapes.shape_text`).
 
     >>> short_config({"engine": "dask", "cores_per_executor": 5, "executors": 7, "executor_memory_gib": 13.0})
-    '5c x 7, 13G'
+    '7 executors x 5 cores x 13 GiB'
     >>> short_config({"engine": "local", "cores_per_executor": 1, "executors": 1, "executor_memory_gib": 0.0})
-    '1 thread'
+    '1 thread (baseline)'
     """
-    if row["engine"] == BASELINE_ENGINE:
-        return "1 thread"
     cores, executors, memory = (row[c] for c in CONFIG)
-    return f"{int(cores)}c x {int(executors)}, {float(memory):g}G"
+    return shape_text(executors, cores, memory, baseline=row["engine"] == BASELINE_ENGINE)
 
 
 def png(figure: Figure) -> bytes:
@@ -91,7 +90,7 @@ def _series(table: pd.DataFrame) -> Iterator[tuple[str, str, pd.DataFrame]]:
         if engine != BASELINE_ENGINE:
             yield engine, short_config(group.iloc[0]), group.sort_values("epochs")
     for _, group in table[table["engine"] == BASELINE_ENGINE].groupby(keys, dropna=False):
-        yield BASELINE_ENGINE, "1 thread", group.sort_values("epochs")
+        yield BASELINE_ENGINE, BASELINE_TEXT, group.sort_values("epochs")
 
 
 def box_fit_time(rows: pd.DataFrame) -> bytes:
