@@ -23,6 +23,9 @@ import pytest
 from sklearn.utils._param_validation import InvalidParameterError
 
 from sweeper.launch.base import Granted, LaunchContext, Session
+from sweeper.launch.hosts.hadoop_conf import read_hadoop_conf
+from sweeper.launch.hosts.node_managers import containers_left
+from sweeper.launch.hosts.yarn_client import YarnClient
 from sweeper.launch.options import LocalOptions, ManagerOptions, StandaloneOptions, YarnOptions
 from sweeper.launch.registry import BASELINE_ENGINE, LAUNCHERS, starter
 from sweeper.planning.plan import Launch
@@ -34,7 +37,7 @@ from tests.support.batches import replicas
 from tests.support.leftovers import assert_no_launch_processes
 from tests.support.sshd import assert_nothing_left, cluster_for, hostile
 from tests.support.standalone_clusters import DASK_WORKERS
-from tests.support.yarn_cluster import assert_no_containers, live_applications, rest
+from tests.support.yarn_cluster import container_processes, live_applications, rest
 
 pytestmark = pytest.mark.integration
 
@@ -124,9 +127,15 @@ class OnYarn(OnManager):
         assert len(running) == 1
         # AM + 2 containers of 512 + 384 MiB (YARN rounds up to multiples of 128 MiB)
         assert running[0]["runningContainers"] == 3
+        self.app_ids = [running[0]["id"]]
+        self.yarn = YarnClient(read_hadoop_conf(self.cluster.conf_dir, {}))
+        held = containers_left(self.yarn, self.app_ids)  # as each NodeManager's own REST API lists them
+        assert sum(len(ids) for ids in held.values()) == 3, held
 
     def after(self) -> None:
-        assert_no_containers()
+        # the launch ended only once every NodeManager released the containers: nothing to wait for here
+        assert containers_left(self.yarn, self.app_ids) == {}
+        assert not container_processes()
         assert not live_applications(self.cluster)
 
 

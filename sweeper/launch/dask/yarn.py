@@ -41,6 +41,7 @@ from sweeper.launch.base import Granted, LaunchContext, LaunchError, Session
 from sweeper.launch.dask.base import DaskBackend
 from sweeper.launch.dask.session import DaskSession, granted_workers
 from sweeper.launch.hosts.hadoop_conf import HadoopConf
+from sweeper.launch.hosts.node_managers import wait_containers_released
 from sweeper.launch.hosts.processes import kill_tree
 from sweeper.launch.hosts.yarn import (
     ARCHIVE_LINK,
@@ -228,18 +229,19 @@ def _wait_for_workers(
 
 
 def _kill_application(yarn: YarnClient, name: str, client: Client | None, timeout_s: float = 30.0) -> None:
-    """Kill the YARN application (its NodeManagers kill the workers) and wait until its workers left."""
+    """Kill the YARN application, wait until its workers left the scheduler and every NodeManager
+    released its containers (:mod:`sweeper.launch.hosts.node_managers`)."""
+    killed: list[str] = []
     try:
-        yarn.kill_tagged(name)
+        killed = yarn.kill_tagged(name)
     except LaunchError as error:
         logging.getLogger(__name__).warning("could not kill YARN application %s: %s", name, error)
-    if client is None:
-        return
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    while client is not None and time.monotonic() < deadline:
         try:
             if not client.scheduler_info(n_workers=-1)["workers"]:
-                return
+                break
         except Exception:  # the scheduler may already be closing
-            return
+            break
         time.sleep(0.2)
+    wait_containers_released(yarn, killed, max(deadline - time.monotonic(), 1.0))

@@ -20,8 +20,10 @@ from sweeper.launch.base import LaunchError
 from sweeper.launch.hosts.hadoop_conf import HadoopConf
 
 APPLICATION_CLI = "org.apache.hadoop.yarn.client.cli.ApplicationCLI"
+NODE_CLI = "org.apache.hadoop.yarn.client.cli.NodeCLI"
 LIVE_STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
 ROW = re.compile(r"^\s*(application_\d+_\d+)\t")
+NODE_ROW = re.compile(r"^\s*(\S+:\d+)\t\s*([A-Z_]+)\t\s*(\S+:\d+)\t")  # Node-Id, Node-State, Node-Http-Address
 REPO_LIB = Path(__file__).resolve().parents[3] / "deploy" / "yarn" / "target" / "lib"
 
 
@@ -58,27 +60,31 @@ class Application:
 
 
 class YarnClient:
-    """``yarn application -list`` and ``-kill`` against the configuration's ResourceManager."""
+    """``yarn application -list`` and ``-kill``, ``yarn node -list`` against the configuration's ResourceManager."""
 
     def __init__(self, conf: HadoopConf, lib: Path | None = None, timeout_s: float = 120.0) -> None:
         self.conf = conf
         self.lib = lib or hadoop_lib()
         self.timeout_s = timeout_s
+        self._node_web_addresses: list[str] | None = None
 
-    def _run(self, *arguments: str) -> str:
-        command = [*hadoop_java(self.conf, self.lib, APPLICATION_CLI, heap_mib=128), "application", *arguments]
+    def _run(self, *arguments: str, main_class: str = APPLICATION_CLI) -> str:
+        title = ["application"] if main_class == APPLICATION_CLI else []
+        command = [*hadoop_java(self.conf, self.lib, main_class, heap_mib=128), *title, *arguments]
         try:
             done = subprocess.run(
                 command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=self.timeout_s, check=False
             )
         except subprocess.TimeoutExpired as error:
             raise LaunchError(
-                f"yarn application {' '.join(arguments)}: no answer from the ResourceManager within "
+                f"yarn {' '.join(title or ['node'])} {' '.join(arguments)}: no answer from the ResourceManager within "
                 f"{self.timeout_s:.0f} s ({', '.join(self.conf.resource_manager_urls())})"
             ) from error
         if done.returncode != 0:
             tail = "\n".join(line for line in done.stderr.splitlines() if "Exception" in line or "ERROR" in line)
-            raise LaunchError(f"yarn application {' '.join(arguments)} failed ({done.returncode}): {tail[-1500:]}")
+            raise LaunchError(
+                f"yarn {' '.join(title or ['node'])} {' '.join(arguments)} failed ({done.returncode}): {tail[-1500:]}"
+            )
         return done.stdout
 
     def applications(self, tag: str, states: tuple[str, ...] = LIVE_STATES) -> list[Application]:
@@ -90,6 +96,14 @@ class YarnClient:
                 fields = [field.strip() for field in line.split("\t")]
                 found.append(Application(app_id=fields[0], name=fields[1], state=fields[5]))
         return found
+
+    def node_web_addresses(self) -> list[str]:
+        """Each running NodeManager's web address (``host:port`` of its REST API), asked once per client."""
+        if self._node_web_addresses is None:
+            output = self._run("-list", main_class=NODE_CLI)
+            rows = (NODE_ROW.match(line) for line in output.splitlines())
+            self._node_web_addresses = [row.group(3) for row in rows if row is not None]
+        return self._node_web_addresses
 
     def kill(self, app_id: str) -> None:
         self._run("-kill", app_id)

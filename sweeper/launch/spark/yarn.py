@@ -34,6 +34,7 @@ import psutil
 
 from sweeper.errors import error_text
 from sweeper.launch.base import Granted, LaunchContext, LaunchError, Session
+from sweeper.launch.hosts.node_managers import wait_containers_released
 from sweeper.launch.hosts.processes import kill_tree
 from sweeper.launch.hosts.staging import staged_archive
 from sweeper.launch.hosts.yarn import (
@@ -108,7 +109,8 @@ class SparkYarnSession(SparkAppSession):
 
 
 def wait_released(yarn: YarnClient, tag: str, app_id: str | None, timeout_s: float = 60.0) -> None:
-    """After the application stopped: YARN ends it (killed if it still runs) and its containers are gone."""
+    """After the application stopped: YARN ends it (killed if it still runs) and every NodeManager
+    released its containers (:mod:`sweeper.launch.hosts.node_managers`)."""
     deadline = time.monotonic() + timeout_s
     try:
         live = yarn.applications(tag)
@@ -119,8 +121,8 @@ def wait_released(yarn: YarnClient, tag: str, app_id: str | None, timeout_s: flo
             live = yarn.applications(tag)
     except LaunchError as error:  # the next launch's check or sweeper check finds it again by its tag
         logging.getLogger(__name__).warning("could not end YARN application %s: %s", tag, error)
-    while app_id is not None and yarn_executor_processes(app_id) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    if app_id is not None:
+        wait_containers_released(yarn, [app_id], max(deadline - time.monotonic(), 1.0))
 
 
 class QueueWatchdog:
