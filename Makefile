@@ -53,9 +53,10 @@ test-oldest: setup $(OLDEST)/bin/sweeper  ## the fast suite on the oldest versio
 test-yarn: setup  ## only the tests against a real (mini) YARN
 	$(BIN)/pytest -m yarn
 
-lint: setup  ## ruff + mypy
+lint: setup  ## ruff + mypy + the layer contract (setup.cfg [importlinter])
 	$(BIN)/ruff check sweeper tests
 	$(BIN)/mypy
+	$(BIN)/lint-imports --config setup.cfg
 
 docs: setup  ## rewrite README.md's table of grid keys from the grid schema (sweeper/config/sections.py)
 	$(BIN)/python -m sweeper.config.docs README.md

@@ -11,7 +11,7 @@ __all__ = ["load_results"]
 def __getattr__(name: str) -> Any:
     # imported lazily: Spark and Dask workers import sweeper without needing pandas
     if name == "load_results":
-        from sweeper.results.store import load_results
+        from sweeper.store.parquet import load_results
 
         return load_results
     raise AttributeError(f"module 'sweeper' has no attribute {name!r}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+USER_ERROR_EXIT = 2  # the exit code of a mistake the user can fix: nothing was launched
+
 
 class UserError(Exception):
     """A mistake in the user's input; the CLI prints it and exits with code 2.

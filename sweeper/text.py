@@ -1,7 +1,7 @@
 """Text as messages and consoles show it: values quoted in bounded form, and what counts as a control character.
 
 A leaf module (no project imports), so the grid, its reader, the units and the console views share
-one definition of each.
+one definition of each; :func:`plain` is how every console view prints user text.
 """
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 import reprlib
 from typing import Any
+
+from rich.text import Text
 
 MAX_SHOWN_CHARS = 80  # a value quoted in a message
 
@@ -72,3 +74,15 @@ def shown(value: Any) -> str:
     """
     text = _SHOWN.repr(value)
     return text if len(text) <= MAX_SHOWN_CHARS else text[: MAX_SHOWN_CHARS - 3] + "..."
+
+
+def plain(text: object, style: str = "") -> Text:
+    r"""Text that prints as written on any console: no markup, no emoji codes, no control characters.
+
+    Control characters (a terminal's escape sequences among them) are shown as ``\xNN`` (``\uNNNN``
+    for the invisible ones that reorder or hide text, such as U+202E).
+
+    >>> plain("[bold]x :smile:\x1b[2J").plain
+    '[bold]x :smile:\\x1b[2J'
+    """
+    return Text(visible(str(text)), style=style)

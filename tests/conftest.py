@@ -77,7 +77,8 @@ def run_cli(*args: str, cwd: Path = REPO, columns: int | None = None) -> subproc
 # archive is small and has few files (YARN's unpacking costs per file), instead of the whole 1.5 GB venv.
 LEAN_EXCLUDES = ("pyarrow*", "llvmlite*", "numba*", "mypy*", "*__mypyc*", "matplotlib*", "fontTools", "fonttools*",
                  "PIL", "pillow*", "pygments*", "pip", "pip-*", "setuptools*", "pandas*", "cryptography*",
-                 "kiwisolver*", "ruff*", "_pytest", "pytest*", "asyncssh*", "pytz*", "tzdata*")  # fmt: skip
+                 "kiwisolver*", "ruff*", "_pytest", "pytest*", "asyncssh*", "pytz*", "tzdata*", "grimp*",
+                 "importlinter", "import_linter*")  # fmt: skip
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ import pytest
 
 from sweeper.config.load import parse
 from sweeper.planning.plan import make_plan
-from sweeper.results.store import COLUMNS, load_results, write_rows
+from sweeper.store.parquet import COLUMNS, load_results, write_rows
 from tests import bench
 
 

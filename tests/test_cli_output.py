@@ -24,9 +24,9 @@ from rich.console import Console
 
 from sweeper.cli import main
 from sweeper.planning.view import warning_line
-from sweeper.results.store import COLUMNS, SCHEMA_VERSION, write_rows
 from sweeper.run import runner
 from sweeper.run.view import measurement_line
+from sweeper.store.parquet import COLUMNS, SCHEMA_VERSION, write_rows
 from tests.conftest import minimal_grid
 from tests.fixtures.make_fixture_store import STORE, fixture_rows
 

@@ -11,6 +11,7 @@ from scipy import stats
 
 from sweeper import load_results
 from sweeper.errors import UserError
+from sweeper.names import CONFIG
 from sweeper.results import statistics
 from tests.fixtures.make_fixture_store import STORE, TIMES_S, fixture_rows
 
@@ -31,7 +32,7 @@ def one(table: pd.DataFrame, **where: Any) -> pd.Series:
     mask = pd.Series(True, index=table.index)
     for column, value in where.items():
         if column == "config":
-            for name, part in zip(statistics.CONFIG, value, strict=True):
+            for name, part in zip(CONFIG, value, strict=True):
                 mask &= table[name] == part
         else:
             mask &= table[column] == value

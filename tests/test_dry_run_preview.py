@@ -10,9 +10,9 @@ from pathlib import Path
 
 from sweeper.config import load as grid_file
 from sweeper.planning.dry_run import MAX_EPOCHS, MAX_TRAIN_ROWS, shrink_launch, shrink_plan
+from sweeper.planning.measurements import pending, split_reused
 from sweeper.planning.plan import Plan, make_plan
-from sweeper.run.reuse import reused_row, split_reused
-from sweeper.run.rows import pending, planned_columns, row_of
+from sweeper.run.rows import planned_columns, reused_row, row_of
 from tests.conftest import REPO, minimal_grid, run_cli
 
 SMALL_MACHINE = {"local_cores": 2, "local_memory_mib": 16 * 1024}  # every shape of 2node.yaml shrinks to 1 x 2 x 8 GiB

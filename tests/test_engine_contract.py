@@ -27,7 +27,8 @@ from sweeper.launch.hosts.hadoop_conf import read_hadoop_conf
 from sweeper.launch.hosts.node_managers import containers_left
 from sweeper.launch.hosts.yarn_client import YarnClient
 from sweeper.launch.options import LocalOptions, ManagerOptions, StandaloneOptions, YarnOptions
-from sweeper.launch.registry import BASELINE_ENGINE, LAUNCHERS, starter
+from sweeper.launch.registry import LAUNCHERS, starter
+from sweeper.names import BASELINE_ENGINE
 from sweeper.planning.plan import Launch
 from sweeper.workload.data import Data
 from sweeper.workload.fit import FitResult

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from sweeper import names
 from sweeper.cli import main
 from sweeper.errors import UserError
 from sweeper.launch import registry
@@ -58,9 +59,9 @@ def test_planning_imports_no_engine_and_a_starter_imports_only_its_own() -> None
 
 
 def test_the_registry_names_every_engine_and_manager_a_grid_uses() -> None:
-    assert {engine for engine, _ in registry.LAUNCHERS} == {*registry.ENGINES, registry.BASELINE_ENGINE}
-    assert {manager for _, manager in registry.LAUNCHERS} == set(registry.MANAGERS)
-    assert set(registry.DEFAULT_ENGINES) | set(registry.ONE_MODEL_ENGINES) <= set(registry.ENGINES)
+    assert {engine for engine, _ in registry.LAUNCHERS} == {*names.ENGINES, names.BASELINE_ENGINE}
+    assert {manager for _, manager in registry.LAUNCHERS} == set(names.MANAGERS)
+    assert set(names.DEFAULT_ENGINES) | set(names.ONE_MODEL_ENGINES) <= set(names.ENGINES)
 
 
 def test_a_grant_other_than_the_plan_fails_the_launch() -> None:

@@ -395,15 +395,15 @@ def test_bad_ssh_tls_and_driver_host_exit_2_naming_the_key(
 
 
 def test_ssh_tls_and_driver_host_reach_the_ssh_cluster(write_grid: Callable[..., Path]) -> None:
-    from sweeper.launch.hosts.ssh import SshCluster
+    from sweeper.launch.hosts.ssh import SshCluster, driver_address
 
     loaded = grid_file.load(write_grid(_ssh_grid(dask_tls=True, driver_host="10.0.0.1", port=2222)))
     cluster = SshCluster.from_grid(loaded)
-    assert (cluster.dask_tls, cluster.driver_address(), cluster.options.port) == (True, "10.0.0.1", 2222)
+    assert (cluster.dask_tls, driver_address(cluster), cluster.options.port) == (True, "10.0.0.1", 2222)
     default = SshCluster.from_grid(grid_file.load(write_grid(_ssh_grid(), "plain.yaml")))
     assert default.dask_tls is False and default.driver_host is None
     # without driver_host: this machine's address on the route to the first host (loopback to itself)
-    assert SshCluster(hosts=("127.0.0.1",)).driver_address() == "127.0.0.1"
+    assert driver_address(SshCluster(hosts=("127.0.0.1",))) == "127.0.0.1"
 
 
 YARN_CLUSTER = {"manager": "yarn", "nodes": 2, "cores_per_node": 2, "memory_per_node": "8GiB"}

@@ -22,7 +22,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sweeper.cli import USER_ERROR_EXIT, main
+from sweeper.cli import main
+from sweeper.errors import USER_ERROR_EXIT
 from tests.conftest import minimal_grid
 
 BASES: tuple[dict[str, Any], ...] = (

@@ -13,8 +13,8 @@ from sweeper.config import load as grid_file
 from sweeper.errors import UserError
 from sweeper.results import recommend as rec
 from sweeper.results import recommend_view as view
-from sweeper.results.store import write_rows
 from sweeper.search.adaptive import TrialPolicy
+from sweeper.store.parquet import write_rows
 from tests.conftest import minimal_grid
 from tests.support.synthetic_stores import ArmSpec, synthetic_rows
 

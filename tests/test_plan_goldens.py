@@ -16,8 +16,8 @@ import pytest
 
 from sweeper.cli import main
 from sweeper.config import load as grid_file
+from sweeper.planning.measurements import measurement_key
 from sweeper.planning.plan import make_plan
-from sweeper.run.rows import measurement_key
 from tests.conftest import REPO, minimal_grid
 
 PLANS = REPO / "tests" / "fixtures" / "plans"

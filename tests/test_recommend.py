@@ -14,10 +14,11 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
+from sweeper.commands import recommend as recommend_command
 from sweeper.errors import UserError
 from sweeper.results import recommend as rec
 from sweeper.results import recommend_view as view
-from sweeper.results.store import COLUMNS, write_rows
+from sweeper.store.parquet import COLUMNS, write_rows
 from tests.support.synthetic_stores import ArmSpec, synthetic_frame, synthetic_rows, to_frame
 
 FAST = 500  # bootstrap resamples where the interval's last digit does not matter
@@ -220,7 +221,7 @@ def test_several_workloads_get_an_answer_each() -> None:
 
 def run_command(store: Path, *argv: str) -> tuple[int, str]:
     commands = argparse.ArgumentParser(prog="sweeper").add_subparsers(dest="command", required=True)
-    view.add_parser(commands)
+    recommend_command.add_parser(commands)
     args = commands._name_parser_map["recommend"].parse_args([str(store), *argv])
     buffer = io.StringIO()
     console = Console(file=buffer, width=300, color_system=None, markup=False, emoji=False, highlight=False)
@@ -274,9 +275,10 @@ def test_command_errors_are_user_errors(store: Path, tmp_path: Path) -> None:
     assert "Fastest within a budget of 0.01 per measurement:" in text
 
 
-def test_the_parser_repeats_the_analysis_constants_without_importing_it() -> None:
-    assert view.OBJECTIVES == rec.OBJECTIVES and view.ACCURACY_MARGIN == rec.ACCURACY_MARGIN
-    parser = view.add_parser(argparse.ArgumentParser().add_subparsers())
+def test_the_parser_takes_the_analysis_defaults() -> None:
+    commands = argparse.ArgumentParser().add_subparsers()
+    recommend_command.add_parser(commands)
+    parser = commands._name_parser_map["recommend"]
     args = parser.parse_args(["results/"])
     assert (args.objective, args.accuracy_margin, args.json, args.budget) == ("time", 0.005, False, None)
     with pytest.raises(SystemExit):

@@ -31,10 +31,11 @@ from sweeper import load_results
 from sweeper.config import load as grid_file
 from sweeper.launch.base import LaunchContext
 from sweeper.launch.registry import starter
+from sweeper.planning.measurements import pending
 from sweeper.planning.plan import make_plan
-from sweeper.results.lock import LOCK_NAME
-from sweeper.results.store import write_rows
-from sweeper.run import rows, runner
+from sweeper.run import runner
+from sweeper.store.lock import LOCK_NAME
+from sweeper.store.parquet import write_rows
 from sweeper.workload.environment import fit_environment
 from tests.conftest import REPO, minimal_grid
 from tests.support.faults import (
@@ -457,7 +458,7 @@ def test_the_baseline_launch_listens_on_loopback_only(tmp_path: Path, monkeypatc
     launch = plan.launches[0]
     assert launch.engine == "local"
     data = runner.load_data(plan, print)[1.0]
-    item = rows.pending(plan, set())[0][0]
+    item = pending(plan, set())[0][0]
     context = LaunchContext(run_dir=tmp_path / "run", environment=fit_environment(1, {}), threads_per_fit=1)
     with starter(launch.engine, launch.manager)(launch, context) as session:
         session.run_batch(runner.batch_for(plan, item.launch, item.point, item.trial, data, epochs=2), data)

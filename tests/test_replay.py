@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 
 from sweeper import cli
-from sweeper.results.store import COLUMNS
+from sweeper.commands.replay import add_parser
+from sweeper.results.replay import KEYS, ReplaySettings, replay
 from sweeper.search.accounting import cluster_seconds, full_grid_estimate, launch_seconds
 from sweeper.search.adaptive import TrialPolicy
-from sweeper.search.replay import KEYS, ReplaySettings, replay
-from sweeper.search.replay_view import add_parser
+from sweeper.store.parquet import COLUMNS
 from tests.support.budget_stores import (
     Arm,
     budget_rows,

@@ -19,7 +19,7 @@ import pytest
 from sweeper import load_results
 from sweeper.errors import UserError
 from sweeper.results import report
-from sweeper.results.store import write_rows
+from sweeper.store.parquet import load_sweep, write_rows
 from tests.fixtures.make_fixture_store import STORE, fixture_rows
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -118,13 +118,13 @@ def test_a_store_of_two_sweeps_reports_each_by_name(tmp_path: Path) -> None:
     with pytest.raises(UserError, match=r"holds 2 sweeps: fixture, other; pass one with --sweep NAME"):
         report.write_report(store, tmp_path / "none")
     with pytest.raises(UserError, match=r"no sweep 'nope'; the store holds: fixture, other"):
-        report.load_sweep(store, "nope")
+        load_sweep(store, "nope")
     assert not (tmp_path / "none").exists()
 
 
 def test_empty_or_missing_store_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="no such store directory"):
-        report.load_sweep(tmp_path / "missing")
+        load_sweep(tmp_path / "missing")
     with pytest.raises(UserError, match="holds no measurements"):
         report.write_report(tmp_path, tmp_path / "out")
 
@@ -209,14 +209,14 @@ def test_a_broken_file_in_another_sweep_does_not_stop_the_sweep_asked_for(tmp_pa
     broken.write_bytes(b"PAR1 but not really")
     md_path = report.write_report(store, tmp_path / "out", sweep="fixture")[1]
     assert md_path.read_text(encoding="utf-8").startswith("# sweeper report: fixture\n")
-    assert "1.71 [1.25, 2.40]" in report.compare_text(report.load_sweep(store, "fixture"), width=200)
+    assert "1.71 [1.25, 2.40]" in report.compare_text(load_sweep(store, "fixture"), width=200)
     # without --sweep the sweeps are told apart by their directories: the broken file is not read to list them
     with pytest.raises(UserError, match=r"holds 2 sweeps: fixture, other; pass one with --sweep NAME"):
-        report.load_sweep(store)
+        load_sweep(store)
     with pytest.raises(UserError, match=r"other/part-other\.parquet: not a readable Parquet file"):
-        report.load_sweep(store, "other")
+        load_sweep(store, "other")
     with pytest.raises(UserError, match=r"^sweep name must be one directory name .*got '\.\.'"):
-        report.load_sweep(store, "..")
+        load_sweep(store, "..")
 
 
 def test_compare_text_is_the_side_by_side_engines_table() -> None:

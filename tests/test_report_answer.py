@@ -10,7 +10,7 @@ import pytest
 
 from sweeper.results import report
 from sweeper.results.report.content import Paragraph, Picture, Rows, answer_blocks
-from sweeper.results.store import write_rows
+from sweeper.store.parquet import load_sweep, write_rows
 from tests.fixtures.make_fixture_store import STORE
 from tests.support.synthetic_stores import ArmSpec, synthetic_frame, synthetic_rows
 
@@ -69,7 +69,7 @@ def test_memory_and_idle_slots_are_said_and_drawn(written: list[Path]) -> None:
 
 
 def test_a_store_without_memory_figures_gets_no_memory_figure() -> None:
-    frame = report.load_sweep(STORE)
+    frame = load_sweep(STORE)
     blocks = answer_blocks(frame)
     assert [b.name for b in blocks if isinstance(b, Picture)] == ["answer_time.png"]
     assert Paragraph("Memory was not measured in this sweep: no right-sizing.") in blocks

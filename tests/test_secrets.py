@@ -17,7 +17,7 @@ import psutil
 import pytest
 import yaml
 
-from sweeper.results.store import load_results
+from sweeper.store.parquet import load_results
 from tests.conftest import REPO, minimal_grid
 from tests.support.sshd import Sshd, sshd_running, sshd_unavailable
 

@@ -12,9 +12,9 @@ from sweeper.results import statistics
 from sweeper.results.recommend_view import memory_sentence
 from sweeper.results.report import plots
 from sweeper.results.right_sizing import memory_advice
-from sweeper.results.store import load_results
 from sweeper.run.view import measurement_line, summary_table
 from sweeper.shapes import shape_text
+from sweeper.store.parquet import load_results
 from tests.fixtures.make_fixture_store import STORE
 
 A = "7 executors x 5 cores x 13 GiB"

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sweeper.planning.sizing import Cluster, InfeasibleShape, size_executors, spark_default_heap_mib, spark_overhead_mib
+from sweeper.config.sizing import Cluster, InfeasibleShape, size_executors, spark_default_heap_mib, spark_overhead_mib
 from sweeper.units import MAX_SIZE_MIB, parse_size_mib
 
 GIB = 1024

@@ -37,7 +37,7 @@ from sweeper.launch.dask import ssh as dask_ssh
 from sweeper.launch.options import SshCluster, SshOptions
 from sweeper.launch.spark import ssh as spark_ssh
 from sweeper.planning.plan import Launch
-from sweeper.results.store import COLUMNS
+from sweeper.store.parquet import COLUMNS
 from sweeper.workload.data import load
 from tests.conftest import REPO, minimal_grid
 from tests.support.batches import replicas

@@ -16,7 +16,7 @@ import pytest
 
 from sweeper import load_results
 from sweeper.errors import UserError
-from sweeper.results.store import (
+from sweeper.store.parquet import (
     COLUMNS,
     SCHEMA_VERSION,
     check_writable,
@@ -137,7 +137,7 @@ def test_a_foreign_parquet_file_is_named_in_the_error(tmp_path: Path) -> None:
 def test_a_version_1_file_reads_with_the_later_columns_empty(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
-    from sweeper.results.store import ADDED_AFTER_VERSION_1
+    from sweeper.store.parquet import ADDED_AFTER_VERSION_1
 
     path = write_rows(tmp_path, "s", [row("a")], "p1")
     old = pq.read_table(path).drop_columns(list(ADDED_AFTER_VERSION_1))

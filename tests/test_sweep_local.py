@@ -19,14 +19,13 @@ from sweeper import load_results
 from sweeper.config import load as grid_file
 from sweeper.config.grid import Dataset
 from sweeper.planning.dry_run import shrink_plan
+from sweeper.planning.measurements import pending, split_reused
 from sweeper.planning.plan import Launch, make_plan
-from sweeper.results.lock import LOCK_NAME
 from sweeper.results.report.content import Rows, build_report
 from sweeper.results.statistics import config_label
-from sweeper.results.store import sweeps
 from sweeper.run import runner
-from sweeper.run.reuse import split_reused
-from sweeper.run.rows import pending
+from sweeper.store.lock import LOCK_NAME
+from sweeper.store.parquet import sweeps
 from sweeper.workload.data import load
 from tests.conftest import REPO, minimal_grid
 from tests.support.batches import replicas

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from sweeper.errors import UserError
-from sweeper.results.lock import LOCK_NAME, SweepBusy, holding
 from sweeper.run.run_dir import ALIVE, clean_killed, run_directory
 from sweeper.run.signals import deferred_interrupts
+from sweeper.store.lock import LOCK_NAME, SweepBusy, holding
 
 
 def test_a_held_sweep_refuses_a_second_holder_naming_the_first_and_is_free_after(tmp_path: Path) -> None:

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sweeper.config import load as grid_file
+from sweeper.planning.measurements import measurement_key
 from sweeper.planning.plan import Plan, make_plan
-from sweeper.run.rows import measurement_key
 from sweeper.run.trials import FixedQueue, TrialQueue, trial_policy
 from sweeper.search.adaptive import CI_REACHED, MAX_TRIALS
 from tests.conftest import minimal_grid

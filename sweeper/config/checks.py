@@ -29,10 +29,9 @@ from sweeper.config.sections import (
     WORKLOAD,
     WORKLOAD_SETTINGS,
 )
-from sweeper.launch.registry import BASELINE_ENGINE, ENGINES, ONE_MODEL_ENGINES
-from sweeper.planning.sizing import Cluster, InfeasibleShape, size_executors
+from sweeper.config.sizing import Cluster, InfeasibleShape, size_executors
+from sweeper.names import BASELINE_ENGINE, ENGINES, OBSERVED_VARIABLES, ONE_MODEL_ENGINES
 from sweeper.text import CONTROL, CONTROL_CHARS, shown
-from sweeper.workload.environment import OBSERVED_VARIABLES
 
 _NUL = re.compile("\x00")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

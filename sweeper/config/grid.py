@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sweeper.planning.sizing import Cluster
+from sweeper.config.sizing import Cluster
 
 
 @dataclass(frozen=True)

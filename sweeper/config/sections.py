@@ -17,10 +17,9 @@ from sweeper.config.schema import (
     Text,
     Trials,
 )
-from sweeper.launch.registry import DEFAULT_ENGINES, MANAGERS
-from sweeper.planning.sizing import RULES
+from sweeper.config.sizing import RULES
+from sweeper.names import DEFAULT_ENGINES, MANAGERS, MODES
 
-MODES = ("replicas", "cv", "search", "data-parallel")
 DATASETS = ("digits", "mnist", "fashion-mnist")
 MAX_RECOMMENDED_CORES_PER_EXECUTOR = 5
 # cluster.python_archive: what YARN can unpack (spark.yarn.dist.archives; Dask unpacks it in the container)

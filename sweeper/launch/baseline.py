@@ -14,7 +14,7 @@ from joblib.externals.loky import get_reusable_executor
 
 from sweeper.launch.base import Granted, LaunchContext, Session
 from sweeper.launch.lifecycle import ManagerBackend, Teardown, launched
-from sweeper.launch.registry import BASELINE_ENGINE
+from sweeper.names import BASELINE_ENGINE
 from sweeper.planning.plan import Launch
 from sweeper.workload.data import Data
 from sweeper.workload.fit import FitResult, run_fit

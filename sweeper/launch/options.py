@@ -134,14 +134,6 @@ class SshCluster:
             remote_dir=getattr(grid, "remote_dir", None) or "/tmp",
         )
 
-    def driver_address(self) -> str:
-        """The driver's address as the hosts reach it: ``driver_host``, else the route towards the first host."""
-        from sweeper.launch.hosts.ssh import address_towards  # behaviour, not data: hosts.ssh imports this module
-
-        if self.driver_host:
-            return self.driver_host
-        return address_towards(self.hosts[0], self.options.port or 22)
-
     @property
     def java(self) -> str:
         return f"{self.java_home.rstrip('/')}/bin/java" if self.java_home else "java"

@@ -1,7 +1,6 @@
-"""The one place for engine and manager names, and the (engine, manager) -> module registry.
+"""The (engine, manager) -> module registry (the names themselves are in :mod:`sweeper.names`).
 
-Imports only the standard library and :mod:`sweeper.errors`, so the grid can validate names against it;
-each launch module is imported only when a sweep needs it. One module per engine and cluster manager;
+Each launch module is imported only when a sweep needs it. One module per engine and cluster manager;
 each provides ``start(launch, context)``, a context manager that yields a started
 :class:`~sweeper.launch.base.Session` and leaves nothing running.
 """
@@ -14,6 +13,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from sweeper.errors import UserError
+from sweeper.names import BASELINE_ENGINE, MANAGERS
 
 if TYPE_CHECKING:
     from sweeper.launch.base import LaunchContext, Session
@@ -21,11 +21,6 @@ if TYPE_CHECKING:
 
     Starter = Callable[[Launch, LaunchContext], AbstractContextManager[Session]]
 
-ENGINES = ("spark", "dask", "spark-mllib")  # the engines a grid lists, in this order
-DEFAULT_ENGINES = ("spark", "dask")
-ONE_MODEL_ENGINES = ("spark-mllib",)  # one model per measurement across the executors
-BASELINE_ENGINE = "local"  # the engine of the baseline's rows: not an engine of the grid, nor of its rules
-MANAGERS = ("local", "yarn", "ssh", "standalone")
 
 # (engine, manager) -> (module with ``start``, the pip packages it needs)
 LAUNCHERS: dict[tuple[str, str], tuple[str, str]] = {

@@ -9,7 +9,8 @@ import psutil
 
 from sweeper.config.grid import Search
 from sweeper.config.names import MAX_NAME_CHARS
-from sweeper.planning.plan import BASELINE_ENGINE, Launch, Plan, batch_size
+from sweeper.names import BASELINE_ENGINE
+from sweeper.planning.plan import Launch, Plan, batch_size
 from sweeper.units import MIB_PER_GIB
 
 MAX_EPOCHS = 20

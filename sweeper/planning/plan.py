@@ -21,9 +21,9 @@ import numpy as np
 
 from sweeper.config.grid import Grid, Workload
 from sweeper.config.model import MLLIB_ONLY_PARAMS
+from sweeper.config.sizing import ExecutorShape, size_executors
 from sweeper.errors import UserError
-from sweeper.launch.registry import BASELINE_ENGINE, ONE_MODEL_ENGINES
-from sweeper.planning.sizing import ExecutorShape, size_executors
+from sweeper.names import BASELINE_ENGINE, ONE_MODEL_ENGINES, on_spark
 from sweeper.shapes import BASELINE_TEXT, shape_text_mib
 from sweeper.text import shown
 from sweeper.units import MIB_PER_GIB, format_mib, spark_size
@@ -445,7 +445,7 @@ def launch_json(launch: Launch, plan: Plan) -> dict[str, Any]:
         "n_fits": plan.n_fits,
         "dry_run": launch.dry_run,
     }
-    if launch.engine.startswith("spark"):
+    if on_spark(launch.engine):
         shape["memory_overhead_gib"] = _gib(launch.memory_overhead_mib)
         shape["command"] = spark_command(launch)
     elif launch.engine == "dask":

@@ -1,6 +1,6 @@
 """Render a plan for people: the matched launch table, the workload axes, the hand commands.
 
-Everything is printed through :func:`~sweeper.run.view.plain`, never as console markup, so
+Everything is printed through :func:`~sweeper.text.plain`, never as console markup, so
 names and paths from a grid (``[`` and ``]`` included) show as written.
 """
 
@@ -10,11 +10,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from sweeper.planning.plan import BASELINE_ENGINE, Launch, Plan, dask_commands, spark_command
-from sweeper.run.reuse import split_reused
-from sweeper.run.rows import pending
-from sweeper.run.view import plain
+from sweeper.names import BASELINE_ENGINE, on_spark
+from sweeper.planning.measurements import pending, split_reused
+from sweeper.planning.plan import Launch, Plan, dask_commands, spark_command
 from sweeper.shapes import BASELINE_TEXT, counted, shape_text_mib
+from sweeper.text import plain
 from sweeper.units import format_mib
 
 
@@ -90,7 +90,7 @@ def _launch_table(plan: Plan) -> Table:
             str(planned.executors),
             str(planned.cores_per_executor),
             "-" if baseline else format_mib(planned.executor_memory_mib),
-            format_mib(planned.memory_overhead_mib) if launch.engine.startswith("spark") else "-",
+            format_mib(planned.memory_overhead_mib) if on_spark(launch.engine) else "-",
             "-" if baseline else " + ".join(str(n) for n in planned.workers_per_node),
             str(len(plan.points[launch.index]) * plan.grid.workload.trials),
         ]
@@ -157,7 +157,7 @@ def _show_workload(plan: Plan, console: Console) -> None:
 def _show_hand_commands(plan: Plan, console: Console) -> None:
     console.print("\nEquivalent hand commands:")
     for launch in (launch.as_planned for launch in plan.launches):
-        if launch.engine.startswith("spark"):
+        if on_spark(launch.engine):
             console.print(plain(f"  [{launch.index + 1}] {spark_command(launch)}"), soft_wrap=True)
         elif launch.engine == "dask":
             for line in dask_commands(launch):

@@ -7,6 +7,7 @@ from urllib.parse import urlsplit
 
 from sweeper.launch.base import LaunchError
 from sweeper.launch.options import SshCluster, StandaloneOptions, YarnOptions, options_for
+from sweeper.names import on_spark
 from sweeper.planning.plan import Plan
 from sweeper.preflight.report import Preflight
 
@@ -16,7 +17,7 @@ def preflight(plan: Plan, kill_orphans: bool = False) -> Preflight:
     from sweeper.launch.spark.conf import require_local_java
 
     options = options_for(plan.grid)
-    spark = any(launch.engine.startswith("spark") for launch in plan.launches)
+    spark = any(on_spark(launch.engine) for launch in plan.launches)
     found = Preflight()
     if spark:
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from sweeper.launch.base import LaunchError
-from sweeper.launch.hosts.ssh import on_hosts, remote_java_major, resolve, run_remote
+from sweeper.launch.hosts.ssh import driver_address, on_hosts, remote_java_major, resolve, run_remote
 from sweeper.launch.options import SshCluster
 from sweeper.preflight.nodes import judge_node
 from sweeper.preflight.probe import PROBE, DriverListener, parse_probe
@@ -19,7 +19,7 @@ def check_ssh(cluster: SshCluster, spark: bool) -> Preflight:
     """Reachability, the environment, Python, sweeper code, names and the way back on every host; Java for Spark."""
     found = Preflight()
     try:
-        driver = cluster.driver_address()
+        driver = driver_address(cluster)
     except LaunchError as error:
         found.add("driver-address", None, False, str(error))
         return found

@@ -200,6 +200,18 @@ def _nodes(found: Preflight, conf: HadoopConf, client: YarnClient, options: Yarn
         while len(listener.reports) < len(names) and time.monotonic() < deadline:
             time.sleep(0.05)
         reports = {str(report.get("node")): report for report in listener.reports}
+    _judge_nodes(found, names, reports, shell, driver, archive)
+
+
+def _judge_nodes(
+    found: Preflight,
+    names: list[str],
+    reports: dict[str, Any],
+    shell: subprocess.CompletedProcess[str],
+    driver: str,
+    archive: Path | None,
+) -> None:
+    """Each NodeManager's probe report judged against the driver (or why there is none)."""
     if shell.returncode != 0 and not reports:
         tail = "\n".join(shell.stderr.strip().splitlines()[-3:])
         found.add("probe", None, False, f"the probe application failed ({shell.returncode}): {tail}")

@@ -1,6 +1,6 @@
 """``sweeper recommend``: which engine and configuration to use, how sure that is, and how to right-size it.
 
-Pure functions over the rows of one sweep (:func:`sweeper.results.report.load_sweep`); nothing reads
+Pure functions over the rows of one sweep (:func:`sweeper.store.parquet.load_sweep`); nothing reads
 files or keeps state, and every random draw comes from a generator seeded with ``seed``.
 
 An *arm* is an engine and configuration (``engine``, ``cores_per_executor``, ``executors``,
@@ -58,7 +58,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from sweeper.errors import UserError
-from sweeper.planning.plan import BASELINE_ENGINE
+from sweeper.names import BASELINE_ENGINE
 from sweeper.results import statistics
 from sweeper.results.unmeasured import Unmeasured, unmeasured
 from sweeper.results.right_sizing import (
@@ -71,15 +71,14 @@ from sweeper.results.right_sizing import (
     memory_advice,
     plain_value,
 )
-from sweeper.results.statistics import ALPHA, CONFIG, MIN_TRIALS, N_BOOTSTRAP, SEED, ok_mask
+from sweeper.results.statistics import ALPHA, MIN_TRIALS, N_BOOTSTRAP, SEED, ok_mask
+from sweeper.names import ACCURACY_MARGIN, CONFIG, OBJECTIVES
 
-OBJECTIVES = ("time", "cost")
 FASTER = "faster"
 CHEAPER = "cheaper"
 INCONCLUSIVE = "inconclusive"
 TOO_FEW_TRIALS = "too few trials"
 ONE_CONFIGURATION = "one configuration"
-ACCURACY_MARGIN = 0.005
 POWER = 0.8
 MANN_WHITNEY_EFFICIENCY = 3 / math.pi
 

@@ -1,11 +1,7 @@
 """``sweeper recommend``: the recommendation of :mod:`sweeper.results.recommend` as terminal lines or one JSON object.
 
 :func:`answer_lines` are the few lines ``sweeper run`` can end with; :func:`lines` is the whole text;
-:func:`to_json` the ``--json`` object; :func:`add_parser` and :func:`cmd_recommend` the command.
-
-The CLI builds every parser on every command, so importing this module does not import the analysis
-(pandas, scipy): :mod:`sweeper.results.recommend` is imported where it is used, and the parser's
-choices repeat its ``OBJECTIVES`` and ``ACCURACY_MARGIN`` (a test keeps them equal).
+:func:`to_json` the ``--json`` object (the command: :mod:`sweeper.commands.recommend`).
 """
 
 from __future__ import annotations
@@ -18,13 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
+from sweeper.names import on_spark
 from sweeper.shapes import shape_text
 
 if TYPE_CHECKING:
     from sweeper.results.recommend import AccuracyCheck, Answer, Arm, EngineAnswer, MemoryAdvice, Recommendation
 
-OBJECTIVES = ("time", "cost")  # = recommend.OBJECTIVES
-ACCURACY_MARGIN = 0.005  # = recommend.ACCURACY_MARGIN
 
 
 def _seconds(value: float) -> str:
@@ -118,7 +113,7 @@ def memory_sentence(advice: MemoryAdvice) -> str:
     label = f"{advice.engine} {shape_text(advice.executors, advice.cores_per_executor)}"
     if advice.limit == "not measured":
         return f"{label}: granted {advice.granted_gib:g} GiB; {advice.note}"
-    if not advice.engine.startswith("spark"):
+    if not on_spark(advice.engine):
         return (
             f"{label}: granted {advice.granted_gib:g} GiB, peak {advice.peak_gib:.2f} GiB, suggested "
             f"{advice.suggested_gib:g} GiB; {advice.note}"
@@ -298,44 +293,5 @@ def _nulls(value: Any) -> Any:
 # -- the command -----------------------------------------------------------------------------------
 
 
-def cmd_recommend(args: argparse.Namespace, console: Console) -> int:
-    """``sweeper recommend STORE [--sweep NAME] [--objective time|cost] [--accuracy-margin M] [--json]``."""
-    from sweeper.results import report
-    from sweeper.results.recommend import recommend
-    from sweeper.results.report.content import dry_run_banner
-    from sweeper.run.view import plain
-
-    df = report.load_sweep(args.store, args.sweep)
-    recommendation = recommend(
-        df,
-        objective=args.objective,
-        accuracy_margin=args.accuracy_margin,
-        cost_per_node_hour=args.cost_per_node_hour,
-        budget=args.budget,
-    )
-    if args.json:
-        print(json.dumps(to_json(recommendation), indent=2, allow_nan=False))
-    else:
-        banner = dry_run_banner(df)
-        for line in ([banner] if banner else []) + lines(recommendation):
-            console.print(plain(line), soft_wrap=True)
-    return 0
 
 
-def add_parser(commands: Any) -> argparse.ArgumentParser:
-    """Register ``recommend`` on the CLI's subparsers (``commands`` from ``add_subparsers``)."""
-    parser: argparse.ArgumentParser = commands.add_parser(
-        "recommend", help="say which engine and configuration to use, how sure that is, and how to right-size memory"
-    )
-    parser.add_argument("store", help="store directory")
-    parser.add_argument("--sweep", help="sweep name (required when the store holds several)")
-    parser.add_argument("--objective", choices=OBJECTIVES, default="time", help="what to minimise (default time)")
-    parser.add_argument(
-        "--accuracy-margin", type=float, default=ACCURACY_MARGIN,
-        help=f"accuracy the choice may lose to the most accurate one (default {ACCURACY_MARGIN})",
-    )  # fmt: skip
-    parser.add_argument("--cost-per-node-hour", type=float, help="price of a node-hour (needed by --objective cost)")
-    parser.add_argument("--budget", type=float, help="most a measurement may cost: the fastest configuration within it")
-    parser.add_argument("--json", action="store_true", help="print one JSON object (keys in the README)")
-    parser.set_defaults(func=cmd_recommend)
-    return parser

@@ -15,10 +15,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sweeper.planning.plan import BASELINE_ENGINE
-from sweeper.planning.sizing import MIN_EXECUTOR_MEMORY_MIB, report_overhead_mib, spark_overhead_mib
+from sweeper.names import on_spark, BASELINE_ENGINE
+from sweeper.config.sizing import MIN_EXECUTOR_MEMORY_MIB, report_overhead_mib, spark_overhead_mib
 from sweeper.results import statistics
-from sweeper.results.statistics import CONFIG, ok_mask
+from sweeper.results.statistics import ok_mask
+from sweeper.names import CONFIG
 from sweeper.units import MIB_PER_GIB
 
 ARM = ("engine", *CONFIG)
@@ -136,7 +137,7 @@ def memory_advice(df: pd.DataFrame) -> list[MemoryAdvice]:
     What the sizing rules would give: the store does not record node sizes, so a node is taken
     as what the rule handed out, ``executors_per_node`` slots (``ceil(executors / nodes)``) of
     ``executor memory + overhead`` and ``cores_per_executor`` cores each. With the suggested
-    memory (with Spark's suggested overhead, else the rule's, :mod:`sweeper.planning.sizing`) that node
+    memory (with Spark's suggested overhead, else the rule's, :mod:`sweeper.config.sizing`) that node
     memory holds ``executors_per_node_by_memory`` executors. ``limit``: ``memory`` when the suggestion
     (or Spark's suggested overhead) is above the grant; ``more executors fit`` when a node's cores and memory hold more
     executors of fewer cores (``alternative`` = (executors per node, cores each)); ``cores``
@@ -156,7 +157,7 @@ def _advice(workload: dict[str, Any], group: pd.DataFrame) -> MemoryAdvice:
     cores, executors = as_int(first["cores_per_executor"]), as_int(first["executors"])
     granted = _largest(group, ["granted_executor_memory_gib"])
     granted = float(first["executor_memory_gib"]) if math.isnan(granted) else granted
-    spark = str(first["engine"]).startswith("spark")
+    spark = on_spark(first["engine"])
     heap_peak = _largest(group, ["jvm_peak_heap_gib"]) if spark else math.nan
     peak = heap_peak if not math.isnan(heap_peak) else _largest(group, ["worker_peak_rss_gib_max"])
     python_peak = _largest(group, ["python_peak_rss_gib_max"]) if spark else math.nan

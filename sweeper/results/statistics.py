@@ -31,11 +31,11 @@ import pandas as pd
 from scipy import stats
 
 from sweeper.errors import UserError
-from sweeper.planning.plan import BASELINE_ENGINE
-from sweeper.results import PRUNED
+from sweeper.names import BASELINE_ENGINE
+from sweeper.names import PRUNED
+from sweeper.names import CONFIG
 from sweeper.shapes import shape_text
 
-CONFIG = ("cores_per_executor", "executors", "executor_memory_gib")
 WORKLOAD = ("sweep", "dataset", "n_train", "n_fits", "mode", "model_params", "dry_run")
 ALPHA = 0.05
 MIN_TRIALS = 5

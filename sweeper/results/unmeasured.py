@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from sweeper.launch.registry import BASELINE_ENGINE
-from sweeper.results import PRUNED
+from sweeper.names import BASELINE_ENGINE
+from sweeper.names import PRUNED
 from sweeper.results.right_sizing import ARM, as_int
 from sweeper.results.statistics import config_label
 

@@ -14,9 +14,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from sweeper.planning.plan import BASELINE_ENGINE, Launch, Plan, Point
-from sweeper.results import PRUNED
-from sweeper.run.rows import Todo, measurement_key, row_of
+from sweeper.names import BASELINE_ENGINE, PRUNED
+from sweeper.planning.measurements import Todo, measurement_key
+from sweeper.planning.plan import Launch, Plan, Point
+from sweeper.run.rows import row_of
 from sweeper.run.trials import LaunchQueue, TrialQueue, trial_policy
 from sweeper.search.halving import HalvingPolicy, HalvingResult, rung_values, successive_halving
 from sweeper.workload.data import Data

@@ -1,76 +1,20 @@
-"""The rows a sweep writes: which measurements are still to take, and the columns of each row.
-
-A measurement is identified by :func:`measurement_key` (the same point on the same planned launch
-shape and trial), so a resumed sweep skips what is already in the store.
-"""
+"""The columns of the rows a sweep writes (which measurements to take: :mod:`sweeper.planning.measurements`)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import socket
 import statistics
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from sweeper.config.grid import Grid
 from sweeper.launch.base import Session
-from sweeper.planning.plan import Launch, Plan, Point
+from sweeper.planning.measurements import Todo, trained_epochs
+from sweeper.planning.plan import Plan
 from sweeper.run.versions import versions
 from sweeper.workload.data import Data
 from sweeper.workload.fit import FitResult
-
-
-@dataclass
-class Todo:
-    """A measurement still to take."""
-
-    launch: Launch
-    point: Point
-    trial: int
-    key: str
-
-
-def measurement_key(grid: Grid, plan: Plan, launch: Launch, point: Point, trial: int) -> str:
-    """A stable identity for a measurement: the same point on the same planned launch shape and trial."""
-    workload = grid.workload
-    planned = launch.as_planned
-    identity = {
-        "sweep": grid.name,
-        "engine": launch.engine,
-        "manager": planned.manager,
-        "shape": [planned.rule, planned.cores_per_executor, planned.executors, planned.executor_memory_mib],
-        "dataset": [workload.dataset.name, workload.dataset.path, point.fraction, workload.test_size],
-        "model": point.params,
-        "epochs": point.epochs,
-        "trial": trial,
-        "batch": [point.mode, plan.fits(point.mode), workload.folds, workload.param_grid, workload.seed],
-        "fits": [workload.exact_epochs, workload.threads_per_fit, grid.environment],
-        "dry_run": launch.dry_run,
-    }
-    text = json.dumps(identity, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:20]
-
-
-def pending(plan: Plan, done: set[str]) -> tuple[list[Todo], int]:
-    """Measurements not yet recorded as ``ok``, in plan order, and how many were skipped."""
-    todo = []
-    skipped = 0
-    for launch in plan.launches:
-        for point in plan.points[launch.index]:
-            for trial in range(plan.grid.workload.trials):
-                key = measurement_key(plan.grid, plan, launch, point, trial)
-                if key in done:
-                    skipped += 1
-                else:
-                    todo.append(Todo(launch, point, trial, key))
-    return todo, skipped
-
-
-def trained_epochs(plan: Plan, point: Point) -> int:
-    """The epochs a point trains for (a dry run caps them)."""
-    return min(point.epochs, plan.epochs_cap) if plan.epochs_cap else point.epochs
 
 
 def row_of(plan: Plan, item: Todo, data: Data | None, shared: dict[str, Any], **values: Any) -> dict[str, Any]:
@@ -168,3 +112,8 @@ def shared_columns(grid: Grid, run_id: str, environment: dict[str, str]) -> dict
         "cluster_hosts": ",".join(grid.hosts) or None,
         **versions(),
     }
+
+
+def reused_row(plan: Plan, row: dict[str, Any], item: Todo) -> dict[str, Any]:
+    """``row`` standing for the planned measurement ``item``: its key, configuration and epochs."""
+    return {**row, **planned_columns(plan, item), "reused_from": row["measurement_key"]}

@@ -25,10 +25,17 @@ from sweeper.launch.base import LaunchContext, Session
 from sweeper.launch.logs import launch_log, log_note
 from sweeper.launch.options import LocalOptions, options_for
 from sweeper.launch.registry import check_supported, starter
-from sweeper.planning.plan import BASELINE_ENGINE, Launch, Plan, Point
-from sweeper.results import PRUNED
-from sweeper.results.lock import holding
-from sweeper.results.store import (
+from sweeper.names import BASELINE_ENGINE, PRUNED, on_spark
+from sweeper.planning.measurements import Todo, pending, split_reused, trained_epochs
+from sweeper.planning.plan import Launch, Plan, Point
+from sweeper.run.halving import HalvingRun, rung_lines
+from sweeper.run.resources import resource_columns
+from sweeper.run.rows import granted_columns, result_columns, reused_row, row_of, shared_columns
+from sweeper.run.run_dir import run_directory
+from sweeper.run.signals import deferred_interrupts, exit_status, signals_as_interrupt
+from sweeper.run.trials import FixedQueue, LaunchQueue, TrialQueue, trial_policy
+from sweeper.store.lock import holding
+from sweeper.store.parquet import (
     StoreWriteError,
     check_writable,
     compact,
@@ -40,21 +47,6 @@ from sweeper.results.store import (
     sweep_dir,
     write_rows,
 )
-from sweeper.run.halving import HalvingRun, rung_lines
-from sweeper.run.resources import resource_columns
-from sweeper.run.reuse import reused_row, split_reused
-from sweeper.run.rows import (
-    Todo,
-    granted_columns,
-    pending,
-    result_columns,
-    row_of,
-    shared_columns,
-    trained_epochs,
-)
-from sweeper.run.run_dir import run_directory
-from sweeper.run.signals import deferred_interrupts, exit_status, signals_as_interrupt
-from sweeper.run.trials import FixedQueue, LaunchQueue, TrialQueue, trial_policy
 from sweeper.workload import data as datasets
 from sweeper.workload.data import Data
 from sweeper.workload.environment import applied, fit_environment
@@ -118,7 +110,7 @@ def run(
 
     Everything that can be checked is checked before the first launch: engines and managers,
     the dataset, the store (a probe file written and removed before ``fresh`` deletes anything), and
-    that no other run writes the sweep (its lock is held until the run ends: :mod:`sweeper.results.lock`).
+    that no other run writes the sweep (its lock is held until the run ends: :mod:`sweeper.store.lock`).
     A dry run takes each shrunk measurement once and reuses its row for the planned measurements
     that shrink to the same one (see :mod:`sweeper.run.reuse`), unless ``reuse`` is false.
     """
@@ -419,7 +411,7 @@ def _measure(
             results,
             row["fit_wall_s"],
             granted.executors * granted.cores_per_executor,
-            spark=item.launch.engine.startswith("spark"),
+            spark=on_spark(item.launch.engine),
             jvm_peak_heap_gib=session.jvm_peak_heap_gib(),
         )
     )

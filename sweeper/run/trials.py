@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sweeper.config.grid import Workload
+from sweeper.planning.measurements import Todo, measurement_key
 from sweeper.planning.plan import Launch, Plan, Point
-from sweeper.run.rows import Todo, measurement_key
 from sweeper.search.adaptive import TrialPolicy, decide
 
 

@@ -13,23 +13,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from sweeper.results import PRUNED
+from sweeper.names import PRUNED
 from sweeper.shapes import shape_text
-from sweeper.text import visible
+from sweeper.text import plain
 
 STATUS_STYLE = {"ok": "green", "failed": "red", "timeout": "yellow"}
-
-
-def plain(text: object, style: str = "") -> Text:
-    r"""Text that prints as written on any console: no markup, no emoji codes, no control characters.
-
-    Control characters (a terminal's escape sequences among them) are shown as ``\xNN`` (``\uNNNN``
-    for the invisible ones that reorder or hide text, such as U+202E).
-
-    >>> plain("[bold]x :smile:\x1b[2J").plain
-    '[bold]x :smile:\\x1b[2J'
-    """
-    return Text(visible(str(text)), style=style)
 
 
 def measurement_line(row: dict[str, Any]) -> Text:

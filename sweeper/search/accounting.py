@@ -20,8 +20,7 @@ import numpy as np
 import pandas as pd
 
 from sweeper.config.grid import RUNG_AXES
-from sweeper.results import PRUNED
-from sweeper.results.statistics import CONFIG
+from sweeper.names import CONFIG, PRUNED
 
 NOT_STARTED = "launch did not start"
 LAUNCH = ("run_id", "launch_index")

@@ -13,16 +13,7 @@ import os
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 
-BLAS_THREAD_VARIABLES = (
-    "OMP_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS",
-    "NUMEXPR_NUM_THREADS",
-)
-# Set by some engines behind the user's back; removed unless the grid sets them.
-UNSET_BY_DEFAULT = ("MALLOC_TRIM_THRESHOLD_",)
-OBSERVED_VARIABLES = (*BLAS_THREAD_VARIABLES, *UNSET_BY_DEFAULT, "PYTHONHASHSEED")
+from sweeper.names import BLAS_THREAD_VARIABLES, OBSERVED_VARIABLES, UNSET_BY_DEFAULT
 
 
 def fit_environment(threads_per_fit: int, extra: Mapping[str, str]) -> dict[str, str]:

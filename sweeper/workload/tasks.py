@@ -15,8 +15,7 @@ from typing import Any
 
 import numpy as np
 
-DATA_PARALLEL = "data-parallel"
-MODES = ("replicas", "cv", "search", DATA_PARALLEL)
+from sweeper.names import DATA_PARALLEL
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ def time_planning(measurements: int, runs: int = 5) -> dict[str, Any]:
 
 def synthetic_rows(count: int, start: int = 0) -> list[Mapping[str, Any]]:
     """Store rows shaped like a sweep's (every column filled, a few distinct values per column)."""
-    from sweeper.results.store import COLUMNS
+    from sweeper.store.parquet import COLUMNS
 
     base = datetime(2025, 1, 1, tzinfo=UTC)
     rows: list[Mapping[str, Any]] = []
@@ -112,7 +112,7 @@ def synthetic_rows(count: int, start: int = 0) -> list[Mapping[str, Any]]:
 
 def time_store(rows: int, files: int, directory: Path, runs: int = 3) -> dict[str, Any]:
     """Write a synthetic store of ``rows`` rows in ``files`` files, then time ``load_results``."""
-    from sweeper.results.store import load_results, write_rows
+    from sweeper.store.parquet import load_results, write_rows
 
     per_file = -(-rows // files)
     started = time.perf_counter()

@@ -5,7 +5,7 @@ Each :class:`Arm` is an engine and executor shape whose true median time at ``e`
 of sigma ``spread`` (so the median of the distribution is the true median). :func:`budget_rows`
 draws every arm x epochs x trial from a seeded generator, one launch per arm (start, warm-up and
 teardown set as the runner sets them), one dict per row with every column of
-:data:`sweeper.results.store.SCHEMA`; :func:`write_store` writes them as a store.
+:data:`sweeper.store.parquet.SCHEMA`; :func:`write_store` writes them as a store.
 
 The presets are the known answers: :func:`easy_winner`, :func:`close_race` and
 :func:`proxy_reversal` (the fastest at 10..1000 epochs is not the fastest at 10000).
@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from sweeper.results.store import COLUMNS, SCHEMA, SCHEMA_VERSION, as_frame, write_rows
+from sweeper.store.parquet import COLUMNS, SCHEMA, SCHEMA_VERSION, as_frame, write_rows
 from tests.support.synthetic_stores import START
 from tests.support.synthetic_stores import WORKLOAD as SYNTHETIC_WORKLOAD
 

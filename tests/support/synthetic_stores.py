@@ -3,7 +3,7 @@
 Each arm (engine and configuration) is an :class:`ArmSpec`: its true median time, its spread (the
 sigma of a log-normal, so the median of the distribution is ``median_s``), its trials, its accuracy,
 its peak memory and its slot utilisation. :func:`synthetic_rows` draws the rows from a seeded
-generator, one dict per measurement with every column of :data:`sweeper.results.store.SCHEMA`;
+generator, one dict per measurement with every column of :data:`sweeper.store.parquet.SCHEMA`;
 :func:`synthetic_frame` returns them typed as :func:`sweeper.load_results` does, without files.
 
 Example: two arms drawn from one distribution (no true winner)::
@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from sweeper.results.store import COLUMNS, SCHEMA, SCHEMA_VERSION, as_frame
+from sweeper.store.parquet import COLUMNS, SCHEMA, SCHEMA_VERSION, as_frame
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 WORKLOAD: dict[str, Any] = {

@@ -85,9 +85,7 @@ def pack(out: Path, *, prefix: Path | None = None, exclude: Sequence[str] = (), 
 
 def sweeper_source() -> Path:
     """The directory of the ``sweeper`` package this process imported (a source tree when editable)."""
-    import sweeper
-
-    return Path(sweeper.__file__).resolve().parent
+    return Path(__file__).resolve().parents[2]
 
 
 def _is_editable(name: str) -> bool:

@@ -182,6 +182,13 @@ def remote_java_major(host: str, options: SshOptions, java: str) -> int:
     return major
 
 
+def driver_address(cluster: SshCluster) -> str:
+    """The driver's address as the hosts reach it: ``driver_host``, else the route towards the first host."""
+    if cluster.driver_host:
+        return cluster.driver_host
+    return address_towards(cluster.hosts[0], cluster.options.port or 22)
+
+
 def address_towards(host: str, port: int = 22) -> str:
     """This machine's address on the route to ``host`` (the driver's address as the hosts see it)."""
     try:

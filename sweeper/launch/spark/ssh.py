@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sweeper.launch.base import Granted, LaunchContext, LaunchError, Session
-from sweeper.launch.hosts.ssh import check_host, cluster_of, kill_groups, on_hosts, resolve, run_remote
+from sweeper.launch.hosts.ssh import check_host, cluster_of, driver_address, kill_groups, on_hosts, resolve, run_remote
 from sweeper.launch.lifecycle import Teardown, launched
 from sweeper.launch.options import SshCluster
 from sweeper.launch.spark.base import SparkBackend
@@ -294,7 +294,7 @@ class SshSpark(SparkBackend):
             _start_daemon(daemons, host, self.pyspark_dirs[index], self.secret, "worker", main)
 
         on_hosts([str(i) for i in range(len(hosts))], lambda i: start_worker(int(i)))
-        self.driver = self.cluster.driver_address()
+        self.driver = driver_address(self.cluster)
 
     def variables(self) -> dict[str, str]:
         return {

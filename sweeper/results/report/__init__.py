@@ -1,6 +1,6 @@
 """``sweeper report`` and ``sweeper compare``: one sweep's results as HTML, Markdown and PNGs, or a terminal table.
 
-The flow: :func:`load_sweep` reads the rows, :mod:`.content` turns them into blocks (headings, text,
+The flow: :func:`sweeper.store.parquet.load_sweep` reads the rows, :mod:`.content` turns them into blocks (headings, text,
 tables, figures drawn by :mod:`.plots`), :mod:`.render_md` and :mod:`.render_html` write the blocks,
 and :func:`write_report` puts the files in place. :mod:`.terminal` prints the Spark vs Dask table.
 """
@@ -19,32 +19,10 @@ from sweeper.results.report.content import Picture, build_report
 from sweeper.results.report.render_html import to_html
 from sweeper.results.report.render_md import to_markdown
 from sweeper.results.report.terminal import compare_table, compare_text
-from sweeper.results.store import load_results, sweep_dir, sweeps
+from sweeper.store.parquet import load_sweep
 
 REPORT_HTML = "report.html"
 REPORT_MD = "report.md"
-
-
-def load_sweep(store: str | Path, sweep: str | None = None) -> pd.DataFrame:
-    """The rows of one sweep of a store; a store of several sweeps needs ``sweep``.
-
-    Only that sweep's files are read: a broken file of another sweep does not stop its report.
-    Raises :class:`~sweeper.errors.UserError` for a missing or empty store, for several sweeps
-    and no name (listing them), for a name the store does not hold (listing those it does), and
-    for a file of the sweep that cannot be read (naming it).
-    """
-    if not Path(store).is_dir():
-        raise UserError(f"{store}: no such store directory")
-    names = sweeps(store)
-    if sweep is None and len(names) > 1:
-        raise UserError(f"{store} holds {len(names)} sweeps: {', '.join(names)}; pass one with --sweep NAME")
-    if sweep is not None and sweep not in names:
-        sweep_dir(Path(store), sweep)  # a name that is no sweep's directory name is refused as such
-        raise UserError(f"{store}: no sweep {sweep!r}; the store holds: {', '.join(names) or 'no sweep'}")
-    df = load_results(store, sweep or (names[0] if names else None))
-    if df.empty:
-        raise UserError(f"{store}: the store holds no measurements; run a sweep into it first (sweeper run GRID)")
-    return df
 
 
 def this_machine() -> str:

@@ -14,8 +14,9 @@ from typing import Any
 
 import pandas as pd
 
-from sweeper.planning.plan import BASELINE_ENGINE
-from sweeper.results import PRUNED, recommend, recommend_view, statistics
+from sweeper.names import BASELINE_ENGINE, CONFIG
+from sweeper.results import recommend, recommend_view, statistics
+from sweeper.names import PRUNED
 from sweeper.results.report import plots
 from sweeper.search import accounting
 from sweeper.search.halving import TIE_REL, kendall_tau
@@ -414,7 +415,7 @@ def _config_tables(table: pd.DataFrame) -> list[Block]:
     cluster = table[table["engine"] != BASELINE_ENGINE]
     engines = _engine_order(cluster["engine"].unique().tolist())
     blocks: list[Block] = [
-        _config_table(group, engines) for _, group in cluster.groupby(list(statistics.CONFIG), dropna=False, sort=True)
+        _config_table(group, engines) for _, group in cluster.groupby(list(CONFIG), dropna=False, sort=True)
     ]
     baseline = table[table["engine"] == BASELINE_ENGINE].sort_values("epochs")
     if len(baseline):
@@ -584,6 +585,25 @@ def _price_blocks(rows: pd.DataFrame, prefix: str, cost_per_node_hour: float) ->
     ]
 
 
+def _rung_lines(df: pd.DataFrame, axis: str) -> list[tuple[str, ...]]:
+    """Per rung: its value of the axis, configurations measured, pruned, rank agreement with the rung before."""
+    lines: list[tuple[str, ...]] = []
+    columns = [c for c in accounting.configuration_columns(axis) if c in df]
+    previous: pd.Series | None = None
+    for rung, rows in df[df["rung"].notna()].groupby("rung", sort=True):
+        measured = rows[statistics.ok_mask(rows)]
+        medians = measured.groupby(columns, dropna=False)["fit_wall_s"].median()
+        agreement = "-"
+        if previous is not None:
+            both = medians.index.intersection(previous.index)
+            tau = kendall_tau(previous[both].to_numpy(), medians[both].to_numpy(), TIE_REL) if len(both) > 1 else None
+            agreement = "-" if tau is None or pd.isna(tau) else f"{tau:.2f} ({len(both)} configurations)"
+        pruned = int(rows["status"].eq(PRUNED).sum())
+        lines.append((str(int(rung)), _distinct_text(rows, axis), str(len(medians)), str(pruned), agreement))
+        previous = medians
+    return lines
+
+
 def _search_blocks(df: pd.DataFrame) -> list[Block]:
     """Adaptive trials and successive halving: why points stopped, each rung, the cluster time saved."""
     blocks: list[Block] = []
@@ -599,20 +619,7 @@ def _search_blocks(df: pd.DataFrame) -> list[Block]:
     axis = rung_axis_of(df)
     spent, full = accounting.cluster_seconds(df), accounting.full_grid_estimate(df, axis)
     share = f" ({spent.total_s / full.total_s:.0%} of it)" if full.total_s > 0 else ""
-    lines = []
-    columns = [c for c in accounting.configuration_columns(axis) if c in df]
-    previous: pd.Series | None = None
-    for rung, rows in df[df["rung"].notna()].groupby("rung", sort=True):
-        measured = rows[statistics.ok_mask(rows)]
-        medians = measured.groupby(columns, dropna=False)["fit_wall_s"].median()
-        agreement = "-"
-        if previous is not None:
-            both = medians.index.intersection(previous.index)
-            tau = kendall_tau(previous[both].to_numpy(), medians[both].to_numpy(), TIE_REL) if len(both) > 1 else None
-            agreement = "-" if tau is None or pd.isna(tau) else f"{tau:.2f} ({len(both)} configurations)"
-        pruned = int(rows["status"].eq(PRUNED).sum())
-        lines.append((str(int(rung)), _distinct_text(rows, axis), str(len(medians)), str(pruned), agreement))
-        previous = medians
+    lines = _rung_lines(df, axis)
     pruned_rows = statistics.pruned(df)
     return [
         *blocks,

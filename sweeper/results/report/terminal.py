@@ -10,7 +10,7 @@ from rich.table import Table
 
 from sweeper.results import statistics
 from sweeper.results.report.content import dry_run_banner, engine_rows
-from sweeper.run.view import plain
+from sweeper.text import plain
 
 VERDICT_STYLE = {"dask faster": "cyan", "spark faster": "yellow", statistics.TOO_FEW: "dim"}
 
@@ -18,7 +18,7 @@ VERDICT_STYLE = {"dask faster": "cyan", "spark faster": "yellow", statistics.TOO
 def compare_table(df: pd.DataFrame) -> Table:
     """The Spark vs Dask table for ``sweeper compare`` (rich), failures counted in the caption.
 
-    Every cell goes through :func:`~sweeper.run.view.plain`: no store string is read as console markup.
+    Every cell goes through :func:`~sweeper.text.plain`: no store string is read as console markup.
     """
     header, lines = engine_rows(df)
     failed = int(statistics.failed_mask(df).sum())

@@ -11,12 +11,12 @@ from rich.text import Text
 
 from sweeper.config.grid import RUNG_AXES, SEARCH_STRATEGIES
 from sweeper.errors import UserError
-from sweeper.run.view import plain
 from sweeper.search.adaptive import ADAPTIVE, TrialPolicy
 from sweeper.search.halving import ETA, RANK_THRESHOLD, HalvingPolicy
+from sweeper.text import plain
 
 if TYPE_CHECKING:
-    from sweeper.search.replay import ReplaySettings
+    from sweeper.results.replay import ReplaySettings
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
@@ -41,13 +41,13 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser.add_argument("--repeats", type=int, default=1000, help="bootstrap repeats (default 1000)")
     parser.add_argument("--seed", type=int, help="seed of the resampling (default 0)")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
-    parser.set_defaults(func=cmd_replay)
+    parser.set_defaults(func=main)
     return parser
 
 
 def settings_from(args: argparse.Namespace) -> ReplaySettings:
     """The replay's settings from the options; a bad value is a UserError naming its option."""
-    from sweeper.search.replay import SEED, ReplaySettings
+    from sweeper.results.replay import SEED, ReplaySettings
 
     return ReplaySettings(
         strategy=args.strategy,
@@ -68,15 +68,15 @@ def _trials(args: argparse.Namespace) -> TrialPolicy:
     return TrialPolicy.fixed(int(text))
 
 
-def cmd_replay(args: argparse.Namespace, console: Console) -> int:
+def main(args: argparse.Namespace, console: Console) -> int:
     """``sweeper replay STORE [--sweep NAME] [--strategy halving|grid] [--eta 3] [--trials adaptive|N] ...``."""
-    from sweeper.results import report
+    from sweeper.results.replay import KEYS, replay
     from sweeper.results.report.content import dry_run_banner
-    from sweeper.run.view import plain
-    from sweeper.search.replay import KEYS, replay
+    from sweeper.store.parquet import load_sweep
+    from sweeper.text import plain
 
     settings = settings_from(args)
-    df = report.load_sweep(args.store, args.sweep)
+    df = load_sweep(args.store, args.sweep)
     result = replay(df, settings)
     if args.json:
         print(json.dumps({key: result[key] for key in KEYS}, sort_keys=False))

@@ -419,7 +419,7 @@ def load_results(store: str | Path, sweep: str | None = None, *, dry_runs: bool 
         df = load_results("results/")
         df[df.status == "ok"].groupby(["engine", "cores_per_executor", "epochs"]).fit_wall_s.median()
     """
-    from sweeper.results.validity import checked
+    from sweeper.store.validity import checked
 
     frame = checked(as_frame(read_table(store, sweep)))  # impossible values named, never analysed
     dry = frame["dry_run"].fillna(False).astype(bool)
@@ -486,3 +486,25 @@ def remove_sweep(store: Path, sweep: str) -> int:
         except OSError as error:
             raise UserError(f"--fresh: cannot delete {path}: {_os_reason(error)}") from None
     return len(files)
+
+
+def load_sweep(store: str | Path, sweep: str | None = None) -> pd.DataFrame:
+    """The rows of one sweep of a store; a store of several sweeps needs ``sweep``.
+
+    Only that sweep's files are read: a broken file of another sweep does not stop its report.
+    Raises :class:`~sweeper.errors.UserError` for a missing or empty store, for several sweeps
+    and no name (listing them), for a name the store does not hold (listing those it does), and
+    for a file of the sweep that cannot be read (naming it).
+    """
+    if not Path(store).is_dir():
+        raise UserError(f"{store}: no such store directory")
+    names = sweeps(store)
+    if sweep is None and len(names) > 1:
+        raise UserError(f"{store} holds {len(names)} sweeps: {', '.join(names)}; pass one with --sweep NAME")
+    if sweep is not None and sweep not in names:
+        sweep_dir(Path(store), sweep)  # a name that is no sweep's directory name is refused as such
+        raise UserError(f"{store}: no sweep {sweep!r}; the store holds: {', '.join(names) or 'no sweep'}")
+    df = load_results(store, sweep or (names[0] if names else None))
+    if df.empty:
+        raise UserError(f"{store}: the store holds no measurements; run a sweep into it first (sweeper run GRID)")
+    return df

@@ -30,8 +30,8 @@ import pandas as pd
 
 from sweeper.config.grid import RUNG_AXES, SEARCH_STRATEGIES
 from sweeper.errors import UserError
-from sweeper.planning.plan import BASELINE_ENGINE
-from sweeper.results.statistics import ALPHA, CONFIG, MIN_TRIALS, config_label, mann_whitney, ok_mask
+from sweeper.names import BASELINE_ENGINE, CONFIG
+from sweeper.results.statistics import ALPHA, MIN_TRIALS, config_label, mann_whitney, ok_mask
 from sweeper.search.accounting import POINT, cluster_seconds, one_launch_s
 from sweeper.search.adaptive import ADAPTIVE, TrialPolicy, stopping_trials
 from sweeper.search.halving import HalvingPolicy, rung_values, successive_halving
