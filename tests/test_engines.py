@@ -37,7 +37,7 @@ def test_unknown_engine_lists_the_valid_ones() -> None:
 
 def test_a_missing_engine_package_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     # Stand-in for an engine whose package is not installed: the registry points at a module that does not exist.
-    missing = ("sweeper.launch.not_installed", "dask[distributed]")
+    missing = ("sweeper.launch.not_installed:LocalDask", "dask[distributed]")
     monkeypatch.setitem(registry.LAUNCHERS, ("dask", "local"), missing)
     with pytest.raises(UserError, match=r"needs dask\[distributed\].*pip install dask\[distributed\]"):
         registry.starter("dask")

@@ -21,7 +21,7 @@ from sweeper.launch.base import LaunchContext, LaunchError
 from sweeper.launch.dask import ssh as dask_ssh
 from sweeper.launch.hosts.ssh import check_host, run_remote
 from sweeper.launch.options import SshCluster
-from sweeper.launch.spark import ssh as spark_ssh
+from sweeper.launch.registry import starter
 from sweeper.launch.spark.session import EXECUTOR_CLASS, SparkAppSession
 from sweeper.planning.plan import Launch
 from sweeper.workload.data import Data
@@ -77,7 +77,7 @@ def context(tmp_path: Path, cluster: SshCluster, **spark_conf: str) -> LaunchCon
 def test_the_spark_secret_is_on_no_command_line_and_spark_conf_extends_the_marker(sshd: Sshd, tmp_path: Path) -> None:
     mine = "-Dsweeper.test.user.option=kept"
     user_conf = context(tmp_path, cluster_for(sshd), **{"spark.executor.extraJavaOptions": mine})
-    with spark_ssh.start(small_launch("spark"), user_conf) as session:
+    with starter("spark", "ssh")(small_launch("spark"), user_conf) as session:
         assert isinstance(session, SparkAppSession)
         secret = session.spark.sparkContext.getConf().get("spark.authenticate.secret")
         assert secret and len(secret) >= 32
@@ -96,7 +96,7 @@ def test_a_refused_key_names_the_host_and_authentication(sshd: Sshd, tmp_path: P
     cluster = cluster_for(sshd, options=replace(cluster_for(sshd).options, identity_file=str(stranger)))
     with (
         pytest.raises(LaunchError, match=r"host 127\.0\.0\.1: SSH authentication refused"),
-        spark_ssh.start(small_launch("spark"), context(tmp_path, cluster)),
+        starter("spark", "ssh")(small_launch("spark"), context(tmp_path, cluster)),
     ):
         pass
     assert_nothing_left(sshd)
@@ -106,7 +106,7 @@ def test_an_unreachable_port_names_the_host(sshd: Sshd, tmp_path: Path) -> None:
     cluster = cluster_for(sshd, options=replace(cluster_for(sshd).options, port=free_port()))
     with (
         pytest.raises(LaunchError, match=r"host 127\.0\.0\.1 unreachable over SSH .*Connection refused"),
-        dask_ssh.start(small_launch("dask"), context(tmp_path, cluster)),
+        starter("dask", "ssh")(small_launch("dask"), context(tmp_path, cluster)),
     ):
         pass
     assert_nothing_left(sshd)
@@ -122,7 +122,7 @@ def test_an_unknown_host_key_is_refused(sshd: Sshd, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("engine", ["spark", "dask"])
 def test_a_missing_remote_python_names_the_host(engine: str, sshd: Sshd, tmp_path: Path) -> None:
-    start = spark_ssh.start if engine == "spark" else dask_ssh.start
+    start = starter(engine, "ssh")
     with (
         pytest.raises(LaunchError, match=r"host 127\.0\.0\.1: Python /nonexistent/python not found"),
         start(small_launch(engine), context(tmp_path, cluster_for(sshd, python="/nonexistent/python"))),
@@ -235,7 +235,7 @@ def test_dask_over_tls_runs_fits_refuses_clear_text_and_leaves_no_key(sshd: Sshd
     remote_dir.mkdir()
     cluster = cluster_for(sshd, dask_tls=True, remote_dir=str(remote_dir))
     tasks = replicas(digits)
-    with dask_ssh.start(small_launch("dask"), context(tmp_path, cluster)) as session:
+    with starter("dask", "ssh")(small_launch("dask"), context(tmp_path, cluster)) as session:
         assert isinstance(session, dask_ssh.DaskSshSession)
         address = session.client.scheduler.address
         assert address.startswith(f"tls://{sshd.host}:")

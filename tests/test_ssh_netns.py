@@ -35,7 +35,7 @@ from sweeper.config.grid import Dataset
 from sweeper.launch.base import LaunchContext, LaunchError
 from sweeper.launch.dask import ssh as dask_ssh
 from sweeper.launch.options import SshCluster, SshOptions
-from sweeper.launch.spark import ssh as spark_ssh
+from sweeper.launch.registry import starter
 from sweeper.planning.plan import Launch
 from sweeper.store.parquet import COLUMNS
 from sweeper.workload.data import load
@@ -260,7 +260,7 @@ def test_dask_over_tls_across_the_namespaced_hosts(hosts: NetnsHosts, tmp_path: 
     context = LaunchContext(
         run_dir=tmp_path / "run", environment={"OMP_NUM_THREADS": "1"}, threads_per_fit=1, options=cluster
     )
-    with dask_ssh.start(launch, context) as session:
+    with starter("dask", "ssh")(launch, context) as session:
         assert isinstance(session, dask_ssh.DaskSshSession)
         assert session.client.scheduler.address.startswith(f"tls://{hosts.addresses[0]}:")
         workers = session.client.scheduler_info(n_workers=-1)["workers"]
@@ -288,7 +288,7 @@ def test_a_host_down_is_named_and_nothing_starts_on_the_others(engine: str, host
         workers_per_node=(1, 1),
     )
     context = LaunchContext(run_dir=tmp_path / "run", environment={}, threads_per_fit=1, options=cluster)
-    start = spark_ssh.start if engine == "spark" else dask_ssh.start
+    start = starter(engine, "ssh")
     unreachable = rf"host {re.escape(down)} unreachable over SSH"
     with pytest.raises(LaunchError, match=unreachable), start(launch, context):
         pass

@@ -156,8 +156,8 @@ def test_a_dask_launch_measures_again_after_a_batch_aborted_at_its_time_limit(tm
     has no attribute 'resolve'``); a second abort during the restart hung the nanny's close().
     """
     from sweeper.launch.base import LaunchContext
-    from sweeper.launch.dask import local as dask_local
     from sweeper.launch.dask.session import DaskSession
+    from sweeper.launch.registry import starter
 
     data = load(Dataset("digits"))
     tasks = replicas(data)
@@ -174,7 +174,7 @@ def test_a_dask_launch_measures_again_after_a_batch_aborted_at_its_time_limit(tm
         workers_per_node=(2,),
     )
     context = LaunchContext(run_dir=tmp_path / "run", environment={"OMP_NUM_THREADS": "1"}, threads_per_fit=1)
-    with dask_local.start(launch, context) as session:
+    with starter("dask", "local")(launch, context) as session:
         assert isinstance(session, DaskSession)
         first = {r.pid for r in runner._with_timeout(session, tasks, data, 600)}
         for _ in range(2):  # twice: the second abort finds the workers the first one's restart started

@@ -24,8 +24,8 @@ import yaml
 
 from sweeper import load_results
 from sweeper.launch.base import LaunchContext, LaunchError
-from sweeper.launch.dask import yarn as dask_yarn
 from sweeper.launch.options import YarnOptions, options_for
+from sweeper.launch.registry import starter
 from sweeper.launch.spark import yarn as spark_yarn
 from sweeper.planning.plan import Launch
 from sweeper.workload.data import Data
@@ -79,7 +79,7 @@ def test_executors_bigger_than_any_node_manager_fail_at_once(on_yarn: YarnCluste
     too_big = small_launch("spark", executor_memory_mib=5 * 1024)
     with (
         pytest.raises(LaunchError, match=r"above the max threshold \(4096 MB\) of this cluster"),
-        spark_yarn.start(too_big, context(tmp_path)),
+        starter("spark", "yarn")(too_big, context(tmp_path)),
     ):
         pass
     assert time.monotonic() - started < 60
@@ -89,7 +89,7 @@ def test_executors_bigger_than_any_node_manager_fail_at_once(on_yarn: YarnCluste
 def test_an_unknown_queue_fails_at_once(on_yarn: YarnCluster, tmp_path: Path) -> None:
     with (
         pytest.raises(LaunchError, match=r"unknown queue: nosuch"),
-        spark_yarn.start(small_launch("spark"), context(tmp_path, YarnOptions(queue="nosuch"))),
+        starter("spark", "yarn")(small_launch("spark"), context(tmp_path, YarnOptions(queue="nosuch"))),
     ):
         pass
     assert_no_containers()
@@ -102,7 +102,7 @@ def test_executors_yarn_crowds_onto_one_node_fail_the_launch_named_by_node_manag
     """#20 defect 10: the plan gives each of 3 nodes one executor; the cluster has 2 NodeManagers with room for
     several (YARN counts memory alone here), so one of them gets at least 2: the launch must not measure that."""
     crowded = small_launch(engine, nodes=3, executors=3, workers_per_node=(1, 1, 1))
-    start = spark_yarn.start if engine == "spark" else dask_yarn.start
+    start = starter(engine, "yarn")
     refused = r"YARN placed executors .*; the plan allows at most 1 per node"
     with pytest.raises(LaunchError, match=refused) as failed, start(crowded, context(tmp_path)):
         pytest.fail("a crowded launch started")
@@ -148,7 +148,7 @@ def test_with_a_python_archive_the_fits_run_in_the_unpacked_environment(
     engine: str, on_yarn: YarnCluster, packed_env: Path, digits: Data, tmp_path: Path
 ) -> None:
     tasks = replicas(digits)
-    start = spark_yarn.start if engine == "spark" else dask_yarn.start
+    start = starter(engine, "yarn")
     with start(small_launch(engine), context(tmp_path, YarnOptions(python_archive=packed_env))) as session:
         staged = Path.home() / getattr(session, "name", "no-such-dir")  # distributedshell's files (the archive)
         assert engine == "spark" or staged.is_dir()

@@ -27,6 +27,7 @@ from sweeper.launch.hosts.hadoop_conf import HadoopConf, read_hadoop_conf
 from sweeper.launch.hosts.yarn import driver_address
 from sweeper.launch.hosts.yarn_client import YarnClient, hadoop_lib
 from sweeper.launch.options import YarnOptions
+from sweeper.launch.registry import starter
 from sweeper.launch.spark import yarn as spark_yarn
 from sweeper.planning.plan import Launch
 from tests.support.hadoop_sites import site
@@ -185,7 +186,7 @@ def test_an_application_the_queue_holds_fails_at_the_start_limit_named_so(yarn: 
             time.sleep(1)
         assert sleeping_containers() == fill
         assert rest(yarn, "/metrics")["clusterMetrics"]["availableMB"] < step
-        for engine, start in (("spark", spark_yarn.start), ("dask", dask_yarn.start)):
+        for engine, start in (("spark", starter("spark", "yarn")), ("dask", starter("dask", "yarn"))):
             started = time.monotonic()
             with (
                 pytest.raises(LaunchError, match="the queue held the application ACCEPTED"),

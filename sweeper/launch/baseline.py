@@ -7,15 +7,13 @@ Dask loaded); McSherry's COST compares the engines against it.
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from typing import Any
 
 from joblib.externals.loky import get_reusable_executor
 
-from sweeper.launch.base import Granted, LaunchContext, Session
-from sweeper.launch.lifecycle import ManagerBackend, Teardown, launched
+from sweeper.launch.base import Granted, LaunchContext
+from sweeper.launch.lifecycle import ManagerBackend, Teardown
 from sweeper.names import BASELINE_ENGINE
-from sweeper.planning.plan import Launch
 from sweeper.workload.data import Data
 from sweeper.workload.fit import FitResult, run_fit
 from sweeper.workload.tasks import FitTask
@@ -68,8 +66,3 @@ class Baseline(ManagerBackend):
 
     def session(self, granted: Granted, n_jobs: int) -> BaselineSession:
         return self.baseline
-
-
-def start(launch: Launch, context: LaunchContext) -> AbstractContextManager[Session]:
-    """Start the baseline worker; it is gone when the block ends."""
-    return launched(Baseline, launch, context)

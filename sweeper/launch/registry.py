@@ -1,8 +1,8 @@
-"""The (engine, manager) -> module registry (the names themselves are in :mod:`sweeper.names`).
+"""The (engine, manager) -> backend registry (the names themselves are in :mod:`sweeper.names`).
 
-Each launch module is imported only when a sweep needs it. One module per engine and cluster manager;
-each provides ``start(launch, context)``, a context manager that yields a started
-:class:`~sweeper.launch.base.Session` and leaves nothing running.
+Each launch module is imported only when a sweep needs it. One module per engine and cluster manager,
+each with its :class:`~sweeper.launch.lifecycle.ManagerBackend`; :func:`starter` gives the context
+manager that yields a started :class:`~sweeper.launch.base.Session` and leaves nothing running.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from functools import partial
 from typing import TYPE_CHECKING
 
 from sweeper.errors import UserError
@@ -22,19 +23,20 @@ if TYPE_CHECKING:
     Starter = Callable[[Launch, LaunchContext], AbstractContextManager[Session]]
 
 
-# (engine, manager) -> (module with ``start``, the pip packages it needs)
+# (engine, manager) -> ("module:ManagerBackend subclass", or "module:start" for an engine on top of another;
+# the pip packages it needs)
 LAUNCHERS: dict[tuple[str, str], tuple[str, str]] = {
-    (BASELINE_ENGINE, "local"): ("sweeper.launch.baseline", "joblib"),
-    ("dask", "local"): ("sweeper.launch.dask.local", "dask[distributed]"),
-    ("spark", "local"): ("sweeper.launch.spark.local", "pyspark joblibspark"),
-    ("dask", "ssh"): ("sweeper.launch.dask.ssh", "dask[distributed] asyncssh"),
-    ("spark", "ssh"): ("sweeper.launch.spark.ssh", "pyspark joblibspark"),
-    ("dask", "yarn"): ("sweeper.launch.dask.yarn", "dask[distributed]"),
-    ("spark", "yarn"): ("sweeper.launch.spark.yarn", "pyspark joblibspark"),
-    ("dask", "standalone"): ("sweeper.launch.dask.standalone", "dask[distributed]"),
-    ("spark", "standalone"): ("sweeper.launch.spark.standalone", "pyspark joblibspark"),
+    (BASELINE_ENGINE, "local"): ("sweeper.launch.baseline:Baseline", "joblib"),
+    ("dask", "local"): ("sweeper.launch.dask.local:LocalDask", "dask[distributed]"),
+    ("spark", "local"): ("sweeper.launch.spark.local:LocalSpark", "pyspark joblibspark"),
+    ("dask", "ssh"): ("sweeper.launch.dask.ssh:SshDask", "dask[distributed] asyncssh"),
+    ("spark", "ssh"): ("sweeper.launch.spark.ssh:SshSpark", "pyspark joblibspark"),
+    ("dask", "yarn"): ("sweeper.launch.dask.yarn:YarnDask", "dask[distributed]"),
+    ("spark", "yarn"): ("sweeper.launch.spark.yarn:YarnSpark", "pyspark joblibspark"),
+    ("dask", "standalone"): ("sweeper.launch.dask.standalone:StandaloneDask", "dask[distributed]"),
+    ("spark", "standalone"): ("sweeper.launch.spark.standalone:StandaloneSpark", "pyspark joblibspark"),
     # Spark ML's own MLP on the same Spark launches: one model per measurement across the executors
-    **{("spark-mllib", manager): ("sweeper.launch.spark.mllib", "pyspark") for manager in MANAGERS},
+    **{("spark-mllib", manager): ("sweeper.launch.spark.mllib:start", "pyspark") for manager in MANAGERS},
 }
 
 
@@ -49,7 +51,8 @@ def starter(engine: str, manager: str = "local") -> Starter:
     if engine not in engines:
         raise UserError(f"Invalid engine: {engine!r}, expected one of {engines}")
     check_supported(engine, manager)
-    module_name, package = LAUNCHERS[(engine, manager)]
+    target, package = LAUNCHERS[(engine, manager)]
+    module_name, name = target.split(":")
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
@@ -57,7 +60,12 @@ def starter(engine: str, manager: str = "local") -> Starter:
             f"engine {engine!r} on {manager!r} needs {package}, which is not installed ({error}); "
             f"run `make setup` or `pip install {package}`"
         ) from error
-    start: Starter = module.start
+    found = getattr(module, name)
+    if isinstance(found, type):  # a manager's backend: the shared lifecycle starts it
+        from sweeper.launch.lifecycle import launched
+
+        return partial(launched, found)
+    start: Starter = found
     return start
 
 

@@ -8,14 +8,12 @@ threads) is replaced by the sweeper's controlled fit environment.
 from __future__ import annotations
 
 import logging
-from contextlib import AbstractContextManager, suppress
+from contextlib import suppress
 
 from distributed import Client, LocalCluster
 
-from sweeper.launch.base import LaunchContext, Session
 from sweeper.launch.dask.base import DaskBackend
-from sweeper.launch.lifecycle import Teardown, launched
-from sweeper.planning.plan import Launch
+from sweeper.launch.lifecycle import Teardown
 
 CLOSE_TIMEOUT_S = 60.0  # closing the cluster; what is still running after it is killed by the launch's reaper
 
@@ -46,8 +44,3 @@ class LocalDask(DaskBackend):
         client = Client(cluster, set_as_default=True)
         teardown.add(client.close)
         return client
-
-
-def start(launch: Launch, context: LaunchContext) -> AbstractContextManager[Session]:
-    """Start matched Dask workers; every process is gone when the block ends."""
-    return launched(LocalDask, launch, context)

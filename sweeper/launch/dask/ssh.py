@@ -24,17 +24,16 @@ import logging
 import shlex
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 import dask
 from distributed import Client
 
-from sweeper.launch.base import Granted, LaunchContext, LaunchError, Session
+from sweeper.launch.base import Granted, LaunchError
 from sweeper.launch.dask.base import DaskBackend
 from sweeper.launch.dask.session import DaskSession
 from sweeper.launch.hosts.ssh import check_host, cluster_of, groups_alive, kill_groups, on_hosts, resolve, run_remote
-from sweeper.launch.lifecycle import Teardown, launched
+from sweeper.launch.lifecycle import Teardown
 from sweeper.launch.options import SshCluster
 from sweeper.planning.plan import Launch
 
@@ -286,11 +285,6 @@ def _quietly(close: Callable[[], object]) -> None:
     """Close a client or cluster whose hosts may be gone: what is left is killed through SSH."""
     with contextlib.suppress(Exception):
         close()
-
-
-def start(launch: Launch, context: LaunchContext) -> AbstractContextManager[Session]:
-    """Start the launch's Dask cluster over SSH; every remote process is gone when the block ends."""
-    return launched(SshDask, launch, context)
 
 
 def _make_scratch(cluster: SshCluster, host: str, scratch: str) -> None:

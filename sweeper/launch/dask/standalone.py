@@ -7,16 +7,13 @@ the cluster's own, so the fit environment is observed and recorded per row, not 
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-
 from distributed import Client
 
-from sweeper.launch.base import Granted, LaunchContext, LaunchError, Session
+from sweeper.launch.base import Granted, LaunchError
 from sweeper.launch.dask.base import DaskBackend
 from sweeper.launch.dask.session import DaskSession
-from sweeper.launch.lifecycle import Teardown, launched
+from sweeper.launch.lifecycle import Teardown
 from sweeper.launch.options import StandaloneOptions
-from sweeper.planning.plan import Launch
 
 
 class ExistingDaskSession(DaskSession):
@@ -47,8 +44,3 @@ class StandaloneDask(DaskBackend):
 
     def session(self, granted: Granted, n_jobs: int) -> ExistingDaskSession:
         return ExistingDaskSession(None, self.client, granted, n_jobs)
-
-
-def start(launch: Launch, context: LaunchContext) -> AbstractContextManager[Session]:
-    """Connect to the existing scheduler; its workers must match the plan."""
-    return launched(StandaloneDask, launch, context)

@@ -31,13 +31,12 @@ import subprocess
 import sys
 import time
 import uuid
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from distributed import Client, LocalCluster
 
-from sweeper.launch.base import Granted, LaunchContext, LaunchError, Session
+from sweeper.launch.base import Granted, LaunchError
 from sweeper.launch.dask.base import DaskBackend
 from sweeper.launch.dask.session import DaskSession, granted_workers
 from sweeper.launch.hosts.hadoop_conf import HadoopConf
@@ -54,7 +53,7 @@ from sweeper.launch.hosts.yarn import (
     yarn_options,
 )
 from sweeper.launch.hosts.yarn_client import YarnClient, hadoop_java, hadoop_lib
-from sweeper.launch.lifecycle import Teardown, launched
+from sweeper.launch.lifecycle import Teardown
 from sweeper.planning.plan import Launch
 
 DISTRIBUTED_SHELL_CLIENT = "org.apache.hadoop.yarn.applications.distributedshell.Client"
@@ -194,11 +193,6 @@ class YarnDask(DaskBackend):
         if self.archive is not None and not self.conf.default_fs.startswith("file:"):
             session.staging_s = None  # distributedshell uploads the archive for each application, untimed
         return session
-
-
-def start(launch: Launch, context: LaunchContext) -> AbstractContextManager[Session]:
-    """Start matched Dask workers on YARN; the application and its containers are gone when the block ends."""
-    return launched(YarnDask, launch, context)
 
 
 def _remove_staged(conf: HadoopConf, lib: Path, name: str, scratch: Path) -> None:

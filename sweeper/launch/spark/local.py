@@ -9,14 +9,11 @@ would ignore every executor setting, so it is not a matched launch.) Everything 
 from __future__ import annotations
 
 import sys
-from contextlib import AbstractContextManager
 
-from sweeper.launch.base import Granted, LaunchContext, Session
-from sweeper.launch.lifecycle import launched
+from sweeper.launch.base import Granted
 from sweeper.launch.spark.base import SparkBackend
 from sweeper.launch.spark.conf import local_conf
 from sweeper.launch.spark.session import granted_executors
-from sweeper.planning.plan import Launch
 
 
 class LocalSpark(SparkBackend):
@@ -37,8 +34,3 @@ class LocalSpark(SparkBackend):
 
     def granted(self) -> Granted:
         return granted_executors(self.spark, self.launch.executors, self.context.start_timeout_s)
-
-
-def start(launch: Launch, context: LaunchContext) -> AbstractContextManager[Session]:
-    """Start a matched local-cluster Spark application; nothing of it is left when the block ends."""
-    return launched(LocalSpark, launch, context)

@@ -21,13 +21,12 @@ import shlex
 import socket
 import sys
 import time
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sweeper.launch.base import Granted, LaunchContext, LaunchError, Session
+from sweeper.launch.base import Granted, LaunchError
 from sweeper.launch.hosts.ssh import check_host, cluster_of, driver_address, kill_groups, on_hosts, resolve, run_remote
-from sweeper.launch.lifecycle import Teardown, launched
+from sweeper.launch.lifecycle import Teardown
 from sweeper.launch.options import SshCluster
 from sweeper.launch.spark.base import SparkBackend
 from sweeper.launch.spark.conf import application_conf, with_spark_conf
@@ -327,11 +326,6 @@ class SshSpark(SparkBackend):
     def session(self, granted: Granted, n_jobs: int) -> SshSparkSession:
         super().session(granted, n_jobs)
         return SshSparkSession(self.spark, granted, n_jobs, self.cluster)
-
-
-def start(launch: Launch, context: LaunchContext) -> AbstractContextManager[Session]:
-    """Start the launch's standalone cluster over SSH and its application; nothing is left when the block ends."""
-    return launched(SshSpark, launch, context)
 
 
 def _make_scratch(daemons: Daemons, host: str) -> None:

@@ -9,13 +9,11 @@ starts an executor with exactly ``spark.executor.memory`` or not at all, so the 
 from __future__ import annotations
 
 import sys
-from contextlib import AbstractContextManager
 from typing import Any
 from urllib.parse import urlparse
 
-from sweeper.launch.base import Granted, LaunchContext, LaunchError, Session
+from sweeper.launch.base import Granted, LaunchError
 from sweeper.launch.hosts.ssh import address_towards
-from sweeper.launch.lifecycle import launched
 from sweeper.launch.options import StandaloneOptions
 from sweeper.launch.spark.base import SparkBackend
 from sweeper.launch.spark.conf import application_conf
@@ -60,8 +58,3 @@ class StandaloneSpark(SparkBackend):
 
     def granted(self) -> Granted:
         return wait_for_executors(self.spark, self.launch, self.context.start_timeout_s)
-
-
-def start(launch: Launch, context: LaunchContext) -> AbstractContextManager[Session]:
-    """Run an application on the existing master; it is stopped when the block ends, the cluster stays."""
-    return launched(StandaloneSpark, launch, context)

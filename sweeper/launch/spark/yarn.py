@@ -26,14 +26,13 @@ import sys
 import threading
 import time
 import uuid
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import psutil
 
 from sweeper.errors import error_text
-from sweeper.launch.base import Granted, LaunchContext, LaunchError, Session
+from sweeper.launch.base import Granted, LaunchError
 from sweeper.launch.hosts.node_managers import wait_containers_released
 from sweeper.launch.hosts.processes import kill_tree
 from sweeper.launch.hosts.staging import staged_archive
@@ -49,12 +48,11 @@ from sweeper.launch.hosts.yarn import (
     yarn_options,
 )
 from sweeper.launch.hosts.yarn_client import YarnClient, hadoop_lib
-from sweeper.launch.lifecycle import Teardown, launched
+from sweeper.launch.lifecycle import Teardown
 from sweeper.launch.spark.base import SparkBackend
 from sweeper.launch.spark.conf import local_conf
 from sweeper.launch.spark.session import SparkAppSession, executor_heaps, uniform_shape, wait_registered
 from sweeper.launch.spark.yarn_jars import staged_spark_jars
-from sweeper.planning.plan import Launch
 
 AM_MEMORY_MIB = 512
 YARN_EXECUTOR_CLASS = "org.apache.spark.executor.YarnCoarseGrainedExecutorBackend"
@@ -264,8 +262,3 @@ class YarnSpark(SparkBackend):
         session = SparkYarnSession(self.spark, granted, n_jobs, self.yarn, self.tag)
         session.staging_s = self.staging_s
         return session
-
-
-def start(launch: Launch, context: LaunchContext) -> AbstractContextManager[Session]:
-    """Start a matched Spark application on YARN; its containers are released when the block ends."""
-    return launched(YarnSpark, launch, context)
