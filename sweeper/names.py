@@ -27,7 +27,10 @@ def on_spark(engine: object) -> bool:
 DATA_PARALLEL = "data-parallel"  # the mode that trains one model across the launch
 MODES = ("replicas", "cv", "search", DATA_PARALLEL)  # how one measurement's batch is made
 
-PRUNED = "pruned"  # a row status: a configuration successive halving did not promote, never measured there
+# A row's status: measured; failed (its error in the row); past workload.timeout_s; or a configuration
+# successive halving did not promote, never measured there.
+OK, FAILED, TIMEOUT, PRUNED = "ok", "failed", "timeout", "pruned"
+STATUSES = (OK, FAILED, TIMEOUT, PRUNED)
 
 OBJECTIVES = ("time", "cost")  # what sweeper recommend minimises
 ACCURACY_MARGIN = 0.005  # accuracy a recommended configuration may lose to the most accurate one

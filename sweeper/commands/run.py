@@ -11,7 +11,7 @@ from rich.console import Console
 from sweeper.config import load as grid_file
 from sweeper.config.grid import Grid
 from sweeper.errors import UserError
-from sweeper.names import PRUNED
+from sweeper.names import OK, PRUNED
 from sweeper.planning.dry_run import shrink_plan
 from sweeper.planning.plan import Plan, make_plan
 from sweeper.planning.view import beyond_this_machine, warning_line
@@ -84,7 +84,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
         for note in result.notes:
             console.print(plain(f"Halving: {note}"), soft_wrap=True)
         _print_closing(store, grid, str(result.rows[0]["run_id"]), console)
-    failed = sum(1 for row in result.rows if row["status"] not in ("ok", PRUNED))
+    failed = sum(1 for row in result.rows if row["status"] not in (OK, PRUNED))
     pruned = sum(1 for row in result.rows if row["status"] == PRUNED)
     console.print(
         plain(

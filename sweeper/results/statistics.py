@@ -31,7 +31,7 @@ import pandas as pd
 from scipy import stats
 
 from sweeper.errors import UserError
-from sweeper.names import BASELINE_ENGINE
+from sweeper.names import BASELINE_ENGINE, OK
 from sweeper.names import PRUNED
 from sweeper.names import CONFIG
 from sweeper.shapes import shape_text
@@ -70,7 +70,7 @@ def _label(values: Mapping[str, Any]) -> str:
 
 def ok_mask(df: pd.DataFrame) -> pd.Series:
     """True for the rows that enter statistics (``status == 'ok'``), False for the rest (NA included)."""
-    return df["status"].eq("ok").fillna(False).astype(bool)
+    return df["status"].eq(OK).fillna(False).astype(bool)
 
 
 def seconds(frame: pd.DataFrame, column: str = "fit_wall_s") -> np.ndarray:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from sweeper.names import BASELINE_ENGINE
+from sweeper.names import BASELINE_ENGINE, OK
 from sweeper.names import PRUNED
 from sweeper.results.right_sizing import ARM, as_int
 from sweeper.results.statistics import config_label
@@ -43,7 +43,7 @@ def unmeasured(df: pd.DataFrame) -> list[Unmeasured]:
     rows = df[df["engine"].ne(BASELINE_ENGINE).fillna(False) & df["status"].ne(PRUNED).fillna(False)]
     found = []
     for key, group in rows.groupby(list(ARM), dropna=False, sort=True):
-        ok_epochs = set(group.loc[group["status"].eq("ok").fillna(False), "epochs"].dropna())
+        ok_epochs = set(group.loc[group["status"].eq(OK).fillna(False), "epochs"].dropna())
         missing = group[~group["epochs"].isin(ok_epochs)]
         if missing.empty:
             continue

@@ -10,6 +10,7 @@ from typing import Any
 
 from sweeper.config.grid import Grid
 from sweeper.launch.base import Session
+from sweeper.names import OK
 from sweeper.planning.measurements import Todo, trained_epochs
 from sweeper.planning.plan import Plan
 from sweeper.run.versions import versions
@@ -71,7 +72,7 @@ def result_columns(results: list[FitResult]) -> dict[str, Any]:
     accuracies = [r.accuracy for r in results]
     epochs_run = [r.epochs_run for r in results]
     return {
-        "status": "ok",
+        "status": OK,
         "fit_task_sum_s": sum(r.fit_s for r in results),
         "fit_task_max_s": max(r.fit_s for r in results),
         "accuracy": statistics.fmean(accuracies),

@@ -25,7 +25,7 @@ from sweeper.launch.base import LaunchContext, Session
 from sweeper.launch.logs import launch_log, log_note
 from sweeper.launch.options import LocalOptions, options_for
 from sweeper.launch.registry import check_supported, starter
-from sweeper.names import BASELINE_ENGINE, PRUNED, on_spark
+from sweeper.names import BASELINE_ENGINE, FAILED, OK, PRUNED, TIMEOUT, on_spark
 from sweeper.planning.measurements import Todo, pending, split_reused, trained_epochs
 from sweeper.planning.plan import Launch, Plan, Point
 from sweeper.run.halving import HalvingRun, rung_lines
@@ -144,7 +144,7 @@ def _run_held(
             f"this grid's (hash {grid.grid_hash}) join them: give it another name, or --fresh, to keep them apart"
         )
     recorded = recorded_rows(store, grid.name, table)
-    done_s = {key: time_s for key, (status, time_s) in recorded.items() if status == "ok" and time_s is not None}
+    done_s = {key: time_s for key, (status, time_s) in recorded.items() if status == OK and time_s is not None}
     static = grid.workload.adaptive is None and grid.search.strategy == "grid"
     todo, skipped = pending(plan, set(done_s)) if static else ([], 0)
     result = RunResult(skipped=skipped)
@@ -314,11 +314,11 @@ class Launches:
                     while item is not None:
                         row = _measure(plan, item, session, self.data, start_s, self.shared)
                         row["warmup_s"] = warmup_s
-                        if row["status"] != "ok":  # what the launch's processes said may explain it
+                        if row["status"] != OK:  # what the launch's processes said may explain it
                             row["error"] = f"{row['error']}{log_note(launch_log(context, launch))}"
                         queue.record(item, row)
                         yield row
-                        if row["status"] != "ok":
+                        if row["status"] != OK:
                             break  # workers were killed or lost: start the launch again at its planned shape
                         item = queue.next()
                     closing = time.perf_counter()
@@ -329,7 +329,7 @@ class Launches:
                 note = log_note(launch_log(context, launch))
                 for left in queue.rest():
                     row = row_of(plan, left, None, self.shared, cluster_start_s=time.perf_counter() - begun)
-                    row.update(status="failed", error_type=type(error).__name__)
+                    row.update(status=FAILED, error_type=type(error).__name__)
                     row["error"] = f"launch did not start: {error_text(error)}{note}"
                     queue.stamp(row)
                     yield row
@@ -394,13 +394,13 @@ def _measure(
     try:
         results = _with_timeout(session, tasks, fit_data, workload.timeout_s)
     except MeasurementTimeout:
-        row.update(status="timeout", error_type="MeasurementTimeout", error=f"batch ran past {workload.timeout_s:g} s")
+        row.update(status=TIMEOUT, error_type="MeasurementTimeout", error=f"batch ran past {workload.timeout_s:g} s")
         row["fit_wall_s"] = time.perf_counter() - started
         return row
     except KeyboardInterrupt:
         raise
     except Exception as error:
-        row.update(status="failed", error_type=type(error).__name__, error=error_text(error)[:2000])
+        row.update(status=FAILED, error_type=type(error).__name__, error=error_text(error)[:2000])
         row["fit_wall_s"] = time.perf_counter() - started
         return row
     row["fit_wall_s"] = time.perf_counter() - started

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sweeper.config.grid import Workload
+from sweeper.names import OK
 from sweeper.planning.measurements import Todo, measurement_key
 from sweeper.planning.plan import Launch, Plan, Point
 from sweeper.search.adaptive import TrialPolicy, decide
@@ -112,7 +113,7 @@ class TrialQueue:
 
     def record(self, item: Todo, row: dict[str, Any]) -> None:
         state = next(s for s in self.points if s.point == item.point)
-        reason = self._count(state, row["fit_wall_s"] if row["status"] == "ok" else None)
+        reason = self._count(state, row["fit_wall_s"] if row["status"] == OK else None)
         row["stop_reason"] = reason
         self.stamp(row)
 

@@ -13,11 +13,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from sweeper.names import PRUNED
+from sweeper.names import FAILED, OK, PRUNED, TIMEOUT
 from sweeper.shapes import shape_text
 from sweeper.text import plain
 
-STATUS_STYLE = {"ok": "green", "failed": "red", "timeout": "yellow"}
+STATUS_STYLE = {OK: "green", FAILED: "red", TIMEOUT: "yellow"}
 
 
 def measurement_line(row: dict[str, Any]) -> Text:
@@ -29,7 +29,7 @@ def measurement_line(row: dict[str, Any]) -> Text:
     head = plain(f"{status:>7}", STATUS_STYLE.get(status, "")) + plain(
         f" {row['engine']:<11} {row['mode']:<13} {shape:<30} epochs {row['epochs']:>5} trial {row['trial']}"
     )
-    if status == "ok":
+    if status == OK:
         return (
             head
             + plain(
@@ -76,7 +76,7 @@ def summary_table(rows: list[dict[str, Any]]) -> Table:
     for column in ("engine", "mode", "shape", "epochs", "ok", "failed", "fit s", "accuracy"):
         table.add_column(column, justify="left" if column in ("engine", "mode") else "right")
     for (engine, mode, executors, cores, epochs), members in sorted(groups.items(), key=_summary_order):
-        ok = [r for r in members if r["status"] == "ok"]
+        ok = [r for r in members if r["status"] == OK]
         pruned = "pruned" if any(r["status"] == PRUNED for r in members) else "-"
         table.add_row(
             engine,
@@ -84,7 +84,7 @@ def summary_table(rows: list[dict[str, Any]]) -> Table:
             shape_text(executors, cores, baseline=engine == "local"),
             str(epochs),
             str(len(ok)),
-            str(sum(r["status"] not in ("ok", PRUNED) for r in members)),
+            str(sum(r["status"] not in (OK, PRUNED) for r in members)),
             f"{statistics.median(r['fit_wall_s'] for r in ok):.2f}" if ok else pruned,
             f"{statistics.median(r['accuracy'] for r in ok):.4f}" if ok else "-",
         )

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from sweeper.config.grid import RUNG_AXES
-from sweeper.names import CONFIG, PRUNED
+from sweeper.names import CONFIG, FAILED, OK, PRUNED
 
 NOT_STARTED = "launch did not start"
 LAUNCH = ("run_id", "launch_index")
@@ -68,7 +68,7 @@ def launch_seconds(df: pd.DataFrame) -> pd.DataFrame:
             "warmup": _floats(kept, "warmup_s"),
             "fit": _floats(kept, "fit_wall_s"),
             "teardown": _floats(kept, "teardown_s"),
-            "not_started": (kept["status"].eq("failed").fillna(False) & error.str.startswith(NOT_STARTED)).to_numpy(),
+            "not_started": (kept["status"].eq(FAILED).fillna(False) & error.str.startswith(NOT_STARTED)).to_numpy(),
         }
     )
     keys = list(LAUNCH)
@@ -148,7 +148,7 @@ def _pruned_estimate_s(df: pd.DataFrame, rung_axis: str) -> float:
             "status": df["status"].astype(object).fillna("").to_numpy(),
         }
     )
-    ok, pruned = frame[frame["status"] == "ok"], frame[frame["status"] == PRUNED]
+    ok, pruned = frame[frame["status"] == OK], frame[frame["status"] == PRUNED]
     if pruned.empty or ok.empty:
         return 0.0
     medians = ok.groupby(["config", "rung"])["fit"].median().unstack("rung")

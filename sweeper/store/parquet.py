@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 
 from sweeper.config.names import check_sweep_name
 from sweeper.errors import UserError
+from sweeper.names import OK
 
 SCHEMA_VERSION = 6
 # Columns added after version 1: files written before them read with them empty.
@@ -454,7 +455,7 @@ def recorded_rows(store: Path, sweep: str, table: pa.Table | None = None) -> dic
     recorded: dict[str, tuple[str, float | None]] = {}
     columns = (table.column(name).to_pylist() for name in ("measurement_key", "status", "fit_wall_s"))
     for key, status, time_s in zip(*columns, strict=True):
-        if recorded.get(key, ("",))[0] != "ok":
+        if recorded.get(key, ("",))[0] != OK:
             recorded[key] = (status, time_s)
     return recorded
 
