@@ -86,6 +86,20 @@ def test_run_on_a_manager_an_engine_cannot_use_stops_before_anything_starts(
     assert not (tmp_path / "store").exists()
 
 
+def test_a_missing_engine_package_stops_the_run_with_exit_2_and_no_row(
+    write_grid: Callable[..., Path],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Stand-in for Dask not installed: the registry points at a module that does not exist (as in the test above).
+    monkeypatch.setitem(registry.LAUNCHERS, ("dask", "local"), ("sweeper.launch.not_installed:LocalDask", "dask"))
+    grid = minimal_grid(store=str(tmp_path / "store"), engines=["dask"])
+    assert main(["run", str(write_grid(grid)), "--skip-check"]) == 2
+    assert "engine 'dask' on 'local' needs dask" in " ".join(capsys.readouterr().err.split())
+    assert not list((tmp_path / "store").rglob("*.parquet"))  # no failed rows: nothing was launched
+
+
 # --- every ssh command line: the destination after "--" -------------------------------------------------------
 
 HOSTILE_HOST = "-oProxyCommand=touch /tmp/sweeper-hostile-host"
