@@ -32,12 +32,16 @@ class AdaptiveTrials:
     target_rel_ci: float
 
 
+ETA = 3  # halving keeps the best 1/eta per rung
+START_TIMEOUT_S = 180.0  # how long a launch may take to start
+
+
 @dataclass(frozen=True)
 class Search:
     """``search``: measure the whole grid, or halve the configurations on the rung axis (successive halving)."""
 
     strategy: str = "grid"
-    eta: int = 3
+    eta: int = ETA
     rung_axis: str = "epochs"
 
 
@@ -61,7 +65,7 @@ class Workload:
     timeout_s: float
     seed: int
     test_size: float
-    start_timeout_s: float = 180.0
+    start_timeout_s: float = START_TIMEOUT_S
     adaptive: AdaptiveTrials | None = None
 
 

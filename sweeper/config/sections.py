@@ -5,7 +5,7 @@ The functions of :mod:`sweeper.config.checks` read the sections; :mod:`sweeper.c
 
 from __future__ import annotations
 
-from sweeper.config.grid import RUNG_AXES, SEARCH_STRATEGIES, TRIALS_LIMIT
+from sweeper.config.grid import ETA, RUNG_AXES, SEARCH_STRATEGIES, START_TIMEOUT_S, TRIALS_LIMIT
 from sweeper.config.schema import (
     Boolean,
     Choice,
@@ -333,8 +333,8 @@ WORKLOAD = Section(
         Field(
             "start_timeout_s",
             Number(0.0, 86400.0),
-            default=180,
-            shown_default="`180`",
+            default=START_TIMEOUT_S,
+            shown_default=f"`{START_TIMEOUT_S:g}`",
             doc=(
                 "time a launch has to start and get all its executors/workers, in {kind}; after it the "
                 "launch fails, naming what it got"
@@ -376,7 +376,11 @@ SEARCH = Section(
             ),
         ),
         Field(
-            "eta", Integer(100, minimum=2), default=3, shown_default="`3`", doc="`halving`: keep 1/eta per rung, {kind}"
+            "eta",
+            Integer(100, minimum=2),
+            default=ETA,
+            shown_default=f"`{ETA}`",
+            doc="`halving`: keep 1/eta per rung, {kind}",
         ),
         Field(
             "rung_axis",

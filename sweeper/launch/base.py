@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from sweeper.config.grid import START_TIMEOUT_S
 from sweeper.launch.options import LocalOptions, ManagerOptions
 from sweeper.shapes import shape_text_mib
 from sweeper.units import MIB_PER_GIB
@@ -25,7 +26,7 @@ class LaunchContext:
     run_dir: Path
     environment: dict[str, str]
     threads_per_fit: int
-    start_timeout_s: float = 120.0
+    start_timeout_s: float = START_TIMEOUT_S
     spark_conf: dict[str, str] = field(default_factory=dict)  # the grid's extra Spark properties
     options: ManagerOptions = field(default_factory=LocalOptions)  # the launch's manager's (a dry run's: local)
     log_dir: Path | None = None  # where each launch's processes write their standard error (kept after the run)
