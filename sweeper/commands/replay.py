@@ -29,10 +29,20 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser.add_argument("--strategy", choices=SEARCH_STRATEGIES, default="halving", help="default: halving")
     parser.add_argument("--eta", type=int, default=ETA, help=f"halving keeps the best 1/eta per rung (default {ETA})")
     parser.add_argument("--trials", default="adaptive", help="'adaptive' or a fixed number per point")
-    parser.add_argument("--min-trials", type=int, default=ADAPTIVE.min_trials, help="adaptive: at least (default 3)")
-    parser.add_argument("--max-trials", type=int, default=ADAPTIVE.max_trials, help="adaptive: at most (default 20)")
     parser.add_argument(
-        "--target-rel-ci", type=float, default=ADAPTIVE.target_rel_ci, help="adaptive: stop at a CI of +-this (0.05)"
+        "--min-trials",
+        type=int,
+        default=ADAPTIVE.min_trials,
+        help=f"adaptive: at least (default {ADAPTIVE.min_trials})",
+    )
+    parser.add_argument(
+        "--max-trials", type=int, default=ADAPTIVE.max_trials, help=f"adaptive: at most (default {ADAPTIVE.max_trials})"
+    )
+    parser.add_argument(
+        "--target-rel-ci",
+        type=float,
+        default=ADAPTIVE.target_rel_ci,
+        help="adaptive: stop at a CI of +-this (%(default)s)",
     )
     parser.add_argument(
         "--rank-threshold", type=float, default=RANK_THRESHOLD, help="promote more below this Kendall tau (0.5)"

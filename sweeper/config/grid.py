@@ -27,11 +27,12 @@ TARGET_REL_CI_LIMITS = (0.001, 0.5)  # an adaptive point's target: +-0.1 % to +-
 class AdaptiveTrials:
     """``workload.trials: {min, max, target_rel_ci}``: measure a point until its median's 95 % CI is that tight."""
 
-    min_trials: int
-    max_trials: int
-    target_rel_ci: float
+    min_trials: int = 3
+    max_trials: int = 20
+    target_rel_ci: float = 0.05
 
 
+ADAPTIVE = AdaptiveTrials()  # the defaults of workload.trials {min, max, target_rel_ci} and of replay's flags
 ETA = 3  # halving keeps the best 1/eta per rung
 START_TIMEOUT_S = 180.0  # how long a launch may take to start
 

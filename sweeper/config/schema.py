@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from sweeper.config.grid import TARGET_REL_CI_LIMITS, AdaptiveTrials
+from sweeper.config.grid import ADAPTIVE, TARGET_REL_CI_LIMITS, AdaptiveTrials
 from sweeper.config.names import (
     MAX_NAME_CHARS,
     SHELL_CHARS_TEXT,
@@ -300,10 +300,11 @@ class Trials:
         if not isinstance(value, dict):
             return problems.integer(value, key, maximum=self.maximum)
         problems.known_keys(value, key, ("min", "max", "target_rel_ci"))
-        low = problems.integer(value.get("min", 3), f"{key}.min", maximum=self.maximum)
-        high = problems.integer(value.get("max", 20), f"{key}.max", maximum=self.maximum)
+        low = problems.integer(value.get("min", ADAPTIVE.min_trials), f"{key}.min", maximum=self.maximum)
+        high = problems.integer(value.get("max", ADAPTIVE.max_trials), f"{key}.max", maximum=self.maximum)
         low_ci, high_ci = TARGET_REL_CI_LIMITS
-        target = problems.number(value.get("target_rel_ci", 0.05), f"{key}.target_rel_ci", low_ci, high_ci, False)
+        target_ci = value.get("target_rel_ci", ADAPTIVE.target_rel_ci)
+        target = problems.number(target_ci, f"{key}.target_rel_ci", low_ci, high_ci, False)
         if low is None or high is None or target is None:
             return None
         if high < low:
@@ -313,7 +314,8 @@ class Trials:
 
     def describe(self) -> str:
         return (
-            f"1 to {self.maximum}, or `{{min: 3, max: 20, target_rel_ci: 0.05}}`: after `min` trials a point is "
+            f"1 to {self.maximum}, or `{{min: {ADAPTIVE.min_trials}, max: {ADAPTIVE.max_trials}, target_rel_ci: "
+            f"{ADAPTIVE.target_rel_ci:g}}}`: after `min` trials a point is "
             "measured until the 95 % CI of its median time is within +-`target_rel_ci` of the median, or `max` "
             "trials (each row's `stop_reason` says which)"
         )

@@ -23,6 +23,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from sweeper.config.grid import ADAPTIVE as GRID_ADAPTIVE
 from sweeper.config.grid import TARGET_REL_CI_LIMITS, TRIALS_LIMIT
 from sweeper.errors import UserError
 
@@ -73,7 +74,7 @@ class TrialPolicy:
         return self.target_rel_ci is not None
 
 
-ADAPTIVE = TrialPolicy(3, 20, 0.05)  # the example: workload.trials {min: 3, max: 20, target_rel_ci: 0.05}
+ADAPTIVE = TrialPolicy(GRID_ADAPTIVE.min_trials, GRID_ADAPTIVE.max_trials, GRID_ADAPTIVE.target_rel_ci)
 
 
 @dataclass(frozen=True)
