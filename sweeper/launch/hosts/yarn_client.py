@@ -24,6 +24,7 @@ NODE_CLI = "org.apache.hadoop.yarn.client.cli.NodeCLI"
 LIVE_STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
 ROW = re.compile(r"^\s*(application_\d+_\d+)\t")
 NODE_ROW = re.compile(r"^\s*(\S+:\d+)\t\s*([A-Z_]+)\t\s*(\S+:\d+)\t")  # Node-Id, Node-State, Node-Http-Address
+_NODE_WEB_ADDRESSES: dict[tuple[str, ...], list[str]] = {}  # by client configuration directories
 REPO_LIB = Path(__file__).resolve().parents[3] / "deploy" / "yarn" / "target" / "lib"
 
 
@@ -66,7 +67,6 @@ class YarnClient:
         self.conf = conf
         self.lib = lib or hadoop_lib()
         self.timeout_s = timeout_s
-        self._node_web_addresses: list[str] | None = None
 
     def _run(self, *arguments: str, main_class: str = APPLICATION_CLI) -> str:
         title = ["application"] if main_class == APPLICATION_CLI else []
@@ -98,12 +98,14 @@ class YarnClient:
         return found
 
     def node_web_addresses(self) -> list[str]:
-        """Each running NodeManager's web address (``host:port`` of its REST API), asked once per client."""
-        if self._node_web_addresses is None:
+        """Each running NodeManager's web address (``host:port`` of its REST API), asked once per sweep
+        and configuration (a JVM start each time would add a second or two to every launch's teardown)."""
+        key = tuple(str(path) for path in self.conf.conf_dirs)
+        if key not in _NODE_WEB_ADDRESSES:
             output = self._run("-list", main_class=NODE_CLI)
             rows = (NODE_ROW.match(line) for line in output.splitlines())
-            self._node_web_addresses = [row.group(3) for row in rows if row is not None]
-        return self._node_web_addresses
+            _NODE_WEB_ADDRESSES[key] = [row.group(3) for row in rows if row is not None]
+        return _NODE_WEB_ADDRESSES[key]
 
     def kill(self, app_id: str) -> None:
         self._run("-kill", app_id)
