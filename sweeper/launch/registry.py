@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sweeper.errors import UserError
 from sweeper.names import BASELINE_ENGINE, MANAGERS
@@ -47,6 +47,18 @@ def managers_of(engine: str) -> tuple[str, ...]:
 
 def starter(engine: str, manager: str = "local") -> Starter:
     """The ``start`` context manager of an engine on a manager, imported lazily with an install hint."""
+    found = check_installed(engine, manager)
+    if isinstance(found, type):  # a manager's backend: the shared lifecycle starts it
+        from sweeper.launch.lifecycle import launched
+
+        return partial(launched, found)
+    start: Starter = found
+    return start
+
+
+def check_installed(engine: str, manager: str) -> Any:
+    """Import an engine's module for a manager (its backend class or start function): a UserError naming the
+    package to install when it is missing, so a sweep fails before anything starts, never as failed rows."""
     engines = sorted({name for name, _ in LAUNCHERS})
     if engine not in engines:
         raise UserError(f"Invalid engine: {engine!r}, expected one of {engines}")
@@ -60,13 +72,7 @@ def starter(engine: str, manager: str = "local") -> Starter:
             f"engine {engine!r} on {manager!r} needs {package}, which is not installed ({error}); "
             f"run `make setup` or `pip install {package}`"
         ) from error
-    found = getattr(module, name)
-    if isinstance(found, type):  # a manager's backend: the shared lifecycle starts it
-        from sweeper.launch.lifecycle import launched
-
-        return partial(launched, found)
-    start: Starter = found
-    return start
+    return getattr(module, name)
 
 
 def check_supported(engine: str, manager: str) -> None:

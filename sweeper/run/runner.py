@@ -24,7 +24,7 @@ from sweeper.errors import UserError, error_text
 from sweeper.launch.base import LaunchContext, Session
 from sweeper.launch.logs import launch_log, log_note
 from sweeper.launch.options import LocalOptions, options_for
-from sweeper.launch.registry import starter
+from sweeper.launch.registry import check_installed, starter
 from sweeper.names import BASELINE_ENGINE, FAILED, OK, PRUNED, TIMEOUT, on_spark
 from sweeper.planning.measurements import Todo, pending, split_reused, trained_epochs
 from sweeper.planning.plan import Launch, Plan, Point
@@ -223,7 +223,7 @@ def _check_first(plan: Plan, store: Path) -> None:
     """What can fail before any launch: engines and managers (their packages imported: one missing is
     a UserError, never a failed row), the dataset, a store that cannot be written."""
     for engine, manager in dict.fromkeys((launch.engine, launch.manager) for launch in plan.launches):
-        starter(engine, manager)
+        check_installed(engine, manager)
     if plan.max_train_rows is None:  # a dry run falls back to the bundled digits instead
         datasets.check_available(plan.grid.workload.dataset)
     check_writable(store, plan.grid.name)
