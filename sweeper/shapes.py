@@ -3,7 +3,7 @@
 Executors first, then cores and memory per executor: the order of ``spark-submit --num-executors
 --executor-cores --executor-memory`` (for Dask: workers, threads per worker, memory limit per
 worker). The terminal, the plan table, the answer, the report and its plots all use
-:func:`shape_text`; JSON keys keep their column names. A leaf module (no project imports).
+:func:`shape_text`; JSON keys keep their column names.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from sweeper.units import MIB_PER_GIB
+
 BASELINE_TEXT = "1 thread (baseline)"
-MIB_PER_GIB = 1024
 
 
 def counted(number: Any, noun: str, plural: str = "") -> str:
@@ -21,8 +22,12 @@ def counted(number: Any, noun: str, plural: str = "") -> str:
     >>> counted(1, "core"), counted(2, "executor"), counted(None, "core"), counted(3, "launch", "launches")
     ('1 core', '2 executors', '? cores', '3 launches')
     """
-    whole = _whole(number)
-    return f"{whole} {noun}" if whole == "1" else f"{whole} {plural or noun + 's'}"
+    return f"{_whole(number)} {noun_for(number, noun, plural)}"
+
+
+def noun_for(number: Any, noun: str, plural: str = "") -> str:
+    """``noun`` in the singular for one, else in the plural (``plural``, else ``noun`` + s)."""
+    return noun if _whole(number) == "1" else plural or f"{noun}s"
 
 
 def gib_text(memory_gib: Any) -> str:

@@ -13,7 +13,7 @@ from rich.text import Text
 from sweeper.names import BASELINE_ENGINE, on_spark
 from sweeper.planning.measurements import pending, split_reused
 from sweeper.planning.plan import Launch, Plan, dask_commands, spark_command
-from sweeper.shapes import BASELINE_TEXT, counted, shape_text_mib
+from sweeper.shapes import BASELINE_TEXT, counted, noun_for, shape_text_mib
 from sweeper.text import plain
 from sweeper.units import format_mib
 
@@ -131,7 +131,7 @@ def _show_workload(plan: Plan, console: Console) -> None:
     console.print(
         plain(f"{at_most}{plan.n_measurements}", "bold")
         + plain(
-            f" {counted(plan.n_measurements, 'measurement').split(' ', 1)[1]} in "
+            f" {noun_for(plan.n_measurements, 'measurement')} in "
             f"{counted(len(plan.launches), 'launch', 'launches')}, "
             f"{counted(sum(plan.fits(p.mode) for points in plan.points.values() for p in points) * trials, 'fit')}."
         )

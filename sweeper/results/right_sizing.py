@@ -82,7 +82,12 @@ def suggested_memory_gib(peak_gib: float) -> float:
     >>> suggested_memory_gib(1.0), suggested_memory_gib(3.3), suggested_memory_gib(0.2)
     (1.5, 4.5, 1.0)
     """
-    return max(MIN_EXECUTOR_MEMORY_MIB / MIB_PER_GIB, math.ceil(round(peak_gib * HEADROOM / ROUND_GIB, 9)) * ROUND_GIB)
+    return max(MIN_EXECUTOR_MEMORY_MIB / MIB_PER_GIB, _round_up_gib(peak_gib * HEADROOM))
+
+
+def _round_up_gib(gib: float) -> float:
+    """Up to the next multiple of ``ROUND_GIB`` (a value already on one stays)."""
+    return math.ceil(round(gib / ROUND_GIB, 9)) * ROUND_GIB
 
 
 # -- memory and slots ---------------------------------------------------------------------------------
@@ -206,7 +211,7 @@ def suggested_overhead_gib(heap_gib: float, python_peak_gib: float) -> float:
     if math.isnan(python_peak_gib):
         return math.nan
     jvm_gib = spark_overhead_mib(round(heap_gib * MIB_PER_GIB)) / MIB_PER_GIB
-    return math.ceil(round((jvm_gib + python_peak_gib * HEADROOM) / ROUND_GIB, 9)) * ROUND_GIB
+    return _round_up_gib(jvm_gib + python_peak_gib * HEADROOM)
 
 
 def _largest(group: pd.DataFrame, columns: Sequence[str]) -> float:
