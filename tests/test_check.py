@@ -28,10 +28,11 @@ import yaml
 from sweeper.launch.hosts.hadoop_conf import read_hadoop_conf
 from sweeper.launch.hosts.yarn_client import YarnClient
 from sweeper.preflight.report import Preflight
+from sweeper.preflight.yarn import PROBE_MEMORY_MIB, probe_memory_mib
 from tests.conftest import REPO, minimal_grid, run_cli
 from tests.support.hadoop_sites import site
 from tests.support.sshd import Sshd
-from tests.support.yarn_cluster import YarnCluster, assert_no_containers
+from tests.support.yarn_cluster import YarnCluster, assert_no_containers, rest
 from tests.test_yarn import yarn_grid as sweep_grid
 from tests.test_yarn_client import ha_conf_dir, wait_for_state
 
@@ -187,6 +188,15 @@ def with_webapp(yarn: YarnCluster, directory: Path, address: str) -> Path:
 
 @pytest.mark.integration
 @pytest.mark.yarn
+def test_a_probe_container_is_sized_so_that_every_node_holds_exactly_one() -> None:
+    size_mib = probe_memory_mib([4096, 4096], step_mib=1024, largest_mib=8192, room_mib=8192)
+    assert size_mib == 3072  # above half of 4096 at the scheduler's step, and room for the AM's 1024 beside it
+    assert probe_memory_mib([4096, 4096], step_mib=256, largest_mib=8192, room_mib=None) == 2304
+    assert probe_memory_mib([8192, 2048], 1024, 8192, None) == PROBE_MEMORY_MIB  # 4097+ fits no 2048 node
+    assert probe_memory_mib([4096, 4096], 1024, 2048, None) == PROBE_MEMORY_MIB  # over the largest container
+    assert probe_memory_mib([4096, 4096], 1024, 8192, 6144) == PROBE_MEMORY_MIB  # two of 3072 + AM over the queue
+
+
 def test_yarn_check_passes_on_the_mini_cluster_and_names_each_planted_fault(
     yarn: YarnCluster, tmp_path: Path, refusing_rest: str
 ) -> None:
@@ -196,7 +206,8 @@ def test_yarn_check_passes_on_the_mini_cluster_and_names_each_planted_fault(
     assert report["resource_manager"].startswith(("http://127.0.0.1:", "http://localhost:"))
     assert report["default_fs"].startswith("file:")
     probed = {c["node"] for c in report["checks"] if c["check"] == "sweeper" and c["ok"]}
-    assert probed, "no NodeManager ran the probe"  # each probed node runs this sweeper's code
+    running = {node["id"] for node in rest(yarn, "/nodes")["nodes"]["node"]}
+    assert len(running) == 2 and probed == running, report["checks"]  # every NodeManager ran the probe
     assert {c["node"] for c in report["checks"] if c["check"] == "driver-reachable" and c["ok"]} == probed
 
     ha = run_cli("check", str(yarn_grid(ha_conf_dir(yarn, tmp_path / "ha"), tmp_path)), "--json")

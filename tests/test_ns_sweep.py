@@ -125,7 +125,9 @@ def test_granted_is_planned(ns_sweep: Sweep) -> None:
 def test_the_fits_ran_on_both_nodes_from_a_driver_on_the_edge(ns_yarn: NsCluster, ns_sweep: Sweep) -> None:
     frame = ns_sweep.frame
     assert set(frame["host"]) == {ns_yarn.edge_name}  # the driver's host
-    assert (frame["worker_pids"] == 3).all()  # one Python process per executor, on the nodes
+    # the fits ran in the executors' Python processes (a fit of 40 ms frees its slot before the last is placed:
+    # Spark and Dask may give it the next fit, so not necessarily one process per executor)
+    assert frame["worker_pids"].between(1, 3).all(), frame[["engine", "worker_pids"]].to_dict("records")
     runs = [app for app in ns_sweep.applications if "sweeper-check" not in app["name"]]
     assert len(runs) == 2, [(app["name"], app["state"]) for app in ns_sweep.applications]
     for app in runs:  # each application's containers ran on the cluster's nodes, never on the edge

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -52,16 +51,6 @@ def halved(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.C
     return tmp / "store", first, again
 
 
-@pytest.fixture(scope="module")
-def full(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The same grid measured in full, 6 trials a point."""
-    tmp = tmp_path_factory.mktemp("full")
-    result = sweeper("run", str(write(tmp, "full", 6, None)))
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert_no_launch_processes()
-    return tmp / "store"
-
-
 def test_halving_measures_every_configuration_first_then_prunes(halved: tuple[Path, Any, Any]) -> None:
     store, first, _ = halved
     assert first.returncode == 0, first.stdout + first.stderr
@@ -100,23 +89,6 @@ def test_the_run_accounts_its_cluster_time_and_a_resume_takes_nothing(halved: tu
     assert "Cluster time:" in first.stdout and "the full grid would have taken about" in first.stdout
     assert again.returncode == 0 and "0 rows written" in again.stdout, again.stdout + again.stderr
     assert len(load_results(store)) == len(frame)  # no measurement and no pruned row twice
-
-
-def test_replay_of_the_full_sweep_of_the_same_grid(full: Path) -> None:
-    frame = load_results(full)
-    assert frame["rung"].isna().all() and frame["stop_reason"].isna().all() and set(frame["status"]) == {"ok"}
-    result = sweeper("replay", str(full), "--repeats", "200", "--trials", "adaptive", "--json")
-    assert result.returncode == 0, result.stderr
-    replay = json.loads(result.stdout)
-    assert replay["repeats"] == 200 and replay["configurations"] == CONFIGURATIONS
-    for key in ("within_5pct", "within_10pct"):
-        assert 0 <= replay[key] <= 1, (key, replay)
-    # adaptive trials may take more than the 6 recorded, and halving starts each launch once per rung:
-    # on this small grid it can cost more than the full grid, which is what replay is there to tell
-    assert replay["cluster_s_fraction"] > 0
-    assert replay["within_10pct"] >= replay["within_5pct"]
-    assert replay["wrong_engine"] is None or 0 <= replay["wrong_engine"] <= 1
-    assert pd.notna(replay["regret_median"])
 
 
 def test_the_report_shows_the_rungs_the_pruned_and_the_cluster_time(

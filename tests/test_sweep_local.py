@@ -109,6 +109,23 @@ def test_no_process_of_the_sweep_is_left(swept: tuple[Path, Any]) -> None:
     assert_no_launch_processes()
 
 
+def test_replay_of_the_real_sweep_simulates_halving_with_adaptive_trials(swept: tuple[Path, Any]) -> None:
+    store, _ = swept
+    result = subprocess.run(
+        [sys.executable, "-m", "sweeper", "replay", str(store), "--repeats", "200", "--trials", "adaptive", "--json"],
+        capture_output=True, text=True, timeout=300, cwd=REPO,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    replay = json.loads(result.stdout)
+    assert replay["repeats"] == 200 and replay["configurations"] == 2 and replay["rungs"] == [3, 8]  # spark, dask
+    assert 0 <= replay["within_5pct"] <= replay["within_10pct"] <= 1, replay
+    # adaptive trials may take more than the 2 recorded, and halving starts each launch once per rung:
+    # on this small grid it can cost more than the full grid, which is what replay is there to tell
+    assert replay["cluster_s_fraction"] > 0 and replay["full_grid_cluster_s"] > 0
+    assert replay["wrong_engine"] is None or 0 <= replay["wrong_engine"] <= 1
+    assert pd.notna(replay["regret_median"])
+
+
 def test_running_again_resumes_only_what_is_missing(swept: tuple[Path, Any], tmp_path: Path) -> None:
     store = swept[0]
     grid = grid_file.load(small_grid(store.parent))

@@ -3,7 +3,9 @@
 The nodes are probed from inside YARN: one small distributedshell application runs the probe in a
 container per NodeManager (the environment the launches would use: the packed archive, or this
 interpreter's path), and each container must connect back to the driver's address. YARN places
-containers itself, so a node it gave no probe container is reported, not failed.
+containers itself; each probe container asks for more than half of the roomiest node's free memory, so
+no node holds two and every node gets one. Where the nodes differ too much for such a size (or the queue
+is too small), the probes are small and a node YARN gave none is reported, not failed.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from sweeper.preflight.probe import PROBE, DriverListener
 from sweeper.preflight.report import Preflight
 
 PROBE_MEMORY_MIB = 256
+DEFAULT_ALLOCATION_STEP_MIB = 1024  # yarn.scheduler.minimum-allocation-mb: requests are rounded up to it
+DEFAULT_LARGEST_CONTAINER_MIB = 8192  # yarn.scheduler.maximum-allocation-mb
 AM_MIB = {"spark": 512 + 384, "dask": 512}  # the ApplicationMaster each engine asks for (memory + overhead)
 
 
@@ -60,8 +64,8 @@ def check_yarn(options: YarnOptions, launches: list[Launch], kill_orphans: bool 
         return found
     found.add("resource-manager", None, True, ", ".join(conf.resource_manager_urls()))
     _orphans(found, client, orphans, kill_orphans)
-    _queue(found, conf, options.queue, launches)
-    _nodes(found, conf, client, options)
+    room_mib = _queue(found, conf, options.queue, launches)
+    _nodes(found, conf, client, options, room_mib)
     return found
 
 
@@ -119,25 +123,47 @@ def _find_queue(queues: Any, name: str) -> dict[str, Any] | None:
     return None
 
 
-def _queue(found: Preflight, conf: HadoopConf, queue_name: str | None, launches: list[Launch]) -> None:
+def _queue(found: Preflight, conf: HadoopConf, queue_name: str | None, launches: list[Launch]) -> int | None:
+    """Check that the largest launch fits the queue; the queue's memory (None: unknown)."""
     name = queue_name or "default"
     try:
         total_mib = int(rest(conf, "/metrics")["clusterMetrics"]["totalMB"])
         scheduler = rest(conf, "/scheduler")["scheduler"]["schedulerInfo"]
     except (LaunchError, KeyError, TypeError, ValueError) as error:
         found.add("queue", None, False, f"cannot read the queue {name}: {error}")
-        return
+        return None
     queue = _find_queue(scheduler.get("queues"), name) if "queues" in scheduler else None
     share = float(queue["absoluteMaxCapacity"]) / 100 if queue is not None else 1.0
     if queue is None and scheduler.get("type") == "capacityScheduler":
         found.add("queue", None, False, f"no queue {name} in the Capacity Scheduler (cluster.queue)")
-        return
+        return None
     room_mib = int(total_mib * share)
     need_mib, launch = largest_need_mib(launches)
     detail = f"queue {name}: {room_mib} MiB at most; the largest launch holds {need_mib} MiB"
     if launch is not None and need_mib > room_mib:
         detail += f" (launch {launch.index}, {launch.engine}: it would wait ACCEPTED for ever)"
     found.add("queue", None, need_mib <= room_mib, detail)
+    return room_mib
+
+
+def _conf_mib(conf: HadoopConf, key: str, default_mib: int) -> int:
+    """A positive MiB figure of the configuration, or Hadoop's default where it is unset or not a number."""
+    value = (conf.get(key) or "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else default_mib
+
+
+def probe_memory_mib(free_mib: list[int], step_mib: int, largest_mib: int, room_mib: int | None) -> int:
+    """Memory for each probe container so that YARN places one on every node: above half the roomiest node's
+    free memory (no node fits two), within the tightest node's free memory less the ApplicationMaster's (each
+    fits one), the scheduler's largest container and the queue; PROBE_MEMORY_MIB where no size is."""
+    def rounded(mib: int) -> int:  # the scheduler rounds every request up to its step
+        return -(-mib // step_mib) * step_mib
+
+    size_mib = rounded(max(free_mib) // 2 + 1)
+    fits = size_mib <= min(min(free_mib) - rounded(AM_MIB["dask"]), largest_mib)
+    if room_mib is not None:
+        fits = fits and len(free_mib) * size_mib + rounded(AM_MIB["dask"]) <= room_mib
+    return size_mib if fits else PROBE_MEMORY_MIB
 
 
 def probe_command(archive: Path | None, driver: str, port: int) -> str:
@@ -154,7 +180,9 @@ def probe_command(archive: Path | None, driver: str, port: int) -> str:
     return f"{unpack}{python} -c '{code}' {script} {driver} {port} $NM_HOST:$NM_PORT"
 
 
-def _nodes(found: Preflight, conf: HadoopConf, client: YarnClient, options: YarnOptions) -> None:
+def _nodes(
+    found: Preflight, conf: HadoopConf, client: YarnClient, options: YarnOptions, room_mib: int | None
+) -> None:
     try:
         nodes = [n for n in rest(conf, "/nodes")["nodes"]["node"] if n.get("state") == "RUNNING"]
     except (LaunchError, KeyError, TypeError) as error:
@@ -172,9 +200,15 @@ def _nodes(found: Preflight, conf: HadoopConf, client: YarnClient, options: Yarn
     from sweeper.launch.dask.yarn import _remove_staged, distributed_shell_command
 
     name = f"sweeper-check-{uuid.uuid4().hex[:8]}"
+    memory_mib = probe_memory_mib(
+        [int(node.get("availMemoryMB", 0)) for node in nodes],
+        _conf_mib(conf, "yarn.scheduler.minimum-allocation-mb", DEFAULT_ALLOCATION_STEP_MIB),
+        _conf_mib(conf, "yarn.scheduler.maximum-allocation-mb", DEFAULT_LARGEST_CONTAINER_MIB),
+        room_mib,
+    )
     shape = Launch(
         index=0, engine="dask", manager="yarn", nodes=len(names), rule="report", workers_per_node=(1,) * len(names),
-        cores_per_executor=1, executors=len(names), executor_memory_mib=PROBE_MEMORY_MIB, memory_overhead_mib=0,
+        cores_per_executor=1, executors=len(names), executor_memory_mib=memory_mib, memory_overhead_mib=0,
     )  # fmt: skip
     archive = options.python_archive
     try:
