@@ -90,7 +90,7 @@ def test_interleaved_samples_are_no_significant_difference(df: pd.DataFrame) -> 
     row = one(statistics.engines(df), config=B, epochs=10)
     expected = stats.mannwhitneyu(times("spark", B, 10), times("dask", B, 10), alternative="two-sided").pvalue
     assert row.mwu_p == pytest.approx(expected) and row.mwu_p > 0.05
-    assert row.verdict == "no significant difference"
+    assert row.verdict == "inconclusive"
     assert row.ratio_low < 1 < row.ratio_high
 
 
@@ -105,9 +105,9 @@ def test_fewer_than_five_trials_are_too_few_to_tell(df: pd.DataFrame) -> None:
     for epochs in (10, 100):
         row = one(table, config=C, epochs=epochs)
         assert (row.spark_n, row.dask_n) == (3, 3)
-        assert row.verdict == "too few to tell"
+        assert row.verdict == "too few trials"
         assert row.mwu_p == pytest.approx(0.1)  # reported, but no verdict from it
-    assert one(statistics.engines(df, min_trials=3), config=C, epochs=10).verdict == "no significant difference"
+    assert one(statistics.engines(df, min_trials=3), config=C, epochs=10).verdict == "inconclusive"
 
 
 def test_failed_rows_are_counted_and_listed_never_in_statistics(df: pd.DataFrame) -> None:
@@ -142,7 +142,7 @@ def test_configs_names_the_fastest_and_by_how_much(df: pd.DataFrame) -> None:
     assert row.slowest == "5 executors x 6 cores x 19 GiB" and row.slowest_over_fastest == pytest.approx(16 / 7)
     assert row.kruskal_p == pytest.approx(stats.kruskal(*samples).pvalue)
     assert row.anova_p == pytest.approx(stats.f_oneway(*samples).pvalue)
-    assert row.verdict == "too few to tell"  # C has 3 trials
+    assert row.verdict == "too few trials"  # C has 3 trials
     assert set(statistics.configs(df).engine) == {"spark", "dask"}  # the baseline is not a configuration
 
 
@@ -209,7 +209,7 @@ def test_workloads_are_compared_apart(df: pd.DataFrame) -> None:
 
 def test_missing_engine_and_all_failed_groups_give_no_verdict_and_no_warning(df: pd.DataFrame) -> None:
     only_spark = statistics.engines(df[df.engine == "spark"])
-    assert set(only_spark.verdict) == {"too few to tell"} and (only_spark.dask_n == 0).all()
+    assert set(only_spark.verdict) == {"too few trials"} and (only_spark.dask_n == 0).all()
     assert only_spark.ratio.isna().all() and only_spark.mwu_p.isna().all()
     failed = df.assign(status="failed")
     assert (statistics.summary(failed).n == 0).all()

@@ -89,7 +89,7 @@ def test_markdown_tables_per_configuration_statistics_cost_and_failures(written:
     assert "| 100 | 62.0 (IQR 2.00, n=5), 1 failed |" in md
     assert "| 7 executors x 5 cores x 13 GiB | 10 | 12.0 (IQR 2.00, n=5) | 7.00 (IQR 2.00, n=5) | 1.71 \\[" in md
     assert "| 0.008 | 0.001 | dask faster |" in md
-    assert "| too few to tell |" in md and "| no significant difference |" in md
+    assert "| too few trials |" in md and "| inconclusive |" in md
     assert "| spark | 100 | 52.0 | never | – |" in md
     assert "| dask | 10 | 22.0 | 30 cores | 5 executors x 6 cores x 19 GiB |" in md
     assert "| failed | Py4JJavaError | java.lang.OutOfMemoryError: Java heap space |" in md
@@ -223,7 +223,7 @@ def test_compare_text_is_the_side_by_side_engines_table() -> None:
     text = report.compare_text(load_results(STORE), width=200)
     assert "Spark vs Dask" in text
     assert "1.71 [1.25, 2.40]" in text
-    for verdict in ("dask faster", "no significant difference", "too few to tell"):
+    for verdict in ("dask faster", "inconclusive", "too few trials"):
         assert verdict in text
     assert "2 failed or timed-out measurement(s) left out" in text
     assert "\x1b[" not in text  # plain text, no colour codes

@@ -13,8 +13,8 @@ from sweeper.search.adaptive import (
     MAX_TRIALS,
     TrialPolicy,
     decide,
-    median_ci,
     median_ci_ranks,
+    median_rank_ci,
     stopping_trials,
 )
 
@@ -48,10 +48,10 @@ def test_the_interval_covers_a_skewed_median_at_least_95_percent_of_the_time() -
     assert 0.95 <= covered.mean() <= 0.995
 
 
-def test_median_ci_of_few_values_has_no_bounds() -> None:
-    median, low, high = median_ci([3.0, 1.0, 2.0])
+def test_median_rank_ci_of_few_values_has_no_bounds() -> None:
+    median, low, high = median_rank_ci([3.0, 1.0, 2.0])
     assert median == 2.0 and math.isnan(low) and math.isnan(high)
-    assert all(math.isnan(v) for v in median_ci([]))
+    assert all(math.isnan(v) for v in median_rank_ci([]))
 
 
 def trials_until_stop(times: np.ndarray, policy: TrialPolicy) -> tuple[int, str | None]:

@@ -156,6 +156,7 @@ def probe_memory_mib(free_mib: list[int], step_mib: int, largest_mib: int, room_
     """Memory for each probe container so that YARN places one on every node: above half the roomiest node's
     free memory (no node fits two), within the tightest node's free memory less the ApplicationMaster's (each
     fits one), the scheduler's largest container and the queue; PROBE_MEMORY_MIB where no size is."""
+
     def rounded(mib: int) -> int:  # the scheduler rounds every request up to its step
         return -(-mib // step_mib) * step_mib
 
@@ -180,9 +181,7 @@ def probe_command(archive: Path | None, driver: str, port: int) -> str:
     return f"{unpack}{python} -c '{code}' {script} {driver} {port} $NM_HOST:$NM_PORT"
 
 
-def _nodes(
-    found: Preflight, conf: HadoopConf, client: YarnClient, options: YarnOptions, room_mib: int | None
-) -> None:
+def _nodes(found: Preflight, conf: HadoopConf, client: YarnClient, options: YarnOptions, room_mib: int | None) -> None:
     try:
         nodes = [n for n in rest(conf, "/nodes")["nodes"]["node"] if n.get("state") == "RUNNING"]
     except (LaunchError, KeyError, TypeError) as error:

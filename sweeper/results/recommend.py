@@ -71,14 +71,20 @@ from sweeper.results.right_sizing import (
     memory_advice,
     plain_value,
 )
-from sweeper.results.statistics import ALPHA, MIN_TRIALS, N_BOOTSTRAP, SEED, ok_mask
+from sweeper.results.statistics import (
+    ALPHA,
+    CHEAPER,
+    FASTER,
+    INCONCLUSIVE,
+    MIN_TRIALS,
+    N_BOOTSTRAP,
+    ONE_CONFIGURATION,
+    SEED,
+    TOO_FEW_TRIALS,
+    ok_mask,
+)
 from sweeper.names import ACCURACY_MARGIN, CONFIG, OBJECTIVES
 
-FASTER = "faster"
-CHEAPER = "cheaper"
-INCONCLUSIVE = "inconclusive"
-TOO_FEW_TRIALS = "too few trials"
-ONE_CONFIGURATION = "one configuration"
 POWER = 0.8
 MANN_WHITNEY_EFFICIENCY = 3 / math.pi
 
@@ -202,23 +208,6 @@ class Recommendation:
 
 
 # -- small statistics ---------------------------------------------------------------------------
-
-
-def median_ci(
-    values: Sequence[float] | np.ndarray, n_bootstrap: int = N_BOOTSTRAP, seed: int = SEED
-) -> tuple[float, float, float]:
-    """The median and its 95 % percentile-bootstrap interval (NaN for no values).
-
-    >>> median, low, high = median_ci([10, 11, 12, 13, 14])
-    >>> median, 10 <= low <= median <= high <= 14
-    (12.0, True)
-    """
-    x = np.asarray(values, dtype=float)
-    if x.size == 0:
-        return (math.nan, math.nan, math.nan)
-    medians = statistics.bootstrap(x, n_bootstrap, np.random.default_rng(seed))
-    low, high = np.quantile(medians, [0.025, 0.975])
-    return (float(np.median(x)), float(low), float(high))
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -379,7 +368,7 @@ def _arms(rows: pd.DataFrame, options: _Options) -> list[_Measured]:
         times_s = timed["fit_wall_s"].to_numpy()
         if times_s.size == 0:
             continue
-        median, low, high = median_ci(times_s, options.n_bootstrap, options.seed)
+        median, low, high = statistics.median_bootstrap_ci(times_s, options.n_bootstrap, options.seed)
         arm = Arm(str(key[0]), as_int(key[1]), as_int(key[2]), float(key[3]), times_s.size, median, low, high)
         values = times_s
         if options.cost_per_node_hour is not None:
@@ -495,14 +484,10 @@ def _spark_vs_dask(
         return None
     (spark, spark_values), (dask, dask_values) = best["spark"], best["dask"]
     ratio, low, high = statistics.ratio_of_medians(spark_values, dask_values, options.n_bootstrap, options.seed)
-    u, p = statistics.mann_whitney(spark_values, dask_values)
     word = CHEAPER if options.objective == "cost" else FASTER
-    if min(spark.n, dask.n) < options.min_trials:
-        verdict = TOO_FEW_TRIALS
-    elif math.isnan(p) or p >= options.alpha:
-        verdict = INCONCLUSIVE
-    else:
-        verdict = f"{'dask' if u > spark_values.size * dask_values.size / 2 else 'spark'} {word}"
+    verdict, p = statistics.pair_verdict(
+        spark_values, dask_values, ("spark", "dask"), options.alpha, options.min_trials, word
+    )
     return EngineAnswer(workload, epochs, spark, dask, ratio, low, high, p, verdict)
 
 

@@ -31,7 +31,7 @@ import pandas as pd
 from sweeper.config.grid import RUNG_AXES, SEARCH_STRATEGIES
 from sweeper.errors import UserError
 from sweeper.names import BASELINE_ENGINE, CONFIG
-from sweeper.results.statistics import ALPHA, MIN_TRIALS, config_label, mann_whitney, ok_mask
+from sweeper.results.statistics import FASTER, INCONCLUSIVE, config_label, ok_mask, pair_verdict
 from sweeper.search.accounting import POINT, cluster_seconds, one_launch_s
 from sweeper.search.adaptive import ADAPTIVE, TrialPolicy, stopping_trials
 from sweeper.search.halving import HalvingPolicy, rung_values, successive_halving
@@ -223,11 +223,10 @@ def _significant_engine(race: Race) -> str | None:
         best.setdefault(race.engines[index], int(index))
     if len(best) < 2:
         return None
-    (first, a), (_, b) = list(best.items())[:2]
+    (first, a), (second, b) = list(best.items())[:2]
     times_a, times_b = race.samples[a][-1], race.samples[b][-1]
-    _, p = mann_whitney(times_a, times_b)
-    enough = min(times_a.size, times_b.size) >= MIN_TRIALS
-    return first if enough and not math.isnan(p) and p < ALPHA else None
+    verdict, _ = pair_verdict(times_a, times_b, (first, second))
+    return first if verdict == f"{first} {FASTER}" else None
 
 
 KEYS = (
@@ -290,9 +289,9 @@ def _verdicts_text(verdicts: list[str | None]) -> str:
     """The full grid's engine verdicts: one race's, or how many races had each.
 
     >>> _verdicts_text(["dask", None, "dask"])
-    'dask faster (2 races), no significant difference (1 race)'
+    'dask faster (2 races), inconclusive (1 race)'
     """
-    texts = [f"{v} faster" if v else "no significant difference" for v in verdicts]
+    texts = [f"{v} {FASTER}" if v else INCONCLUSIVE for v in verdicts]
     if len(texts) == 1:
         return texts[0]
     counts = Counter(texts)

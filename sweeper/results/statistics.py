@@ -6,8 +6,12 @@ rows are counted in ``*failed`` columns and listed by :func:`failures`.
 
 Measurements are compared only within one sweep and *workload* (dataset, training rows, batch
 size, mode, model parameters, dry run or not) and one epoch count. Times are medians over trials with the
-interquartile range (IQR) as spread. A verdict needs at least ``MIN_TRIALS`` ok trials on each
-side; the test is Mann-Whitney U (two-sided) at ``ALPHA``, as in ``asv compare``.
+interquartile range (IQR) as spread.
+
+Every verdict of the results (these tables, ``sweeper recommend``, ``sweeper replay``) uses one
+vocabulary and, for a pair, one rule (:func:`pair_verdict`): Mann-Whitney U, two-sided, at ``ALPHA``,
+as in ``asv compare``, with at least ``MIN_TRIALS`` ok trials on each side: ``"<name> faster"``
+(``cheaper`` for cost), else ``INCONCLUSIVE``; ``TOO_FEW_TRIALS`` below the minimum.
 
 Examples
 --------
@@ -41,8 +45,12 @@ ALPHA = 0.05
 MIN_TRIALS = 5
 N_BOOTSTRAP = 10_000
 SEED = 0
-TOO_FEW = "too few to tell"
-NO_DIFFERENCE = "no significant difference"
+FASTER = "faster"
+CHEAPER = "cheaper"
+INCONCLUSIVE = "inconclusive"
+TOO_FEW_TRIALS = "too few trials"
+ONE_CONFIGURATION = "one configuration"
+CONFIGURATIONS_DIFFER = "configurations differ"
 NEVER = "never"
 NO_BASELINE = "no baseline"
 
@@ -109,6 +117,24 @@ def bootstrap(
         rows = min(per_chunk, n_bootstrap - start)
         parts.append(statistic(rng.choice(values, size=(rows, values.size)), axis=1))
     return np.concatenate(parts) if parts else np.empty(0)
+
+
+def median_bootstrap_ci(
+    values: Sequence[float] | np.ndarray, n_bootstrap: int = N_BOOTSTRAP, seed: int = SEED
+) -> tuple[float, float, float]:
+    """The median and its 95 % percentile-bootstrap interval (NaN for no values); for the order-statistic
+    interval adaptive trials stop on, see :func:`sweeper.search.adaptive.median_rank_ci`.
+
+    >>> median, low, high = median_bootstrap_ci([10, 11, 12, 13, 14])
+    >>> median, 10 <= low <= median <= high <= 14
+    (12.0, True)
+    """
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return (np.nan, np.nan, np.nan)
+    medians = bootstrap(x, n_bootstrap, np.random.default_rng(seed))
+    low, high = np.quantile(medians, [0.025, 0.975])
+    return (float(np.median(x)), float(low), float(high))
 
 
 def ratio_of_medians(
@@ -200,13 +226,39 @@ def pareto_front(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarra
     return front
 
 
-def _verdict(n_a: int, n_b: int, u: float, p: float, names: tuple[str, str], alpha: float, min_trials: int) -> str:
-    if min(n_a, n_b) < min_trials:
-        return TOO_FEW
+def lower_side(
+    a: np.ndarray, b: np.ndarray, names: tuple[str, str], alpha: float = ALPHA
+) -> tuple[str | None, float]:
+    """The name of the side with the lower values when Mann-Whitney tells them apart at ``alpha`` (else None), and p.
+
+    >>> lower_side(np.array([10, 11, 12, 13, 14.0]), np.array([5, 6, 7, 8, 9.0]), ("spark", "dask"))[0]
+    'dask'
+    """
+    u, p = mann_whitney(a, b)
     if np.isnan(p) or p >= alpha:
-        return NO_DIFFERENCE
-    a_slower = u > n_a * n_b / 2
-    return f"{names[1] if a_slower else names[0]} faster"
+        return None, p
+    return (names[1] if u > a.size * b.size / 2 else names[0]), p
+
+
+def pair_verdict(
+    a: np.ndarray,
+    b: np.ndarray,
+    names: tuple[str, str],
+    alpha: float = ALPHA,
+    min_trials: int = MIN_TRIALS,
+    word: str = FASTER,
+) -> tuple[str, float]:
+    """The verdict on two samples of the objective (lower is better), and the Mann-Whitney p.
+
+    >>> pair_verdict(np.array([10, 11, 12, 13, 14.0]), np.array([5, 6, 7, 8, 9.0]), ("spark", "dask"))[0]
+    'dask faster'
+    >>> pair_verdict(np.array([10, 11.0]), np.array([5, 6.0]), ("spark", "dask"))[0]
+    'too few trials'
+    """
+    lower, p = lower_side(a, b, names, alpha)
+    if min(a.size, b.size) < min_trials:
+        return TOO_FEW_TRIALS, p
+    return (INCONCLUSIVE if lower is None else f"{lower} {word}"), p
 
 
 def workload_keys(df: pd.DataFrame) -> list[str]:
@@ -284,8 +336,8 @@ def engines(
     ``median_s``, ``iqr_s``, ``accuracy`` (median). Then ``ratio`` = spark median / dask median
     with its bootstrap 95 % interval ``ratio_low``..``ratio_high``, the Mann-Whitney ``mwu_p``
     and Welch ``welch_p`` p-values (two-sided) and ``verdict``: ``"dask faster"``,
-    ``"spark faster"``, ``"no significant difference"`` (Mann-Whitney at ``alpha``), or
-    ``"too few to tell"`` when either side has fewer than ``min_trials`` ok trials.
+    ``"spark faster"``, ``"inconclusive"`` (:func:`pair_verdict` at ``alpha``), or
+    ``"too few trials"`` when either side has fewer than ``min_trials`` ok trials.
     """
     keys = [*workload_keys(df), *CONFIG, "epochs"]
     pair = df[df["engine"].isin([left, right]).fillna(False).astype(bool)]
@@ -311,14 +363,14 @@ def engines(
                 }
             )
         ratio, low, high = ratio_of_medians(a, b, n_bootstrap=n_bootstrap, seed=seed)
-        u, p = mann_whitney(a, b)
+        verdict, p = pair_verdict(a, b, (left, right), alpha, min_trials)
         row.update(
             ratio=ratio,
             ratio_low=low,
             ratio_high=high,
             mwu_p=p,
             welch_p=welch_p(a, b),
-            verdict=_verdict(a.size, b.size, u, p, (left, right), alpha, min_trials),
+            verdict=verdict,
         )
         rows.append(row)
     per_engine = [f"{e}_{c}" for e in (left, right) for c in ("n", "failed", "median_s", "iqr_s", "accuracy")]
@@ -333,7 +385,7 @@ def configs(df: pd.DataFrame, alpha: float = ALPHA, min_trials: int = MIN_TRIALS
     ``fastest_median_s``, ``second`` and ``second_over_fastest`` (how many times slower the
     second fastest is), ``slowest`` and ``slowest_over_fastest``, ``kruskal_p`` (Kruskal-Wallis),
     ``anova_p`` (one-way ANOVA), ``failed`` and ``verdict``: ``"configurations differ"`` or
-    ``"no significant difference"`` (Kruskal-Wallis at ``alpha``), ``"too few to tell"`` when a
+    ``"inconclusive"`` (Kruskal-Wallis at ``alpha``), ``"too few trials"`` when a
     configuration has fewer than ``min_trials`` ok trials, ``"one configuration"``.
     """
     keys = [*workload_keys(df), "engine", "epochs"]
@@ -361,12 +413,12 @@ def configs(df: pd.DataFrame, alpha: float = ALPHA, min_trials: int = MIN_TRIALS
             "failed": _failed(group),
         }
         if not many:
-            row["verdict"] = "one configuration" if samples else "no ok measurements"
+            row["verdict"] = ONE_CONFIGURATION if samples else "no ok measurements"
         elif min(len(s) for s in samples) < min_trials:
-            row["verdict"] = TOO_FEW
+            row["verdict"] = TOO_FEW_TRIALS
         else:
             differ = not np.isnan(row["kruskal_p"]) and row["kruskal_p"] < alpha
-            row["verdict"] = "configurations differ" if differ else NO_DIFFERENCE
+            row["verdict"] = CONFIGURATIONS_DIFFER if differ else INCONCLUSIVE
         rows.append(row)
     columns = [
         *keys,

@@ -105,10 +105,11 @@ def median_ci_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, int] |
     return best
 
 
-def median_ci(times_s: Sequence[float] | np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
-    """Median and its distribution-free CI (NaN bounds when there are too few times for one).
+def median_rank_ci(times_s: Sequence[float] | np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """Median and its distribution-free CI from order statistics (NaN bounds when there are too few times for
+    one); the answer's interval is the bootstrap one, :func:`sweeper.results.statistics.median_bootstrap_ci`.
 
-    >>> median_ci([10.0, 10.2, 9.9, 10.1, 10.0, 9.8, 10.3])
+    >>> median_rank_ci([10.0, 10.2, 9.9, 10.1, 10.0, 9.8, 10.3])
     (10.0, 9.8, 10.3)
     """
     values = np.sort(np.asarray(times_s, dtype=float))
@@ -131,7 +132,7 @@ def decide(ok_times_s: Sequence[float], policy: TrialPolicy, trials_taken: int |
     True
     """
     taken = len(ok_times_s) if trials_taken is None else trials_taken
-    median_s, low_s, high_s = median_ci(ok_times_s, policy.confidence)
+    median_s, low_s, high_s = median_rank_ci(ok_times_s, policy.confidence)
     if policy.adaptive and taken >= policy.min_trials and _tight(median_s, low_s, high_s, policy):
         return Decision(False, CI_REACHED, median_s, low_s, high_s)
     if taken >= policy.max_trials:

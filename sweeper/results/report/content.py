@@ -317,7 +317,7 @@ _METHOD = (
     f"Spark vs Dask: ratio of median times (above 1: Dask faster) with a 95 % percentile-bootstrap interval "
     f"({statistics.N_BOOTSTRAP:,} resamples, seed {statistics.SEED}); the verdict is Mann-Whitney U, two-sided, "
     f"at alpha {statistics.ALPHA}; Welch's t p-value shown too. Fewer than {statistics.MIN_TRIALS} ok trials on "
-    f"either side: {statistics.TOO_FEW}.",
+    f"either side: {statistics.TOO_FEW_TRIALS}.",
     "Configurations of one engine: Kruskal-Wallis (one-way ANOVA shown too); the fastest by median, and how "
     "many times slower the second fastest and the slowest are.",
     "Speedup = the single-thread baseline's median time / the median time. COST (McSherry, Isard and Murray, "

@@ -12,7 +12,7 @@ from sweeper.results import statistics
 from sweeper.results.report.content import dry_run_banner, engine_rows
 from sweeper.text import plain
 
-VERDICT_STYLE = {"dask faster": "cyan", "spark faster": "yellow", statistics.TOO_FEW: "dim"}
+VERDICT_STYLE = {"dask faster": "cyan", "spark faster": "yellow", statistics.TOO_FEW_TRIALS: "dim"}
 
 
 def compare_table(df: pd.DataFrame) -> Table:
