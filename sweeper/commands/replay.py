@@ -9,10 +9,18 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.text import Text
 
-from sweeper.config.grid import RUNG_AXES, SEARCH_STRATEGIES
+from sweeper.config.grid import (
+    RANK_THRESHOLD,
+    REPLAY_REPEATS,
+    REPLAY_SEED,
+    REPLAY_STRATEGY,
+    RUNG_AXES,
+    RUNG_AXIS,
+    SEARCH_STRATEGIES,
+)
 from sweeper.errors import UserError
 from sweeper.search.adaptive import ADAPTIVE, TrialPolicy
-from sweeper.search.halving import ETA, RANK_THRESHOLD, HalvingPolicy
+from sweeper.search.halving import ETA, HalvingPolicy
 from sweeper.text import plain
 
 if TYPE_CHECKING:
@@ -26,7 +34,9 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("store", help="store directory")
     parser.add_argument("--sweep", help="sweep name (required when the store holds several)")
-    parser.add_argument("--strategy", choices=SEARCH_STRATEGIES, default="halving", help="default: halving")
+    parser.add_argument(
+        "--strategy", choices=SEARCH_STRATEGIES, default=REPLAY_STRATEGY, help=f"default: {REPLAY_STRATEGY}"
+    )
     parser.add_argument("--eta", type=int, default=ETA, help=f"halving keeps the best 1/eta per rung (default {ETA})")
     parser.add_argument("--trials", default="adaptive", help="'adaptive' or a fixed number per point")
     parser.add_argument(
@@ -45,11 +55,16 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         help="adaptive: stop at a CI of +-this (%(default)s)",
     )
     parser.add_argument(
-        "--rank-threshold", type=float, default=RANK_THRESHOLD, help="promote more below this Kendall tau (0.5)"
+        "--rank-threshold",
+        type=float,
+        default=RANK_THRESHOLD,
+        help=f"promote more below this Kendall tau ({RANK_THRESHOLD})",
     )
-    parser.add_argument("--rung-axis", choices=RUNG_AXES, default="epochs", help="default: epochs")
-    parser.add_argument("--repeats", type=int, default=1000, help="bootstrap repeats (default 1000)")
-    parser.add_argument("--seed", type=int, help="seed of the resampling (default 0)")
+    parser.add_argument("--rung-axis", choices=RUNG_AXES, default=RUNG_AXIS, help=f"default: {RUNG_AXIS}")
+    parser.add_argument(
+        "--repeats", type=int, default=REPLAY_REPEATS, help=f"bootstrap repeats (default {REPLAY_REPEATS})"
+    )
+    parser.add_argument("--seed", type=int, default=REPLAY_SEED, help=f"seed of the resampling (default {REPLAY_SEED})")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     parser.set_defaults(func=main)
     return parser
@@ -57,7 +72,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 def settings_from(args: argparse.Namespace) -> ReplaySettings:
     """The replay's settings from the options; a bad value is a UserError naming its option."""
-    from sweeper.results.replay import SEED, ReplaySettings
+    from sweeper.results.replay import ReplaySettings
 
     return ReplaySettings(
         strategy=args.strategy,
@@ -65,7 +80,7 @@ def settings_from(args: argparse.Namespace) -> ReplaySettings:
         halving=HalvingPolicy(eta=args.eta, rank_threshold=args.rank_threshold),
         repeats=args.repeats,
         rung_axis=args.rung_axis,
-        seed=SEED if args.seed is None else args.seed,
+        seed=args.seed,
     )
 
 

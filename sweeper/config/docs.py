@@ -21,7 +21,7 @@ def key_rows(section: Section) -> Iterator[str]:
     section's rows instead."""
     for field in section.fields:
         if field.doc:
-            yield f"| `{field.path(section.key)}` | {field.shown_default} | {field.meaning()} |"
+            yield f"| `{field.path(section.key)}` | {field.default_text()} | {field.meaning()} |"
         elif field.section is not None:
             yield from key_rows(field.section)
 

@@ -35,15 +35,21 @@ class AdaptiveTrials:
 ADAPTIVE = AdaptiveTrials()  # the defaults of workload.trials {min, max, target_rel_ci} and of replay's flags
 ETA = 3  # halving keeps the best 1/eta per rung
 START_TIMEOUT_S = 180.0  # how long a launch may take to start
+SEARCH_STRATEGY = "grid"  # search.strategy: measure every configuration at every point
+RUNG_AXIS = "epochs"  # what halving's rungs grow: search.rung_axis and replay's --rung-axis
+RANK_THRESHOLD = 0.5  # halving promotes more configurations when the rung orders agree less (Kendall tau)
+REPLAY_STRATEGY = "halving"  # what `sweeper replay` replays unless --strategy says otherwise
+REPLAY_REPEATS = 1000  # replay's bootstrap repeats
+REPLAY_SEED = 0  # the seed of replay's resampling
 
 
 @dataclass(frozen=True)
 class Search:
     """``search``: measure the whole grid, or halve the configurations on the rung axis (successive halving)."""
 
-    strategy: str = "grid"
+    strategy: str = SEARCH_STRATEGY
     eta: int = ETA
-    rung_axis: str = "epochs"
+    rung_axis: str = RUNG_AXIS
 
 
 @dataclass(frozen=True)

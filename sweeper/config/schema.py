@@ -386,12 +386,13 @@ class Field:
 
     ``doc`` is the README's meaning, ``{kind}`` in it replaced by the kind's description; a field without
     ``doc`` has no row (its ``section``'s fields have theirs). ``nullable``: a missing or null value stays None.
+    ``shown_default``: the README's default where it is not ``default`` itself (a rule, "required").
     """
 
     name: str
     kind: Kind = Custom()
     default: Any = None
-    shown_default: str = "-"
+    shown_default: str | None = None
     doc: str = ""
     axis: bool = False
     nullable: bool = False
@@ -412,6 +413,12 @@ class Field:
     def path(self, where: str) -> str:
         """The field's key path in section ``where``."""
         return f"{where}.{self.name}" if where else self.name
+
+    def default_text(self) -> str:
+        """The README's default of this key: ``shown_default``, else ``default`` as code, else "-"."""
+        if self.shown_default is not None:
+            return self.shown_default
+        return "-" if self.default is None else f"`{self.default}`"
 
     def meaning(self) -> str:
         """The README's meaning of this key."""

@@ -5,7 +5,15 @@ The functions of :mod:`sweeper.config.checks` read the sections; :mod:`sweeper.c
 
 from __future__ import annotations
 
-from sweeper.config.grid import ETA, RUNG_AXES, SEARCH_STRATEGIES, START_TIMEOUT_S, TRIALS_LIMIT
+from sweeper.config.grid import (
+    ETA,
+    RUNG_AXES,
+    RUNG_AXIS,
+    SEARCH_STRATEGIES,
+    SEARCH_STRATEGY,
+    START_TIMEOUT_S,
+    TRIALS_LIMIT,
+)
 from sweeper.config.schema import (
     Boolean,
     Choice,
@@ -67,13 +75,11 @@ RESERVE = Section(
             "cores",
             Integer(MAX_CORES_PER_NODE, minimum=0),
             default=1,
-            shown_default="`1`",
             doc="cores per node left to the OS and Hadoop daemons, fewer than `cores_per_node`",
         ),
         Field(
             "memory",
             default="1GiB",
-            shown_default="`1GiB`",
             doc=(
                 "memory per node left to the OS and Hadoop daemons, a size less than `memory_per_node`, or "
                 '`0` for none (the integer or the string `"0"`; `false` and `0.0` are refused)'
@@ -90,14 +96,12 @@ SIZING = Section(
             "rule",
             Choice(RULES),
             default="report",
-            shown_default="`report`",
             doc="`report` or `spark-default` (see the sizing rules)",
         ),
         Field(
             "cores_per_executor",
             Integer(MAX_CORES_PER_NODE),
             default=[5],
-            shown_default="`[5]`",
             doc=(
                 "one value or a list: each value is a configuration, at most `cores_per_node`. More than 5 "
                 "warns (HDFS throughput guidance)"
@@ -109,7 +113,6 @@ SIZING = Section(
             "application_master",
             Integer(MAX_APPLICATION_MASTER, minimum=0),
             default=1,
-            shown_default="`1`",
             doc="executor slots held back for the YARN ApplicationMaster (for Dask, the scheduler), {kind}",
         ),
     ),
@@ -138,7 +141,6 @@ CLUSTER = Section(
             "manager",
             Choice(MANAGERS),
             default="local",
-            shown_default="`local`",
             doc="`local` (this machine), `yarn`, `ssh`, `standalone` (existing master/scheduler)",
         ),
         Field("nodes", Integer(MAX_NODES), shown_default="number of `hosts`", doc="worker nodes, {kind}"),
@@ -151,7 +153,6 @@ CLUSTER = Section(
         ),
         Field(
             "hosts",
-            shown_default="-",
             doc=(
                 "`ssh`: host names or IP addresses; the first runs the Spark master and Dask scheduler. A "
                 "name is refused only for what `ssh` or a shell would interpret, as OpenSSH itself checks: "
@@ -162,7 +163,6 @@ CLUSTER = Section(
         ),
         Field(
             "ssh",
-            shown_default="-",
             doc=(
                 "`ssh`: `user` (as OpenSSH takes it: 1 to 255 characters, not starting with `-`, no "
                 "whitespace, control characters or the shell characters refused in a host name; `@` and `.` "
@@ -204,7 +204,6 @@ CLUSTER = Section(
         ),
         Field(
             "python_archive",
-            shown_default="-",
             doc=(
                 "`yarn`: a packed environment (`sweeper pack-env env.tar.gz`; `.tar.gz`, `.tgz`, `.tar`, "
                 "`.zip`) shipped with every application and unpacked in its containers, instead of "
@@ -233,7 +232,6 @@ WORKLOAD = Section(
         Field(
             "dataset",
             default="digits",
-            shown_default="`digits`",
             doc=(
                 "`digits` (bundled with scikit-learn), `mnist`, `fashion-mnist`, a path (a regular file or "
                 "a directory; a FIFO, device or socket is refused), or `{name: mnist, path: DIR}` with a "
@@ -245,7 +243,6 @@ WORKLOAD = Section(
             "fraction",
             Number(0.0, 1.0),
             default=1.0,
-            shown_default="`1.0`",
             doc="fraction of the training set, {kind}; a list is an axis",
             axis=True,
         ),
@@ -262,7 +259,6 @@ WORKLOAD = Section(
             "epochs",
             Integer(MAX_EPOCHS),
             default=[10, 100],
-            shown_default="`[10, 100]`",
             doc="`max_iter` of each fit, {kind}; a list is an axis",
             axis=True,
         ),
@@ -270,24 +266,20 @@ WORKLOAD = Section(
             "trials",
             Trials(TRIALS_LIMIT),
             default=3,
-            shown_default="`3`",
             doc="repetitions of every measurement, {kind}",
         ),
         Field(
             "mode",
             Choice(MODES),
             default="replicas",
-            shown_default="`replicas`",
             doc=(
                 "`replicas` (a batch of fits, one per seed), `cv` (one per fold), `search` (param_grid x "
                 "folds), `data-parallel` (ONE model trained across the launch); a list is an axis"
             ),
             axis=True,
         ),
-        Field("folds", Integer(100, minimum=2), default=3, shown_default="`3`", doc="`cv` and `search`: folds, {kind}"),
-        Field(
-            "param_grid", shown_default="-", doc="`search`: `MLPClassifier` parameter lists, as `GridSearchCV` takes"
-        ),
+        Field("folds", Integer(100, minimum=2), default=3, doc="`cv` and `search`: folds, {kind}"),
+        Field("param_grid", doc="`search`: `MLPClassifier` parameter lists, as `GridSearchCV` takes"),
         Field(
             "n_fits",
             Integer(10_000),
@@ -299,7 +291,6 @@ WORKLOAD = Section(
             "local_epochs",
             Integer(10_000),
             default=1,
-            shown_default="`1`",
             doc=("`data-parallel`: passes over its shard each worker makes between two weight averagings, {kind}"),
         ),
         Field(
@@ -320,14 +311,12 @@ WORKLOAD = Section(
             "threads_per_fit",
             Integer(MAX_CORES_PER_NODE),
             default=1,
-            shown_default="`1`",
             doc="BLAS threads per fit, pinned the same way on every engine; {kind}",
         ),
         Field(
             "timeout_s",
             Number(0.0, 7 * 86400.0),
             default=3600,
-            shown_default="`3600`",
             doc="per-measurement time limit, in {kind} (7 days)",
         ),
         Field(
@@ -344,7 +333,6 @@ WORKLOAD = Section(
             "seed",
             Integer(2**31 - 1, minimum=0),
             default=0,
-            shown_default="`0`",
             doc=(
                 "seed of the data split and the fits, {kind} (2^31 - 1: a fit's seed, `seed + 1000 x trial "
                 "+ fit`, must stay below scikit-learn's 2^32)"
@@ -354,7 +342,6 @@ WORKLOAD = Section(
             "test_size",
             Number(0.0, 0.9),
             default=0.25,
-            shown_default="`0.25`",
             doc="held-out share for datasets without their own test split, in {kind}",
         ),
     ),
@@ -367,8 +354,7 @@ SEARCH = Section(
         Field(
             "strategy",
             Choice(SEARCH_STRATEGIES),
-            default="grid",
-            shown_default="`grid`",
+            default=SEARCH_STRATEGY,
             doc=(
                 "`grid` measures every configuration; `halving` measures every configuration at the rung axis's "
                 "cheapest value and promotes the fastest 1/`eta` (at least 2, and the best of each engine) to "
@@ -379,14 +365,12 @@ SEARCH = Section(
             "eta",
             Integer(100, minimum=2),
             default=ETA,
-            shown_default=f"`{ETA}`",
             doc="`halving`: keep 1/eta per rung, {kind}",
         ),
         Field(
             "rung_axis",
             Choice(RUNG_AXES),
-            default="epochs",
-            shown_default="`epochs`",
+            default=RUNG_AXIS,
             doc="`halving`: the workload axis whose values are the rungs, cheapest first",
         ),
     ),
@@ -404,7 +388,7 @@ TOP = Section(
                 "`.` or `_` (readers of the store skip such directories)"
             ),
         ),
-        Field("description", shown_default="-", doc="free text"),
+        Field("description", doc="free text"),
         Field("cluster", section=CLUSTER),
         Field("sizing", section=SIZING),
         Field(
@@ -444,7 +428,6 @@ TOP = Section(
             "store",
             Text(),
             default="results/",
-            shown_default="`results/`",
             doc="the Parquet store directory (relative to where you run sweeper)",
         ),
         Field(

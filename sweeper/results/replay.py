@@ -33,10 +33,10 @@ from sweeper.errors import UserError
 from sweeper.names import BASELINE_ENGINE, CONFIG
 from sweeper.results.statistics import FASTER, INCONCLUSIVE, config_label, ok_mask, pair_verdict
 from sweeper.search.accounting import POINT, cluster_seconds, one_launch_s
+from sweeper.config.grid import REPLAY_REPEATS, REPLAY_SEED, REPLAY_STRATEGY, RUNG_AXIS
 from sweeper.search.adaptive import ADAPTIVE, TrialPolicy, stopping_trials
 from sweeper.search.halving import HalvingPolicy, rung_values, successive_halving
 
-SEED = 0
 MAX_REPEATS = 100_000
 HALVING = HalvingPolicy()
 
@@ -45,12 +45,12 @@ HALVING = HalvingPolicy()
 class ReplaySettings:
     """What to replay: the strategy, its trials and halving policies, how many repeats."""
 
-    strategy: str = "halving"
+    strategy: str = REPLAY_STRATEGY
     trials: TrialPolicy = ADAPTIVE
     halving: HalvingPolicy = HALVING
-    repeats: int = 1000
-    rung_axis: str = "epochs"
-    seed: int = SEED
+    repeats: int = REPLAY_REPEATS
+    rung_axis: str = RUNG_AXIS
+    seed: int = REPLAY_SEED
 
     def __post_init__(self) -> None:
         problems = []

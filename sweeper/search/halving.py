@@ -25,11 +25,10 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from sweeper.config.grid import ETA
+from sweeper.config.grid import ETA, RANK_THRESHOLD
 from sweeper.errors import UserError
 
 K = TypeVar("K", bound=Hashable)
-RANK_THRESHOLD = 0.5
 MIN_KEEP = 2
 TIE_REL = 0.01
 WIDEN = ("double", "all")
