@@ -16,6 +16,28 @@ from sweeper.units import MIB_PER_GIB
 BASELINE_TEXT = "1 thread (baseline)"
 
 
+class ExecutorFigures:
+    """What a shape of executors derives from its sizes: memory in GiB and the cores of them all (a mixin of
+    the sizing rule's :class:`~sweeper.config.sizing.ExecutorShape` and the plan's ``Launch``)."""
+
+    executors: int
+    cores_per_executor: int
+    executor_memory_mib: int
+    memory_overhead_mib: int
+
+    @property
+    def executor_memory_gib(self) -> float:
+        return self.executor_memory_mib / MIB_PER_GIB
+
+    @property
+    def memory_overhead_gib(self) -> float:
+        return self.memory_overhead_mib / MIB_PER_GIB
+
+    @property
+    def total_cores(self) -> int:
+        return self.executors * self.cores_per_executor
+
+
 def counted(number: Any, noun: str, plural: str = "") -> str:
     """``number`` with ``noun`` in the singular or plural (``plural``, else ``noun`` + s; "?" for a missing number).
 

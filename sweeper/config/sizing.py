@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from sweeper.shapes import ExecutorFigures
 from sweeper.units import MIB_PER_GIB
 
 MIN_OVERHEAD_MIB = 384
@@ -34,7 +35,7 @@ class Cluster:
 
 
 @dataclass(frozen=True)
-class ExecutorShape:
+class ExecutorShape(ExecutorFigures):
     """The result of a sizing rule for one cores-per-executor choice."""
 
     rule: str
@@ -51,18 +52,6 @@ class ExecutorShape:
     def workers_per_node(self) -> tuple[int, ...]:
         """Executors on each node (one entry per node, so built only when asked for)."""
         return workers_per_node(self.executors_per_node, self.nodes, self.held_back)
-
-    @property
-    def executor_memory_gib(self) -> float:
-        return self.executor_memory_mib / MIB_PER_GIB
-
-    @property
-    def memory_overhead_gib(self) -> float:
-        return self.memory_overhead_mib / MIB_PER_GIB
-
-    @property
-    def total_cores(self) -> int:
-        return self.executors * self.cores_per_executor
 
 
 class InfeasibleShape(ValueError):

@@ -24,7 +24,7 @@ from sweeper.config.model import MLLIB_ONLY_PARAMS
 from sweeper.config.sizing import ExecutorShape, size_executors
 from sweeper.errors import UserError
 from sweeper.names import BASELINE_ENGINE, ONE_MODEL_ENGINES, on_spark
-from sweeper.shapes import BASELINE_TEXT, shape_text_mib
+from sweeper.shapes import BASELINE_TEXT, ExecutorFigures, shape_text_mib
 from sweeper.text import shown
 from sweeper.units import MIB_PER_GIB, format_mib, spark_size
 
@@ -39,7 +39,7 @@ LAUNCH_AXES = ("engine", "cores_per_executor")
 
 
 @dataclass(frozen=True)
-class Launch:
+class Launch(ExecutorFigures):
     """One cluster to start: an engine with a planned executor (worker) shape."""
 
     index: int
@@ -59,18 +59,6 @@ class Launch:
     def as_planned(self) -> Launch:
         """The grid's launch: this one, or the one a dry run shrank into it."""
         return self.planned or self
-
-    @property
-    def executor_memory_gib(self) -> float:
-        return self.executor_memory_mib / MIB_PER_GIB
-
-    @property
-    def memory_overhead_gib(self) -> float:
-        return self.memory_overhead_mib / MIB_PER_GIB
-
-    @property
-    def total_cores(self) -> int:
-        return self.executors * self.cores_per_executor
 
     @property
     def label(self) -> str:

@@ -44,6 +44,13 @@ class FitResult:
     shards: int | None = None
     usage: Usage | None = None  # CPU and memory of the fit's thread, process and (Spark) executor JVM
 
+    @classmethod
+    def of_this_process(
+        cls, task: FitTask, fit_s: float, accuracy: float, epochs_run: int, usage: Usage | None = None
+    ) -> FitResult:
+        """A fit of ``task`` that ran here: converged when it stopped before the epochs it was given."""
+        return cls(fit_s, accuracy, epochs_run, epochs_run < task.epochs, os.getpid(), observed(), usage=usage)
+
 
 def run_fit(task: FitTask, data: Data | SharedData) -> FitResult:
     """Train and score one MLPClassifier; runs inside whatever worker the engine chose.
@@ -75,16 +82,7 @@ def run_fit(task: FitTask, data: Data | SharedData) -> FitResult:
         model.fit(X, y)
         fit_s = time.perf_counter() - started
         accuracy = float(model.score(data.X_test, data.y_test))
-    epochs_run = int(model.n_iter_)
-    return FitResult(
-        fit_s=fit_s,
-        accuracy=accuracy,
-        epochs_run=epochs_run,
-        converged=epochs_run < task.epochs,
-        pid=os.getpid(),
-        environment=observed(),
-        usage=probe.usage,
-    )
+    return FitResult.of_this_process(task, fit_s, accuracy, int(model.n_iter_), probe.usage)
 
 
 def fit_result(task: FitTask, data: Data, train_once: Callable[[dict[str, Any]], averaging.Outcome]) -> FitResult:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
-import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,7 +30,6 @@ from sweeper.config.model import MLLIB_SOLVERS
 from sweeper.launch.base import Granted, LaunchContext
 from sweeper.planning.plan import Launch
 from sweeper.workload.data import Data
-from sweeper.workload.environment import observed
 from sweeper.workload.fit import FitResult
 from sweeper.workload.tasks import FitTask
 
@@ -197,15 +195,7 @@ def train_mllib(spark: Any, task: FitTask, data: Data, *, partitions: int | None
     fit_s = time.perf_counter() - started
     evaluator = MulticlassClassificationEvaluator(labelCol=LABEL, predictionCol="prediction", metricName="accuracy")
     accuracy = float(evaluator.evaluate(model.transform(test)))
-    epochs_run = _iterations(model, task.epochs)
-    return FitResult(
-        fit_s=fit_s,
-        accuracy=accuracy,
-        epochs_run=epochs_run,
-        converged=epochs_run < task.epochs,
-        pid=os.getpid(),
-        environment=observed(),
-    )
+    return FitResult.of_this_process(task, fit_s, accuracy, _iterations(model, task.epochs))
 
 
 def _iterations(model: Any, epochs: int) -> int:
