@@ -58,8 +58,9 @@ lint: setup  ## ruff + mypy + the layer contract (setup.cfg [importlinter])
 	$(BIN)/mypy
 	$(BIN)/lint-imports --config setup.cfg
 
-docs: setup  ## rewrite README.md's table of grid keys from the grid schema (sweeper/config/sections.py)
+docs: setup  ## rewrite README.md's tables of grid keys (sweeper/config/sections.py) and row columns (sweeper/store/column_docs.py)
 	$(BIN)/python -m sweeper.config.docs README.md
+	$(BIN)/python -m sweeper.store.column_docs README.md
 
 plan: setup  ## show the matched launches: make plan GRID=grids/2node.yaml
 	$(BIN)/sweeper plan $(GRID)

@@ -86,3 +86,16 @@ def plain(text: object, style: str = "") -> Text:
     '[bold]x :smile:\\x1b[2J'
     """
     return Text(visible(str(text)), style=style)
+
+
+def between_markers(text: str, begin: str, end: str, content: str) -> str:
+    """``text`` (a README) with ``content`` between its ``begin`` and ``end`` lines, a blank line either side.
+
+    >>> between_markers("a\\n<!-- b -->\\nold\\n<!-- e -->\\nz\\n", "<!-- b -->", "<!-- e -->", "new\\n")
+    'a\\n<!-- b -->\\n\\nnew\\n\\n<!-- e -->\\nz\\n'
+    """
+    before, found_begin, rest = text.partition(begin + "\n")
+    _, found_end, after = rest.partition(end + "\n")
+    if not found_begin or not found_end:
+        raise ValueError(f"the README needs the lines {begin} and {end} around the generated table")
+    return f"{before}{begin}\n\n{content}\n{end}\n{after}"

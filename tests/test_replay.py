@@ -13,7 +13,7 @@ import pytest
 from sweeper import cli
 from sweeper.commands.replay import add_parser
 from sweeper.results.replay import KEYS, ReplaySettings, replay
-from sweeper.search.accounting import cluster_seconds, full_grid_estimate, launch_seconds
+from sweeper.search.accounting import cluster_seconds, full_grid_estimate, launch_seconds, rung_axis_of
 from sweeper.search.adaptive import TrialPolicy
 from sweeper.store.parquet import COLUMNS
 from tests.support.budget_stores import (
@@ -88,6 +88,13 @@ def test_full_grid_estimate_prices_pruned_points_by_the_growth_of_the_measured_o
     estimate = full_grid_estimate(df)
     assert estimate.measured_s == pytest.approx(75 + 3 * (20 / 2) * 3)  # median 3 s x growth 10 x 3 trials
     assert (estimate.start_s, estimate.warmup_s, estimate.teardown_s) == (20, 4, 6)
+
+
+def test_the_rung_axis_is_read_from_the_rows_and_guessed_only_for_rows_from_before_schema_7() -> None:
+    rows = [row(0, 1, epochs=10, fraction=f, rung=r, fit_wall_s=1.0) for r, f in ((0, 0.25), (1, 1.0))]
+    assert rung_axis_of(frame(rows)) == "fraction"  # schema 6: the fraction changes with the rung
+    recorded = frame([{**r, "rung_axis": "epochs"} for r in rows])
+    assert rung_axis_of(recorded) == "epochs"  # as the run recorded it, whatever the values suggest
 
 
 def test_the_full_grid_estimate_of_a_full_grid_is_its_cost() -> None:

@@ -59,6 +59,7 @@ def test_halving_measures_every_configuration_first_then_prunes(halved: tuple[Pa
     config = ["engine", "cores_per_executor"]
     at = {rung: cluster[cluster["rung"] == rung] for rung in (0, 1)}
     assert at[0]["epochs"].eq(EPOCHS[0]).all() and at[1]["epochs"].eq(EPOCHS[1]).all()
+    assert set(frame["rung_axis"]) == {"epochs"}  # every row of the halving run, the baseline's too
     assert len(at[0][at[0]["status"] == "ok"].drop_duplicates(config)) == CONFIGURATIONS
     measured = at[1][at[1]["status"] == "ok"].drop_duplicates(config)
     pruned = at[1][at[1]["status"] == "pruned"]

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.text import Text
 
 from sweeper.config.grid import (
+    HALVING,
     RANK_THRESHOLD,
     REPLAY_REPEATS,
     REPLAY_SEED,
@@ -118,7 +119,7 @@ def _share(value: float | None) -> str:
 
 def replay_lines(result: dict[str, Any]) -> list[Text]:
     """The replay as a few lines of terminal text."""
-    halving = result["strategy"] == "halving"
+    halving = result["strategy"] == HALVING
     rungs = ", ".join(str(v) for v in result["rungs"])
     policy = f", eta {result['eta']}, rank threshold {result['rank_threshold']:g}" if halving else ""
     stops = f", {_share(result['ci_reached'])} stopped on 'ci reached'" if result["ci_reached"] is not None else ""

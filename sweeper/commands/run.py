@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 
 from sweeper.config import load as grid_file
-from sweeper.config.grid import Grid
+from sweeper.config.grid import HALVING, Grid
 from sweeper.errors import UserError
 from sweeper.names import OK, PRUNED
 from sweeper.planning.dry_run import shrink_plan
@@ -109,7 +109,7 @@ def _print_closing(store: Path, grid: Grid, run_id: str, console: Console) -> No
     df = load_results(store, grid.name)
     spent = cluster_seconds(df[df["run_id"] == run_id])
     line = f"Cluster time: {spent.total_s:,.0f} node-seconds, {spent.measured_share:.0%} of it in measured batches"
-    if grid.search.strategy == "halving":
+    if grid.search.strategy == HALVING:
         full = full_grid_estimate(df, grid.search.rung_axis)
         share = f" ({spent.total_s / full.total_s:.0%})" if full.total_s > 0 else ""
         line += f"; the full grid would have taken about {full.total_s:,.0f}{share}"

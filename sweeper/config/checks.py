@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from sweeper.config.grid import AdaptiveTrials, Dataset, Search, Workload
+from sweeper.config.grid import HALVING, AdaptiveTrials, Dataset, Search, Workload
 from sweeper.config.model import MLLIB_ONLY_PARAMS, mlp_params, model_axes, read_param_grid
 from sweeper.config.names import SSH_NAME_RULE, SSH_USER_UNSAFE, is_host, ssh_name_problem
 from sweeper.config.schema import Problems, file_kind, is_scalar, item_key, key_name
@@ -334,7 +334,7 @@ def search(check: Problems, value: Any, measured: Workload | None) -> Search | N
     if any(v is None for v in read.values()):
         return None
     chosen = Search(**read)
-    if chosen.strategy == "halving" and measured is not None:
+    if chosen.strategy == HALVING and measured is not None:
         values = measured.epochs if chosen.rung_axis == "epochs" else measured.fractions
         if len(values) < 2:
             check.fail(

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from sweeper.config.schema import Section
 from sweeper.config.sections import TOP
+from sweeper.text import between_markers
 
 BEGIN = "<!-- grid keys: begin (generated from sweeper/config/sections.py by `make docs`) -->"
 END = "<!-- grid keys: end -->"
@@ -33,11 +34,7 @@ def key_table() -> str:
 
 def with_key_table(text: str) -> str:
     """``text`` (a README) with the generated table between its BEGIN and END lines."""
-    before, begin, rest = text.partition(BEGIN + "\n")
-    _, end, after = rest.partition(END + "\n")
-    if not begin or not end:
-        raise ValueError(f"the README needs the lines {BEGIN} and {END} around the key table")
-    return f"{before}{BEGIN}\n\n{key_table()}\n{END}\n{after}"
+    return between_markers(text, BEGIN, END, key_table())
 
 
 def main(argv: list[str]) -> int:

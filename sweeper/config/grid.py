@@ -17,7 +17,8 @@ class Dataset:
     path: str | None = None
 
 
-SEARCH_STRATEGIES = ("grid", "halving")
+FULL_GRID, HALVING = "grid", "halving"  # search.strategy: every configuration everywhere, or halving
+SEARCH_STRATEGIES = (FULL_GRID, HALVING)
 RUNG_AXES = ("epochs", "fraction")
 TRIALS_LIMIT = 1000  # trials of one point, in a grid and in replay's flags alike
 TARGET_REL_CI_LIMITS = (0.001, 0.5)  # an adaptive point's target: +-0.1 % to +-50 % of the median
@@ -35,10 +36,10 @@ class AdaptiveTrials:
 ADAPTIVE = AdaptiveTrials()  # the defaults of workload.trials {min, max, target_rel_ci} and of replay's flags
 ETA = 3  # halving keeps the best 1/eta per rung
 START_TIMEOUT_S = 180.0  # how long a launch may take to start
-SEARCH_STRATEGY = "grid"  # search.strategy: measure every configuration at every point
+SEARCH_STRATEGY = FULL_GRID  # search.strategy unless the grid says otherwise
 RUNG_AXIS = "epochs"  # what halving's rungs grow: search.rung_axis and replay's --rung-axis
 RANK_THRESHOLD = 0.5  # halving promotes more configurations when the rung orders agree less (Kendall tau)
-REPLAY_STRATEGY = "halving"  # what `sweeper replay` replays unless --strategy says otherwise
+REPLAY_STRATEGY = HALVING  # what `sweeper replay` replays unless --strategy says otherwise
 REPLAY_REPEATS = 1000  # replay's bootstrap repeats
 REPLAY_SEED = 0  # the seed of replay's resampling
 

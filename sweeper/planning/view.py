@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from sweeper.config.grid import HALVING
 from sweeper.names import BASELINE_ENGINE, on_spark
 from sweeper.planning.measurements import pending, split_reused
 from sweeper.planning.plan import Launch, Plan, dask_commands, spark_command
@@ -136,7 +137,7 @@ def _show_workload(plan: Plan, console: Console) -> None:
             f"{counted(sum(plan.fits(p.mode) for points in plan.points.values() for p in points) * trials, 'fit')}."
         )
     )
-    if search.strategy == "halving":
+    if search.strategy == HALVING:
         console.print(
             plain(
                 f"Search: successive halving on {search.rung_axis}, keeping the fastest 1/{search.eta} "

@@ -8,7 +8,7 @@ import statistics
 from datetime import UTC, datetime
 from typing import Any
 
-from sweeper.config.grid import Grid
+from sweeper.config.grid import HALVING, Grid
 from sweeper.launch.base import Session
 from sweeper.names import OK
 from sweeper.planning.measurements import Todo, trained_epochs
@@ -111,6 +111,7 @@ def shared_columns(grid: Grid, run_id: str, environment: dict[str, str]) -> dict
         "fit_environment": json.dumps(environment, sort_keys=True),
         "host": socket.gethostname(),
         "cluster_hosts": ",".join(grid.hosts) or None,
+        "rung_axis": grid.search.rung_axis if grid.search.strategy == HALVING else None,
         **versions(),
     }
 

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sweeper.config.grid import Grid
+from sweeper.config.grid import FULL_GRID, HALVING, Grid
 from sweeper.errors import UserError, error_text
 from sweeper.launch.base import LaunchContext, Session
 from sweeper.launch.logs import launch_log, log_note
@@ -145,7 +145,7 @@ def _run_held(
         )
     recorded = recorded_rows(store, grid.name, table)
     done_s = {key: time_s for key, (status, time_s) in recorded.items() if status == OK and time_s is not None}
-    static = grid.workload.adaptive is None and grid.search.strategy == "grid"
+    static = grid.workload.adaptive is None and grid.search.strategy == FULL_GRID
     todo, skipped = pending(plan, set(done_s)) if static else ([], 0)
     result = RunResult(skipped=skipped)
     if static and not todo:
@@ -201,7 +201,7 @@ def _run_decided(
 ) -> int:
     """Trials decided as they come (adaptive), configurations rung by rung (halving); returns the skipped count."""
     policy = trial_policy(plan.grid.workload)
-    if plan.grid.search.strategy != "halving":
+    if plan.grid.search.strategy != HALVING:
         skipped = 0
         for launch in plan.launches:
             queue = TrialQueue(plan, launch, plan.points[launch.index], done_s, policy)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from sweeper.config.grid import RUNG_AXES
+from sweeper.config.grid import RUNG_AXES, RUNG_AXIS
 from sweeper.names import CONFIG, FAILED, OK, PRUNED
 
 NOT_STARTED = "launch did not start"
@@ -117,8 +117,20 @@ def one_launch_s(df: pd.DataFrame) -> pd.DataFrame:
     return one.groupby("launch_index").median()
 
 
-def full_grid_estimate(df: pd.DataFrame, rung_axis: str = "epochs") -> ClusterSeconds:
+def rung_axis_of(df: pd.DataFrame) -> str:
+    """The axis a halving sweep's rungs grew: as its rows recorded it (schema 7), else, for rows written before,
+    the one whose value changes with the rung."""
+    if "rung_axis" in df.columns and df["rung_axis"].notna().any():
+        return str(df["rung_axis"].dropna().iloc[0])
+    rungs = df[df["rung"].notna()]
+    fraction_by_rung = rungs.groupby("rung")["fraction"].nunique().max() == 1 and rungs["fraction"].nunique() > 1
+    return "fraction" if fraction_by_rung else RUNG_AXIS
+
+
+def full_grid_estimate(df: pd.DataFrame, rung_axis: str | None = None) -> ClusterSeconds:
     """What the full grid would have cost: every launch started once, every pruned point measured too.
+
+    ``rung_axis``: the axis halving's rungs grew (default: as the rows recorded it, :func:`rung_axis_of`).
 
     A pruned configuration's time at a rung it skipped is its median at its largest measured rung,
     times how much the configurations measured at both grew between the two (the rung ratio when
@@ -132,7 +144,7 @@ def full_grid_estimate(df: pd.DataFrame, rung_axis: str = "epochs") -> ClusterSe
     return ClusterSeconds(
         float(once["start_s"]),
         float(once["warmup_s"]),
-        measured_s + _pruned_estimate_s(df, rung_axis),
+        measured_s + _pruned_estimate_s(df, rung_axis or rung_axis_of(df)),
         float(once["teardown_s"]),
     )
 

@@ -28,7 +28,7 @@ from sweeper.config.names import check_sweep_name
 from sweeper.errors import UserError
 from sweeper.names import OK
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 # Columns added after version 1: files written before them read with them empty.
 ADDED_AFTER_VERSION_1 = (
     "shards",  # version 2: data-parallel
@@ -50,6 +50,7 @@ ADDED_AFTER_VERSION_1 = (
     "rung",
     "staging_s",  # version 5: staging on the cluster's file system, apart from cluster_start_s
     "python_peak_rss_gib_max",  # version 6: Spark's Python workers apart, for the overhead's advice
+    "rung_axis",  # version 7: the axis a halving run's rungs grew, stored rather than guessed
 )
 
 SCHEMA = pa.schema(
@@ -129,6 +130,7 @@ SCHEMA = pa.schema(
         ("reused_from", pa.string()),
         ("stop_reason", pa.string()),
         ("rung", pa.int32()),
+        ("rung_axis", pa.string()),
     ]
 )
 COLUMNS = tuple(SCHEMA.names)
