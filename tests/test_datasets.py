@@ -32,6 +32,7 @@ from sklearn.utils import Bunch
 
 from sweeper.config.grid import Dataset
 from sweeper.errors import UserError
+from sweeper.workload import bounded_files, user_files
 from sweeper.workload import data as datasets
 from sweeper.workload.data import FASHION_MNIST_DIR, IDX_FILES, Data, check_available, load, read_idx
 from tests.conftest import REPO, minimal_grid, run_cli
@@ -736,12 +737,21 @@ def test_read_idx_refuses_a_fifo_at_once(tmp_path: Path) -> None:
 
 def test_a_fifo_swapped_in_after_the_check_is_refused_on_the_open_descriptor(tmp_path: Path, monkeypatch: Any) -> None:
     """The path is examined before it is opened, then opened non-blocking and examined again: a FIFO put there
-    between the two (simulated: the first look sees a regular file) neither blocks nor is read."""
+    between the two (simulated: the first looks, user_path's and open_regular's, see a regular file) neither
+    blocks nor is read."""
     fifo = _fifo(tmp_path / "d.npz")
     regular = os.stat(__file__)
-    real_stat = datasets._stat
-    monkeypatch.setattr(datasets, "_stat", lambda path: regular if path == fifo else real_stat(path))
+    real_stat = bounded_files.stat_or_none
+    looked: list[Path] = []
+
+    def first_look(path: Path) -> os.stat_result | None:
+        looked.append(path)
+        return regular if path == fifo else real_stat(path)
+
+    for module in (user_files, bounded_files):  # user_files imported its own name for it
+        monkeypatch.setattr(module, "stat_or_none", first_look)
     refused(lambda: load(Dataset("path", str(fifo))), r"d\.npz is a FIFO \(named pipe\), not a regular file")
+    assert looked == [fifo, fifo]  # both looks were fooled: the opened descriptor's check refused it
 
 
 MNIST_IMAGES = (60_000, 28, 28)
