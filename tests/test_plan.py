@@ -23,10 +23,9 @@ from sweeper.planning.plan import (
     Launch,
     Plan,
     Point,
-    dask_commands,
     make_plan,
-    spark_command,
 )
+from sweeper.planning.view import dask_commands, spark_command
 from tests.conftest import REPO, minimal_grid, run_cli
 
 REPORT_TABLES = {4: (9, 11), 5: (7, 13), 6: (5, 19)}  # cores -> (executors, memory GiB), Tables 1 and 2

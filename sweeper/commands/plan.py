@@ -10,8 +10,8 @@ from rich.console import Console
 
 from sweeper.config import load as grid_file
 from sweeper.planning.dry_run import shrink_plan
-from sweeper.planning.plan import make_plan, plan_json
-from sweeper.planning.view import beyond_this_machine, show_plan
+from sweeper.planning.plan import make_plan
+from sweeper.planning.view import beyond_this_machine, plan_json, show_plan
 
 
 def add_parser(commands: Any) -> None:

@@ -1,10 +1,14 @@
-"""Render a plan for people: the matched launch table, the workload axes, the hand commands.
+"""Render a plan for people: the matched launch table, the workload axes, the hand commands
+(spark-submit and dask command lines); and for scripts: ``sweeper plan --json``.
 
 Everything is printed through :func:`~sweeper.text.plain`, never as console markup, so
 names and paths from a grid (``[`` and ``]`` included) show as written.
 """
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -13,10 +17,10 @@ from rich.text import Text
 from sweeper.config.grid import HALVING
 from sweeper.names import BASELINE_ENGINE, on_spark
 from sweeper.planning.measurements import pending, split_reused
-from sweeper.planning.plan import Launch, Plan, dask_commands, spark_command
+from sweeper.planning.plan import Launch, Plan
 from sweeper.shapes import BASELINE_TEXT, counted, noun_for, shape_text_mib
 from sweeper.text import plain
-from sweeper.units import format_mib
+from sweeper.units import MIB_PER_GIB, format_mib, spark_size
 
 
 def warning_line(text: str) -> Text:
@@ -163,3 +167,88 @@ def _show_hand_commands(plan: Plan, console: Console) -> None:
         elif launch.engine == "dask":
             for line in dask_commands(launch):
                 console.print(plain(f"  [{launch.index + 1}] {line}"), soft_wrap=True)
+
+
+def spark_command(launch: Launch) -> str:
+    """The spark-submit line a person would type for this launch."""
+    memory = spark_size(launch.executor_memory_mib)
+    overhead = spark_size(launch.memory_overhead_mib)
+    sized = (
+        f"--executor-cores {launch.cores_per_executor} --executor-memory {memory} "
+        f"--conf spark.executor.memoryOverhead={overhead}"
+    )
+    if launch.manager == "yarn":
+        return (
+            f"spark-submit --master yarn --deploy-mode client --num-executors {launch.executors} "
+            f"{sized} --conf spark.dynamicAllocation.enabled=false sweep.py"
+        )
+    if launch.manager == "local":
+        worker_mib = launch.executor_memory_mib + launch.memory_overhead_mib
+        cluster = f"local-cluster[{launch.executors},{launch.cores_per_executor},{worker_mib}]"
+        return f"spark-submit --master '{cluster}' {sized} sweep.py"
+    return f"spark-submit --master spark://MASTER:7077 --total-executor-cores {launch.total_cores} {sized} sweep.py"
+
+
+def dask_commands(launch: Launch) -> list[str]:
+    """The dask scheduler/worker lines a person would type, one worker line per node."""
+    lines = ["dask scheduler --host SCHEDULER_HOST  # on node 1"]
+    for node, workers in enumerate(launch.workers_per_node, start=1):
+        if workers:
+            lines.append(
+                f"dask worker tcp://SCHEDULER_HOST:8786 --nworkers {workers} "
+                f"--nthreads {launch.cores_per_executor} "
+                f"--memory-limit {format_mib(launch.executor_memory_mib)}  # on node {node}"
+            )
+    return lines
+
+
+def launch_json(launch: Launch, plan: Plan) -> dict[str, Any]:
+    """The stable JSON object of ``sweeper plan --json`` for one launch."""
+    shape: dict[str, Any] = {
+        "engine": launch.engine,
+        "manager": launch.manager,
+        "rule": launch.rule,
+        "nodes": launch.nodes,
+        "cores_per_executor": launch.cores_per_executor,
+        "executors": launch.executors,
+        "executor_memory_gib": _gib(launch.executor_memory_mib),
+        "workers_per_node": list(launch.workers_per_node),
+        "total_cores": launch.total_cores,
+        "measurements": len(plan.points[launch.index]) * plan.grid.workload.trials,
+        "n_fits": plan.n_fits,
+        "dry_run": launch.dry_run,
+    }
+    if on_spark(launch.engine):
+        shape["memory_overhead_gib"] = _gib(launch.memory_overhead_mib)
+        shape["command"] = spark_command(launch)
+    elif launch.engine == "dask":
+        shape["workers"] = launch.executors
+        shape["threads_per_worker"] = launch.cores_per_executor
+        shape["memory_limit_gib"] = _gib(launch.executor_memory_mib)
+        shape["command"] = dask_commands(launch)
+    return shape
+
+
+def plan_json(plan: Plan) -> str:
+    """``sweeper plan --json``: one object per launch (a dry run's: the planned launch and its shape ``here``)."""
+    objects = []
+    for launch in plan.launches:
+        shape = launch_json(launch.as_planned, plan)
+        if launch.dry_run:
+            shape.update(dry_run=True, here=here_json(launch))
+        objects.append(shape)
+    return json.dumps(objects, indent=2)
+
+
+def here_json(launch: Launch) -> dict[str, Any]:
+    """The shape a dry run's launch has on this machine."""
+    return {
+        "manager": launch.manager,
+        "cores_per_executor": launch.cores_per_executor,
+        "executors": launch.executors,
+        "executor_memory_gib": _gib(launch.executor_memory_mib),
+    }
+
+
+def _gib(mib: int) -> int | float:
+    return mib // MIB_PER_GIB if mib % MIB_PER_GIB == 0 else round(mib / MIB_PER_GIB, 3)
