@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from sweeper.results import report
-from sweeper.results.report.content import Paragraph, Picture, Rows, answer_blocks
+from sweeper.results.report.content import Paragraph, Picture, Rows
+from sweeper.results.report.sections.answer import answer_blocks
 from sweeper.store.parquet import load_sweep, write_rows
 from tests.fixtures.make_fixture_store import STORE
 from tests.support.synthetic_stores import ArmSpec, synthetic_frame, synthetic_rows

@@ -33,7 +33,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
     """``sweeper recommend STORE [--sweep NAME] [--objective time|cost] [--accuracy-margin M] [--json]``."""
     from sweeper.results.recommend import recommend
     from sweeper.results.recommend_view import lines, to_json
-    from sweeper.results.report.content import dry_run_banner
+    from sweeper.results.report.sections.measured import dry_run_banner
     from sweeper.store.parquet import load_sweep
     from sweeper.text import plain
 

@@ -97,7 +97,7 @@ def _trials(args: argparse.Namespace) -> TrialPolicy:
 def main(args: argparse.Namespace, console: Console) -> int:
     """``sweeper replay STORE [--sweep NAME] [--strategy halving|grid] [--eta 3] [--trials adaptive|N] ...``."""
     from sweeper.results.replay import KEYS, replay
-    from sweeper.results.report.content import dry_run_banner
+    from sweeper.results.report.sections.measured import dry_run_banner
     from sweeper.store.parquet import load_sweep
     from sweeper.text import plain
 

@@ -102,7 +102,7 @@ def _print_closing(store: Path, grid: Grid, run_id: str, console: Console) -> No
     """What ends a run: the cluster time it took, then the answer of ``sweeper recommend``."""
     from sweeper.results.recommend import recommend
     from sweeper.results.recommend_view import answer_lines, memory_sentence
-    from sweeper.results.report.content import dry_run_banner
+    from sweeper.results.report.sections.measured import dry_run_banner
     from sweeper.search.accounting import cluster_seconds, full_grid_estimate
     from sweeper.store.parquet import load_results
 

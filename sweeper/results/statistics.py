@@ -1,4 +1,4 @@
-"""Statistics over a sweep's rows: Spark vs Dask, configurations, speedup, COST and price.
+"""Statistics over a sweep's rows: Spark vs Dask, configurations, speedup, COST, price and halving's rungs.
 
 Every function takes the DataFrame of :func:`sweeper.load_results` and returns a new one; none
 reads files or keeps state. Only ``status == 'ok'`` rows enter a statistic; failed and timed-out
@@ -38,6 +38,8 @@ from sweeper.errors import UserError
 from sweeper.names import BASELINE_ENGINE, OK
 from sweeper.names import PRUNED
 from sweeper.names import CONFIG
+from sweeper.search.accounting import configuration_columns
+from sweeper.search.halving import HalvingPolicy, rank_check
 from sweeper.shapes import shape_text
 
 WORKLOAD = ("sweep", "dataset", "n_train", "n_fits", "mode", "model_params", "dry_run")
@@ -226,9 +228,7 @@ def pareto_front(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarra
     return front
 
 
-def lower_side(
-    a: np.ndarray, b: np.ndarray, names: tuple[str, str], alpha: float = ALPHA
-) -> tuple[str | None, float]:
+def lower_side(a: np.ndarray, b: np.ndarray, names: tuple[str, str], alpha: float = ALPHA) -> tuple[str | None, float]:
     """The name of the side with the lower values when Mann-Whitney tells them apart at ``alpha`` (else None), and p.
 
     >>> lower_side(np.array([10, 11, 12, 13, 14.0]), np.array([5, 6, 7, 8, 9.0]), ("spark", "dask"))[0]
@@ -529,3 +529,44 @@ def pruned(df: pd.DataFrame) -> pd.DataFrame:
     rows = df[df["status"].eq(PRUNED).fillna(False).astype(bool)].copy()
     rows["config"] = [_label(row) for _, row in rows.iterrows()]
     return rows[["engine", "config", "epochs", "fraction", "rung", "error"]].reset_index(drop=True)
+
+
+def rung_axis_of(df: pd.DataFrame) -> str:
+    """The axis a halving sweep's rungs ran on: the one whose value changes with the rung."""
+    rungs = df[df["rung"].notna()]
+    return (
+        "fraction"
+        if rungs.groupby("rung")["fraction"].nunique().max() == 1 and rungs["fraction"].nunique() > 1
+        else "epochs"
+    )
+
+
+def rungs(df: pd.DataFrame, rung_axis: str) -> pd.DataFrame:
+    """Per rung of a halving sweep: what it measured and pruned, and how well the rung before predicted it.
+
+    Columns: ``rung``, ``values`` (its sorted values of ``rung_axis``), ``measured`` (configurations
+    with an ok row), ``pruned`` (its ``pruned`` rows), ``agreement`` (Kendall's tau-b of the median
+    times at this rung and the previous one, by :func:`sweeper.search.halving.rank_check` as the
+    runner checks them; NaN at the first rung or with fewer than 2 configurations at both) and
+    ``compared`` (the configurations it compares).
+    """
+    columns = [c for c in configuration_columns(rung_axis) if c in df]
+    rows = df[df["rung"].notna()]
+    rows = rows.assign(configuration=rows.groupby(columns, dropna=False, sort=False).ngroup())
+    lines: list[dict[str, Any]] = []
+    previous: dict[Any, float] | None = None
+    for rung, at in rows.groupby("rung", sort=True):
+        medians = at[ok_mask(at)].groupby("configuration")["fit_wall_s"].median().astype(float).to_dict()
+        check = None if previous is None else rank_check(previous, medians, HalvingPolicy())
+        lines.append(
+            {
+                "rung": int(rung),
+                "values": tuple(sorted(at[rung_axis].dropna().unique())),
+                "measured": len(medians),
+                "pruned": int(at["status"].eq(PRUNED).sum()),
+                "agreement": np.nan if check is None or check.agreement is None else check.agreement,
+                "compared": 0 if check is None else check.configurations,
+            }
+        )
+        previous = medians
+    return _frame(lines, ["rung", "values", "measured", "pruned", "agreement", "compared"])

@@ -15,7 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from sweeper.errors import UserError
-from sweeper.results.report.content import Picture, build_report
+from sweeper.results.report.blocks import Picture
+from sweeper.results.report.content import build_report
 from sweeper.results.report.render_html import to_html
 from sweeper.results.report.render_md import to_markdown
 from sweeper.results.report.terminal import compare_table, compare_text

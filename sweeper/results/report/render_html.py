@@ -10,7 +10,7 @@ import html
 from collections.abc import Sequence
 
 from sweeper.text import visible
-from sweeper.results.report.content import Block, Bullets, Heading, Paragraph, Rows
+from sweeper.results.report.blocks import Block, Bullets, Heading, Paragraph, Rows
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }
@@ -59,6 +59,5 @@ def _table(block: Rows) -> str:
     head = "".join(f"<th>{_escape(cell)}</th>" for cell in block.header)
     rows = "".join("<tr>" + "".join(f"<td>{_escape(c)}</td>" for c in row) + "</tr>" for row in block.rows)
     return (
-        f"<table><caption>{_escape(block.caption)}</caption><thead><tr>{head}</tr></thead>"
-        f"<tbody>{rows}</tbody></table>"
+        f"<table><caption>{_escape(block.caption)}</caption><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
     )

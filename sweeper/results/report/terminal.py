@@ -9,7 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 from sweeper.results import statistics
-from sweeper.results.report.content import dry_run_banner, engine_rows
+from sweeper.results.report.sections.engines import engine_rows
+from sweeper.results.report.sections.measured import dry_run_banner
 from sweeper.text import plain
 
 VERDICT_STYLE = {"dask faster": "cyan", "spark faster": "yellow", statistics.TOO_FEW_TRIALS: "dim"}

@@ -1,0 +1,120 @@
+""" "The answer", the report's opening: a few sentences, one table per epochs value, the time figure.
+
+The answer is :func:`sweeper.results.recommend.recommend`'s (``sweeper recommend`` prints the same);
+its memory and idle-slot sentences and the memory figure come from :mod:`.memory`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from sweeper.results import recommend, recommend_view
+from sweeper.results.report import plots
+from sweeper.results.report.blocks import Block, Heading, Paragraph, Picture, Rows
+from sweeper.results.report.formatting import ratio_text, seconds_text, value_text
+from sweeper.results.report.sections import memory
+from sweeper.shapes import shape_text
+
+
+def answer_blocks(df: pd.DataFrame, cost_per_node_hour: float | None = None) -> list[Block]:
+    """ "The answer": a few sentences, one table, time per configuration and (when measured) memory figures."""
+    found = recommend.recommend(df, cost_per_node_hour=cost_per_node_hour)
+    blocks: list[Block] = [Heading("The answer"), *(Paragraph(text) for text in _answer_paragraphs(found))]
+    if not found.answers:
+        return blocks
+    blocks.append(_answer_table(found))
+    blocks.append(
+        Picture(
+            "answer_time.png",
+            "Median fit time with its 95 % interval per configuration and engine",
+            plots.time_by_configuration(_arm_points(found)),
+        )
+    )
+    return [*blocks, *memory.memory_picture(found)]
+
+
+def _answer_paragraphs(found: recommend.Recommendation) -> list[str]:
+    """The answer's sentences: overall, Spark vs Dask, memory to right-size, slots left idle."""
+    overall = recommend.overall(found.answers)
+    texts = [f"{overall[:1].upper()}{overall[1:]}."]
+    if found.spark_vs_dask:
+        texts.append(
+            "Spark vs Dask, each engine's best configuration: "
+            + "; ".join(
+                f"{e.epochs} epochs: {e.verdict} (spark/dask {ratio_text(e.ratio, e.ratio_low, e.ratio_high)})"
+                for e in found.spark_vs_dask
+            )
+            + "."
+        )
+    texts.append(memory.memory_text(found))
+    idle = memory.idle_text(found)
+    return [*texts, idle] if idle else texts
+
+
+def _answer_table(found: recommend.Recommendation) -> Rows:
+    """One line per workload and epochs value: recommendation, runner-up, ratio, verdict, accuracy."""
+    several = len({repr(sorted(a.workload.items())) for a in found.answers}) > 1
+    header: tuple[str, ...] = (
+        "# Epochs",
+        "Recommended",
+        "Median time (s) [95 % CI]",
+        "Runner-up",
+        "Runner-up / recommended [95 % CI]",
+        "Verdict",
+        "Accuracy",
+    )
+    lines = []
+    for answer in found.answers:
+        winner = answer.winner
+        verdict = answer.verdict
+        if answer.trials_needed:
+            verdict += f" (about {answer.trials_needed} trials would settle it)"
+        line: tuple[str, ...] = (
+            str(answer.epochs),
+            winner.label,
+            f"{seconds_text(winner.median_s)} [{seconds_text(winner.median_low_s)}, "
+            f"{seconds_text(winner.median_high_s)}]",
+            answer.runner_up.label if answer.runner_up else "–",
+            ratio_text(answer.ratio, answer.ratio_low, answer.ratio_high),
+            verdict,
+            _accuracy_text(answer.accuracy),
+        )
+        lines.append((_workload_fields(answer.workload), *line) if several else line)
+    if several:
+        header = ("Workload", *header)
+    return Rows("The recommendation per epochs value", header, tuple(lines))
+
+
+def _accuracy_text(check: recommend.AccuracyCheck) -> str:
+    """The accuracy check in a table cell: the status, and the difference to the most accurate when tested."""
+    if check.best is None or pd.isna(check.difference_low):
+        return recommend_view.accuracy_text(check) if check.status == "cannot differ" else check.status
+    return (
+        f"{check.status}: {check.difference:+.4f} vs {check.best.label} (one-sided 95 % bound "
+        f"{check.difference_low:+.4f}, margin {check.margin:g})"
+    )
+
+
+def _workload_fields(workload: dict[str, Any]) -> str:
+    return ", ".join(f"{key}={value_text(value)}" for key, value in workload.items() if key != "sweep")
+
+
+def _arm_points(found: recommend.Recommendation) -> pd.DataFrame:
+    """Every arm of every answer as a point of the time figure (panel = epochs, and workload when several)."""
+    several = len({repr(sorted(a.workload.items())) for a in found.answers}) > 1
+    rows = [
+        {
+            "panel": f"{answer.epochs} epochs" + (f" ({index})" if several else ""),
+            "engine": arm.engine,
+            "config": shape_text(arm.executors, arm.cores_per_executor, arm.executor_memory_gib),
+            "median_s": arm.median_s,
+            "low_s": arm.median_low_s,
+            "high_s": arm.median_high_s,
+            "winner": arm == answer.winner,
+        }
+        for index, answer in enumerate(found.answers, start=1)
+        for arm in answer.arms
+    ]
+    return pd.DataFrame(rows)

@@ -1,0 +1,84 @@
+"""The dry-run banner and "What was measured": sweep, dates, hosts, cluster, versions, trials, baseline, statuses."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from sweeper.names import BASELINE_ENGINE
+from sweeper.results import statistics
+from sweeper.results.report.blocks import Block, Bullets, Heading
+from sweeper.results.report.formatting import distinct
+
+
+def dry_run_banner(df: pd.DataFrame) -> str | None:
+    """The warning a dry run's tables carry: the real sweep's structure, times that mean nothing."""
+    dry = df["dry_run"].fillna(False).astype(bool) if "dry_run" in df else pd.Series(dtype=bool)
+    if not dry.any():
+        return None
+    share = "" if dry.all() else f" ({int(dry.sum())} of {len(dry)} rows)"
+    return (
+        f"DRY RUN{share}: measured on launches shrunk to the machine that ran them, with capped epochs and "
+        "training rows. Configurations, epochs and engines are the grid's, as the real sweep will have them; "
+        "times, speedups and verdicts are not meaningful."
+    )
+
+
+def measured_blocks(df: pd.DataFrame, machine: str) -> list[Block]:
+    """ "What was measured" (``machine`` describes where the report was made)."""
+    return [Heading("What was measured"), Bullets(tuple(provenance(df, machine)))]
+
+
+def provenance(df: pd.DataFrame, machine: str) -> list[str]:
+    """The "What was measured" bullets: sweep, dates, hosts, cluster, versions, trials, baseline, statuses."""
+    started = pd.to_datetime(df["started_at"]).dropna()
+    dates = f"{started.min():%Y-%m-%d %H:%M:%S} to {started.max():%Y-%m-%d %H:%M:%S} UTC" if len(started) else "unknown"
+    cluster = df[df["engine"] != BASELINE_ENGINE]
+    shapes = statistics.summary(cluster).drop_duplicates("config") if len(cluster) else pd.DataFrame()
+    versions = [
+        f"{column.removesuffix('_version')} {'/'.join(distinct(df, column)) or '?'}"
+        for column in df.columns
+        if column.endswith("_version") and column != "schema_version"
+    ]
+    trials = statistics.summary(df)
+    status = df["status"].fillna("unknown").value_counts()
+    dry = df["dry_run"].fillna(False).astype(bool)
+    baseline_ok = int((statistics.ok_mask(df) & (df["engine"] == BASELINE_ENGINE)).sum())
+    lines = [
+        f"Sweep {', '.join(distinct(df, 'sweep'))}; grid hash {', '.join(distinct(df, 'grid_hash')) or '?'}; "
+        f"runs {', '.join(distinct(df, 'run_id')) or '?'}",
+        f"Dates: {dates}",
+        f"Hosts: {', '.join(distinct(df, 'host')) or '?'}",
+        f"Cluster (from the rows): manager {', '.join(distinct(cluster, 'manager')) or '-'}, "
+        f"{_int_max(cluster, 'nodes')} node(s), up to {_int_max(cluster, 'total_cores')} cores per launch; "
+        f"{len(shapes)} configuration(s): {'; '.join(shapes['config']) if len(shapes) else '-'}",
+        f"Engines: {', '.join(distinct(df, 'engine'))}",
+        f"Versions: {', '.join(versions)}",
+        f"Epochs: {', '.join(str(e) for e in sorted(df['epochs'].dropna().unique()))}; "
+        f"{_span(trials['n'])} ok trial(s) per engine, configuration and epochs",
+        f"Baseline: single thread, no cluster (engine {BASELINE_ENGINE}): "
+        + (f"{baseline_ok} ok measurement(s)" if baseline_ok else "none in this sweep"),
+        "Dry run: "
+        + (
+            "yes (shrunk to the machine it ran on)"
+            if dry.all()
+            else "no"
+            if not dry.any()
+            else f"mixed, {int(dry.sum())} of {len(dry)} rows"
+        ),
+        f"Measurements: {len(df)} rows: "
+        + ", ".join(f"{count} {name}" for name, count in status.items())
+        + " (failed and timed-out ones are listed at the end, never in a statistic)",
+    ]
+    if machine:
+        lines.append(f"Report made on: {machine}")
+    return lines
+
+
+def _span(counts: pd.Series) -> str:
+    low, high = int(counts.min()), int(counts.max())
+    return str(low) if low == high else f"{low} to {high}"
+
+
+def _int_max(df: pd.DataFrame, column: str) -> str:
+    value = df[column].max() if len(df) else pd.NA
+    return "?" if pd.isna(value) else str(int(value))

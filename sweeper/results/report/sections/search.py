@@ -1,0 +1,76 @@
+"""Adaptive trials and successive halving: why points stopped, each rung, the pruned, the cluster time saved."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from sweeper.results import statistics
+from sweeper.results.report.blocks import Block, Heading, Paragraph, Rows
+from sweeper.results.report.formatting import value_text
+from sweeper.search import accounting
+
+
+def search_blocks(df: pd.DataFrame) -> list[Block]:
+    """Adaptive trials and successive halving: why points stopped, each rung, the cluster time saved."""
+    blocks: list[Block] = []
+    reasons = df["stop_reason"].dropna()
+    if len(reasons):
+        counts = ", ".join(f"{count} {reason}" for reason, count in reasons.value_counts().items())
+        blocks += [
+            Heading("Adaptive trials"),
+            Paragraph(f"Points measured until the 95 % CI of their median was tight enough: {counts}."),
+        ]
+    if df["rung"].isna().all():
+        return blocks
+    return [*blocks, *_halving_blocks(df)]
+
+
+def _halving_blocks(df: pd.DataFrame) -> list[Block]:
+    """ "Successive halving": the cluster time against the full grid's, the rungs and the pruned rows."""
+    axis = statistics.rung_axis_of(df)
+    spent, full = accounting.cluster_seconds(df), accounting.full_grid_estimate(df, axis)
+    share = f" ({spent.total_s / full.total_s:.0%} of it)" if full.total_s > 0 else ""
+    return [
+        Heading("Successive halving"),
+        Paragraph(
+            f"Each rung measured the configurations still in the race at the next value of {axis}; only the "
+            "fastest went on, and where the order of the configurations changed from one rung to the next "
+            "(Kendall's tau below 0.5: the cheap rung did not predict the next) pruned ones were brought back. "
+            f"Cluster time of the rows: {spent.total_s:,.0f} node-seconds, {spent.measured_share:.0%} of it in "
+            f"measured batches; the full grid would have taken about {full.total_s:,.0f}{share}."
+        ),
+        Rows(
+            "Rungs (rank agreement: Kendall's tau of the medians at this rung and the previous one)",
+            ("Rung", axis.capitalize(), "Configurations measured", "Pruned", "Rank agreement"),
+            tuple(_rung_lines(statistics.rungs(df, axis))),
+        ),
+        Rows(
+            "Pruned: not measured (never in a statistic)",
+            ("Engine", "Config", "# Epochs", "Fraction", "Rung", "Why"),
+            tuple(
+                (
+                    str(r["engine"]),
+                    str(r["config"]),
+                    str(r["epochs"]),
+                    str(r["fraction"]),
+                    str(r["rung"]),
+                    value_text(r["error"]),
+                )
+                for _, r in statistics.pruned(df).iterrows()
+            ),
+        ),
+    ]
+
+
+def _rung_lines(table: pd.DataFrame) -> list[tuple[str, ...]]:
+    """Per rung: its value of the axis, configurations measured, pruned, rank agreement with the rung before."""
+    return [
+        (
+            str(row["rung"]),
+            ", ".join(str(v) for v in row["values"]),
+            str(row["measured"]),
+            str(row["pruned"]),
+            "-" if pd.isna(row["agreement"]) else f"{row['agreement']:.2f} ({row['compared']} configurations)",
+        )
+        for _, row in table.iterrows()
+    ]
