@@ -531,16 +531,6 @@ def pruned(df: pd.DataFrame) -> pd.DataFrame:
     return rows[["engine", "config", "epochs", "fraction", "rung", "error"]].reset_index(drop=True)
 
 
-def rung_axis_of(df: pd.DataFrame) -> str:
-    """The axis a halving sweep's rungs ran on: the one whose value changes with the rung."""
-    rungs = df[df["rung"].notna()]
-    return (
-        "fraction"
-        if rungs.groupby("rung")["fraction"].nunique().max() == 1 and rungs["fraction"].nunique() > 1
-        else "epochs"
-    )
-
-
 def rungs(df: pd.DataFrame, rung_axis: str) -> pd.DataFrame:
     """Per rung of a halving sweep: what it measured and pruned, and how well the rung before predicted it.
 

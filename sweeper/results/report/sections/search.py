@@ -27,7 +27,7 @@ def search_blocks(df: pd.DataFrame) -> list[Block]:
 
 def _halving_blocks(df: pd.DataFrame) -> list[Block]:
     """ "Successive halving": the cluster time against the full grid's, the rungs and the pruned rows."""
-    axis = statistics.rung_axis_of(df)
+    axis = accounting.rung_axis_of(df)  # as the rows recorded it
     spent, full = accounting.cluster_seconds(df), accounting.full_grid_estimate(df, axis)
     share = f" ({spent.total_s / full.total_s:.0%} of it)" if full.total_s > 0 else ""
     return [
