@@ -64,6 +64,7 @@ def test_sweep_writes_a_row_per_engine_epochs_and_trial(swept: tuple[Path, Any])
     assert counts.to_dict() == {(e, n): 2 for e in ("dask", "local", "spark") for n in (3, 8)}
     assert (frame["accuracy"] > 0.5).all()
     assert (frame["epochs_run"] <= frame["epochs"]).all()
+    assert frame["teardown_s"].notna().all() and (frame["teardown_s"] >= 0).all()  # each launch's, on its rows
     assert_resource_figures(frame)
     assert "Summary" in result.stdout and "12 rows written" in result.stdout
 

@@ -247,13 +247,6 @@ def _context_of(launch: Launch, context: LaunchContext) -> LaunchContext:
     return replace(context, options=LocalOptions()) if launch.manager == "local" else context
 
 
-@dataclass(frozen=True)
-class TornDown:
-    """A start of a launch ended cleanly, its teardown taking ``seconds``."""
-
-    seconds: float
-
-
 class Launches:
     """Starts the plan's launches and takes a queue's measurements on each, writing every row at once."""
 
@@ -273,7 +266,7 @@ class Launches:
         serial = self.started[launch.index] = self.started.get(launch.index, -1) + 1
         stem = f"part-{self.shared['run_id']}-{launch.index:03d}" + (f"-{serial}" if serial else "")
         files: list[Path] = []
-        teardown_s: float | None = None
+        teardowns_s: list[float] = []  # of each start that ended cleanly; the rows keep the last
 
         def keep(row: dict[str, Any]) -> list[dict[str, Any]]:
             rows = [row, *(reused_row(self.plan, row, i) for i in self.stand_ins.get(row["measurement_key"], ()))]
@@ -281,14 +274,11 @@ class Launches:
             return rows
 
         try:
-            for row in self._sessions(launch, queue):
-                if isinstance(row, TornDown):
-                    teardown_s = row.seconds
-                else:
-                    yield from keep(row)
+            for row in self._sessions(launch, queue, teardowns_s):
+                yield from keep(row)
         finally:
             failed_write = isinstance(sys.exc_info()[1], StoreWriteError)
-            fill = {"teardown_s": teardown_s} if teardown_s is not None else {}
+            fill = {"teardown_s": teardowns_s[-1]} if teardowns_s else {}
             try:
                 with deferred_interrupts():  # a reader sees the parts or the merged file, never both
                     compact(self.store, self.plan.grid.name, files, stem, **fill)
@@ -297,8 +287,9 @@ class Launches:
                     raise
                 # the store could not take a row (a full disk): the parts stay as they are, intact and read
 
-    def _sessions(self, launch: Launch, queue: LaunchQueue) -> Iterator[dict[str, Any] | TornDown]:
-        """The rows of each start of the launch, each start followed by its teardown's time when it ended cleanly."""
+    def _sessions(self, launch: Launch, queue: LaunchQueue, teardowns_s: list[float]) -> Iterator[dict[str, Any]]:
+        """The rows of each start of the launch; each start that ended cleanly adds its teardown's time to
+        ``teardowns_s`` (the merged file of the launch's rows carries it: :func:`sweeper.store.parquet.compact`)."""
         plan, context = self.plan, _context_of(launch, self.context)
         warm_up = True
         while (item := queue.next()) is not None:
@@ -322,7 +313,7 @@ class Launches:
                             break  # workers were killed or lost: start the launch again at its planned shape
                         item = queue.next()
                     closing = time.perf_counter()
-                yield TornDown(time.perf_counter() - closing)
+                teardowns_s.append(time.perf_counter() - closing)
             except Exception as error:
                 if start_s is not None:
                     raise  # teardown itself failed: rows are kept, the error is the engine's
