@@ -11,13 +11,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sweeper.launch.base import LaunchContext
 from sweeper.launch.registry import starter
-from sweeper.planning.plan import Launch
 from sweeper.workload.averaging import Weights, average, shard_rows, train_in_process
 from sweeper.workload.data import Data
 from sweeper.workload.tasks import make_batch
 from tests.conftest import REPO
+from tests.support import launches
 from tests.support.leftovers import assert_no_launch_processes
 
 PARAMS = {"hidden_layer_sizes": (32,), "solver": "adam"}
@@ -53,10 +52,6 @@ def test_shards_are_stratified_disjoint_and_cover_every_row(digits: Data) -> Non
         assert set(np.unique(digits.y_train[part])) == set(range(10))
 
 
-def launch(engine: str) -> Launch:
-    return Launch(0, engine, "local", 1, "report", 1, 2, 1024, 384, (2,))
-
-
 def test_a_spark_round_unpickled_in_a_worker_keeps_its_trainer_for_the_next_round(digits: Data) -> None:
     """As in an executor's Python worker: two rounds' closures, each unpickled, share one trainer."""
     from pyspark import cloudpickle
@@ -88,7 +83,7 @@ def test_a_spark_round_unpickled_in_a_worker_keeps_its_trainer_for_the_next_roun
 def test_data_parallel_on_a_real_launch_ships_shards_once_and_only_weights_travel(
     engine: str, digits: Data, tmp_path: Path
 ) -> None:
-    context = LaunchContext(run_dir=tmp_path, environment={}, threads_per_fit=1)
+    context = launches.context(tmp_path, environment={})
     common: dict[str, Any] = {
         "n_train": digits.n_train,
         "labels": digits.y_train,
@@ -96,7 +91,7 @@ def test_data_parallel_on_a_real_launch_ships_shards_once_and_only_weights_trave
         "param_grid": (),
         "seed": 0,
     }
-    with starter(engine, "local")(launch(engine), context) as session:
+    with starter(engine, "local")(launches.launch(engine, executor_memory_mib=1024), context) as session:
         first = session.run_batch(
             make_batch("data-parallel", PARAMS, 30, 0, 1, exact_epochs=False, threads_per_fit=1, shards=2, **common),
             digits,

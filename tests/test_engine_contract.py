@@ -34,6 +34,7 @@ from sweeper.workload.data import Data
 from sweeper.workload.fit import FitResult
 from sweeper.workload.tasks import FitTask
 from tests.conftest import CLUSTER_OF_MANAGER
+from tests.support import launches
 from tests.support.batches import replicas
 from tests.support.leftovers import assert_no_launch_processes
 from tests.support.sshd import assert_nothing_left, cluster_for, hostile
@@ -63,13 +64,7 @@ class OnManager:
         return LocalOptions()
 
     def context(self) -> LaunchContext:
-        return LaunchContext(
-            run_dir=self.tmp_path / "run",
-            environment={"OMP_NUM_THREADS": "1"},
-            threads_per_fit=1,
-            start_timeout_s=120,
-            options=self.options(),
-        )
+        return launches.context(self.tmp_path / "run", self.options(), start_timeout_s=120)
 
     def while_running(self, engine: str, session: Session, pids: set[int], again: Callable[[], set[int]]) -> None:
         """Checks while the launch runs, after its first batch (``again`` runs another, returns its fits' pids)."""
@@ -81,8 +76,8 @@ class OnManager:
 class OnLocal(OnManager):
     def launch(self, engine: str) -> Launch:
         if engine == BASELINE_ENGINE:  # sweeper.planning.plan.baseline_launch: one process, no memory of its own
-            return Launch(0, engine, "local", 1, "report", 1, 1, 0, 0, (1,))
-        return Launch(0, engine, "local", 1, "report", 1, 1, 1024, 384, (1,))
+            return launches.launch(engine, executors=1, executor_memory_mib=0, memory_overhead_mib=0)
+        return launches.launch(engine, executors=1, executor_memory_mib=1024)
 
 
 class OnSsh(OnManager):
@@ -94,7 +89,7 @@ class OnSsh(OnManager):
         self.remote_dir, self.marker = hostile(tmp_path)
 
     def launch(self, engine: str) -> Launch:
-        return Launch(0, engine, "ssh", 1, "report", 1, 2, 512, 384, (2,))
+        return launches.launch(engine, "ssh")
 
     def options(self) -> ManagerOptions:
         return cluster_for(self.cluster, remote_dir=self.remote_dir)
@@ -118,7 +113,7 @@ class OnYarn(OnManager):
     """The shared MiniYARNCluster: 2 executors (Dask: workers) planned as one node's, wherever YARN puts them."""
 
     def launch(self, engine: str) -> Launch:
-        return Launch(0, engine, "yarn", 1, "report", 1, 2, 512, 384, (2,))
+        return launches.launch(engine, "yarn")
 
     def options(self) -> ManagerOptions:
         return YarnOptions(conf_dir=self.cluster.conf_dir)
@@ -144,7 +139,7 @@ class OnStandalone(OnManager):
     """The shared Spark master (one worker of 2 cores) and Dask scheduler (2 workers of 1 thread and 1 GiB)."""
 
     def launch(self, engine: str) -> Launch:
-        return Launch(0, engine, "standalone", 1, "report", 1, 2, 1024, 384, (2,))
+        return launches.launch(engine, "standalone", executor_memory_mib=1024)
 
     def options(self) -> ManagerOptions:
         return StandaloneOptions(self.cluster.spark_master, self.cluster.dask_scheduler)

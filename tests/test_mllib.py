@@ -19,6 +19,7 @@ from sweeper.launch.spark.session import driver_process, executor_processes
 from sweeper.planning.plan import Launch
 from sweeper.workload.data import Data, load
 from sweeper.workload.tasks import FitTask
+from tests.support import launches
 from tests.support.leftovers import assert_no_launch_processes
 
 
@@ -87,8 +88,8 @@ def test_start_is_a_context_manager_over_the_spark_engine(monkeypatch: pytest.Mo
         calls.append("stop")
 
     monkeypatch.setattr(registry, "starter", lambda engine, manager="local": fake_start)
-    launch = Launch(0, "spark", "yarn", 2, "report", 2, 3, 512, 384, (2, 1))
-    context = LaunchContext(run_dir=tmp_path, environment={}, threads_per_fit=1)
+    launch = launches.launch("spark", "yarn", nodes=2, cores_per_executor=2, executors=3, workers_per_node=(2, 1))
+    context = launches.context(tmp_path, environment={})
     with mllib.start(launch, context) as session:
         assert (session.granted, session.partitions) == (Granted(3, 2, 512), 6)
         session.abort()
@@ -110,24 +111,8 @@ class Started:
 
 @pytest.fixture(scope="module")
 def started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Started]:
-    launch = Launch(
-        index=0,
-        engine="spark",
-        manager="local",
-        nodes=1,
-        rule="report",
-        cores_per_executor=1,
-        executors=2,
-        executor_memory_mib=1024,
-        memory_overhead_mib=384,
-        workers_per_node=(2,),
-    )
-    context = LaunchContext(
-        run_dir=tmp_path_factory.mktemp("mllib"),
-        environment={"OMP_NUM_THREADS": "1"},
-        threads_per_fit=1,
-        start_timeout_s=180,
-    )
+    launch = launches.launch("spark", executor_memory_mib=1024)
+    context = launches.context(tmp_path_factory.mktemp("mllib"), start_timeout_s=180)
     with contextlib.ExitStack() as stack:
         session = stack.enter_context(mllib.start(launch, context))
         yield Started(session, stack)

@@ -29,7 +29,6 @@ import pytest
 
 from sweeper import load_results
 from sweeper.config import load as grid_file
-from sweeper.launch.base import LaunchContext
 from sweeper.launch.registry import starter
 from sweeper.planning.measurements import pending
 from sweeper.planning.plan import make_plan
@@ -38,6 +37,7 @@ from sweeper.store.lock import LOCK_NAME
 from sweeper.store.parquet import write_rows
 from sweeper.workload.environment import fit_environment
 from tests.conftest import REPO, minimal_grid
+from tests.support import launches
 from tests.support.faults import (
     LOOPBACK,
     TAG_VARIABLE,
@@ -459,7 +459,7 @@ def test_the_baseline_launch_listens_on_loopback_only(tmp_path: Path, monkeypatc
     assert launch.engine == "local"
     data = runner.load_data(plan, print)[1.0]
     item = pending(plan, set())[0][0]
-    context = LaunchContext(run_dir=tmp_path / "run", environment=fit_environment(1, {}), threads_per_fit=1)
+    context = launches.context(tmp_path / "run", environment=fit_environment(1, {}))
     with starter(launch.engine, launch.manager)(launch, context) as session:
         session.run_batch(runner.batch_for(plan, item.launch, item.point, item.trial, data, epochs=2), data)
         found = listening_addresses(os.getpid())

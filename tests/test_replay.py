@@ -25,13 +25,14 @@ from tests.support.budget_stores import (
     proxy_reversal,
     write_store,
 )
+from tests.support.stored_rows import stored_row
 
 REPEATS = "200"
 
 
 def row(launch: int, nodes: int, **values: Any) -> dict[str, Any]:
     base = {"sweep": "s", "run_id": "r1", "launch_index": launch, "nodes": nodes, "engine": "dask", "status": "ok"}
-    return {column: {**base, **values}.get(column) for column in COLUMNS}
+    return stored_row(**{**base, **values})
 
 
 def hand_store() -> list[dict[str, Any]]:

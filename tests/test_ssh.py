@@ -23,9 +23,9 @@ from sweeper.launch.hosts.ssh import check_host, run_remote
 from sweeper.launch.options import SshCluster
 from sweeper.launch.registry import starter
 from sweeper.launch.spark.session import EXECUTOR_CLASS, SparkAppSession
-from sweeper.planning.plan import Launch
 from sweeper.workload.data import Data
 from tests.conftest import minimal_grid
+from tests.support import launches
 from tests.support.batches import replicas
 from tests.support.sshd import (
     Sshd,
@@ -48,36 +48,14 @@ def connections(sshd: Sshd) -> int:
     return sshd.log.read_text(errors="replace").count("Connection from ")
 
 
-def small_launch(engine: str) -> Launch:
-    return Launch(
-        index=0,
-        engine=engine,
-        manager="ssh",
-        nodes=1,
-        rule="report",
-        cores_per_executor=1,
-        executors=2,
-        executor_memory_mib=512,
-        memory_overhead_mib=384,
-        workers_per_node=(2,),
-    )
-
-
 def context(tmp_path: Path, cluster: SshCluster, **spark_conf: str) -> LaunchContext:
-    return LaunchContext(
-        run_dir=tmp_path / "run",
-        environment={"OMP_NUM_THREADS": "1"},
-        threads_per_fit=1,
-        start_timeout_s=90,
-        spark_conf=spark_conf,
-        options=cluster,
-    )
+    return launches.context(tmp_path / "run", cluster, start_timeout_s=90, spark_conf=spark_conf)
 
 
 def test_the_spark_secret_is_on_no_command_line_and_spark_conf_extends_the_marker(sshd: Sshd, tmp_path: Path) -> None:
     mine = "-Dsweeper.test.user.option=kept"
     user_conf = context(tmp_path, cluster_for(sshd), **{"spark.executor.extraJavaOptions": mine})
-    with starter("spark", "ssh")(small_launch("spark"), user_conf) as session:
+    with starter("spark", "ssh")(launches.launch("spark", "ssh"), user_conf) as session:
         assert isinstance(session, SparkAppSession)
         secret = session.spark.sparkContext.getConf().get("spark.authenticate.secret")
         assert secret and len(secret) >= 32
@@ -96,7 +74,7 @@ def test_a_refused_key_names_the_host_and_authentication(sshd: Sshd, tmp_path: P
     cluster = cluster_for(sshd, options=replace(cluster_for(sshd).options, identity_file=str(stranger)))
     with (
         pytest.raises(LaunchError, match=r"host 127\.0\.0\.1: SSH authentication refused"),
-        starter("spark", "ssh")(small_launch("spark"), context(tmp_path, cluster)),
+        starter("spark", "ssh")(launches.launch("spark", "ssh"), context(tmp_path, cluster)),
     ):
         pass
     assert_nothing_left(sshd)
@@ -106,7 +84,7 @@ def test_an_unreachable_port_names_the_host(sshd: Sshd, tmp_path: Path) -> None:
     cluster = cluster_for(sshd, options=replace(cluster_for(sshd).options, port=free_port()))
     with (
         pytest.raises(LaunchError, match=r"host 127\.0\.0\.1 unreachable over SSH .*Connection refused"),
-        starter("dask", "ssh")(small_launch("dask"), context(tmp_path, cluster)),
+        starter("dask", "ssh")(launches.launch("dask", "ssh"), context(tmp_path, cluster)),
     ):
         pass
     assert_nothing_left(sshd)
@@ -125,7 +103,7 @@ def test_a_missing_remote_python_names_the_host(engine: str, sshd: Sshd, tmp_pat
     start = starter(engine, "ssh")
     with (
         pytest.raises(LaunchError, match=r"host 127\.0\.0\.1: Python /nonexistent/python not found"),
-        start(small_launch(engine), context(tmp_path, cluster_for(sshd, python="/nonexistent/python"))),
+        start(launches.launch(engine, "ssh"), context(tmp_path, cluster_for(sshd, python="/nonexistent/python"))),
     ):
         pass
     assert_nothing_left(sshd)
@@ -235,7 +213,7 @@ def test_dask_over_tls_runs_fits_refuses_clear_text_and_leaves_no_key(sshd: Sshd
     remote_dir.mkdir()
     cluster = cluster_for(sshd, dask_tls=True, remote_dir=str(remote_dir))
     tasks = replicas(digits)
-    with starter("dask", "ssh")(small_launch("dask"), context(tmp_path, cluster)) as session:
+    with starter("dask", "ssh")(launches.launch("dask", "ssh"), context(tmp_path, cluster)) as session:
         assert isinstance(session, dask_ssh.DaskSshSession)
         address = session.client.scheduler.address
         assert address.startswith(f"tls://{sshd.host}:")

@@ -32,14 +32,14 @@ import yaml
 
 from sweeper import load_results
 from sweeper.config.grid import Dataset
-from sweeper.launch.base import LaunchContext, LaunchError
+from sweeper.launch.base import LaunchError
 from sweeper.launch.dask import ssh as dask_ssh
 from sweeper.launch.options import SshCluster, SshOptions
 from sweeper.launch.registry import starter
-from sweeper.planning.plan import Launch
 from sweeper.store.parquet import COLUMNS
 from sweeper.workload.data import load
 from tests.conftest import REPO, minimal_grid
+from tests.support import launches
 from tests.support.batches import replicas
 from tests.support.figures import assert_resource_figures
 from tests.support.leftovers import assert_no_launch_processes
@@ -243,23 +243,10 @@ def test_nothing_is_left_in_the_namespaces_here_or_in_the_remote_dir(swept: Swep
 
 def test_dask_over_tls_across_the_namespaced_hosts(hosts: NetnsHosts, tmp_path: Path) -> None:
     cluster = SshCluster(hosts=tuple(hosts.addresses), options=SshOptions.from_grid(hosts.ssh_options()), dask_tls=True)
-    launch = Launch(
-        index=0,
-        engine="dask",
-        manager="ssh",
-        nodes=2,
-        rule="report",
-        cores_per_executor=1,
-        executors=2,
-        executor_memory_mib=512,
-        memory_overhead_mib=384,
-        workers_per_node=(1, 1),
-    )
+    launch = launches.launch("dask", "ssh", nodes=2)
     digits = load(Dataset("digits"))
     tasks = replicas(digits)
-    context = LaunchContext(
-        run_dir=tmp_path / "run", environment={"OMP_NUM_THREADS": "1"}, threads_per_fit=1, options=cluster
-    )
+    context = launches.context(tmp_path / "run", cluster)
     with starter("dask", "ssh")(launch, context) as session:
         assert isinstance(session, dask_ssh.DaskSshSession)
         assert session.client.scheduler.address.startswith(f"tls://{hosts.addresses[0]}:")
@@ -275,19 +262,8 @@ def test_a_host_down_is_named_and_nothing_starts_on_the_others(engine: str, host
     down = str(ipaddress.IPv4Address(hosts.addresses[-1]) + 100)  # on the bridge's subnet, no host has it
     options = SshOptions.from_grid({**hosts.ssh_options(), "connect_timeout_s": 3})
     cluster = SshCluster(hosts=(hosts.addresses[0], down), options=options)
-    launch = Launch(
-        index=0,
-        engine=engine,
-        manager="ssh",
-        nodes=2,
-        rule="report",
-        cores_per_executor=1,
-        executors=2,
-        executor_memory_mib=512,
-        memory_overhead_mib=384,
-        workers_per_node=(1, 1),
-    )
-    context = LaunchContext(run_dir=tmp_path / "run", environment={}, threads_per_fit=1, options=cluster)
+    launch = launches.launch(engine, "ssh", nodes=2)
+    context = launches.context(tmp_path / "run", cluster, environment={})
     start = starter(engine, "ssh")
     unreachable = rf"host {re.escape(down)} unreachable over SSH"
     with pytest.raises(LaunchError, match=unreachable), start(launch, context):

@@ -20,7 +20,7 @@ from sweeper.config import load as grid_file
 from sweeper.config.grid import Dataset
 from sweeper.planning.dry_run import shrink_plan
 from sweeper.planning.measurements import pending, split_reused
-from sweeper.planning.plan import Launch, make_plan
+from sweeper.planning.plan import make_plan
 from sweeper.results.report.content import Rows, build_report
 from sweeper.results.statistics import config_label
 from sweeper.run import runner
@@ -28,6 +28,7 @@ from sweeper.store.lock import LOCK_NAME
 from sweeper.store.parquet import sweeps
 from sweeper.workload.data import load
 from tests.conftest import REPO, minimal_grid
+from tests.support import launches
 from tests.support.batches import replicas
 from tests.support.figures import assert_resource_figures
 from tests.support.leftovers import assert_no_launch_processes
@@ -173,25 +174,13 @@ def test_a_dask_launch_measures_again_after_a_batch_aborted_at_its_time_limit(tm
     one core registered, joblib ran it here, in the driver, on the data's handle (``'Future' object
     has no attribute 'resolve'``); a second abort during the restart hung the nanny's close().
     """
-    from sweeper.launch.base import LaunchContext
     from sweeper.launch.dask.session import DaskSession
     from sweeper.launch.registry import starter
 
     data = load(Dataset("digits"))
     tasks = replicas(data)
-    launch = Launch(
-        index=0,
-        engine="dask",
-        manager="local",
-        nodes=1,
-        rule="report",
-        cores_per_executor=1,
-        executors=2,
-        executor_memory_mib=512,
-        memory_overhead_mib=0,
-        workers_per_node=(2,),
-    )
-    context = LaunchContext(run_dir=tmp_path / "run", environment={"OMP_NUM_THREADS": "1"}, threads_per_fit=1)
+    launch = launches.launch("dask", memory_overhead_mib=0)
+    context = launches.context(tmp_path / "run")
     with starter("dask", "local")(launch, context) as session:
         assert isinstance(session, DaskSession)
         first = {r.pid for r in runner._with_timeout(session, tasks, data, 600)}
@@ -209,23 +198,11 @@ def test_a_dask_launch_measures_again_after_a_batch_aborted_at_its_time_limit(tm
 
 
 def test_the_baseline_measures_again_after_a_batch_aborted_at_its_time_limit(tmp_path: Path) -> None:
-    from sweeper.launch.base import LaunchContext
     from sweeper.launch.registry import starter
 
     data = load(Dataset("digits"))
-    launch = Launch(
-        index=0,
-        engine="local",
-        manager="local",
-        nodes=1,
-        rule="report",
-        cores_per_executor=1,
-        executors=1,
-        executor_memory_mib=0,
-        memory_overhead_mib=0,
-        workers_per_node=(1,),
-    )
-    context = LaunchContext(run_dir=tmp_path / "run", environment={"OMP_NUM_THREADS": "1"}, threads_per_fit=1)
+    launch = launches.launch("local", executors=1, executor_memory_mib=0, memory_overhead_mib=0)
+    context = launches.context(tmp_path / "run")
     with starter("local")(launch, context) as session:
         with pytest.raises(runner.MeasurementTimeout):
             runner._with_timeout(session, replicas(data), data, 0.0)

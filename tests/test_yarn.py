@@ -27,9 +27,9 @@ from sweeper.launch.base import LaunchContext, LaunchError
 from sweeper.launch.options import YarnOptions, options_for
 from sweeper.launch.registry import starter
 from sweeper.launch.spark import yarn as spark_yarn
-from sweeper.planning.plan import Launch
 from sweeper.workload.data import Data
 from tests.conftest import REPO, minimal_grid
+from tests.support import launches
 from tests.support.batches import replicas
 from tests.support.faults import wait_until_fitting
 from tests.support.figures import assert_resource_figures
@@ -46,22 +46,12 @@ def on_yarn(yarn: YarnCluster, monkeypatch: pytest.MonkeyPatch) -> YarnCluster:
     return yarn
 
 
-def small_launch(engine: str, **changes: Any) -> Launch:
-    # one node of 2 cores as the plan sees it: YARN may put both executors on one NodeManager or one on each
-    shape: dict[str, Any] = {"cores_per_executor": 1, "executors": 2, "executor_memory_mib": 512,
-                             "memory_overhead_mib": 384, "nodes": 1, "workers_per_node": (2,)}  # fmt: skip
-    shape.update(changes)
-    return Launch(index=0, engine=engine, manager="yarn", rule="report", **shape)
+# launches.launch(engine, "yarn"): one node of 2 cores as the plan sees it, 2 executors of 1 core and 512 MiB;
+# YARN may put both executors on one NodeManager or one on each
 
 
 def context(tmp_path: Path, options: YarnOptions | None = None) -> LaunchContext:
-    return LaunchContext(
-        run_dir=tmp_path / "run",
-        environment={"OMP_NUM_THREADS": "1"},
-        threads_per_fit=1,
-        start_timeout_s=120,
-        options=options or YarnOptions(),
-    )
+    return launches.context(tmp_path / "run", options or YarnOptions(), start_timeout_s=120)
 
 
 def test_the_cluster_has_two_node_managers_of_the_asked_size(yarn: YarnCluster) -> None:
@@ -76,7 +66,7 @@ def test_the_cluster_has_two_node_managers_of_the_asked_size(yarn: YarnCluster) 
 
 def test_executors_bigger_than_any_node_manager_fail_at_once(on_yarn: YarnCluster, tmp_path: Path) -> None:
     started = time.monotonic()
-    too_big = small_launch("spark", executor_memory_mib=5 * 1024)
+    too_big = launches.launch("spark", "yarn", executor_memory_mib=5 * 1024)
     with (
         pytest.raises(LaunchError, match=r"above the max threshold \(4096 MB\) of this cluster"),
         starter("spark", "yarn")(too_big, context(tmp_path)),
@@ -89,7 +79,7 @@ def test_executors_bigger_than_any_node_manager_fail_at_once(on_yarn: YarnCluste
 def test_an_unknown_queue_fails_at_once(on_yarn: YarnCluster, tmp_path: Path) -> None:
     with (
         pytest.raises(LaunchError, match=r"unknown queue: nosuch"),
-        starter("spark", "yarn")(small_launch("spark"), context(tmp_path, YarnOptions(queue="nosuch"))),
+        starter("spark", "yarn")(launches.launch("spark", "yarn"), context(tmp_path, YarnOptions(queue="nosuch"))),
     ):
         pass
     assert_no_containers()
@@ -101,7 +91,7 @@ def test_executors_yarn_crowds_onto_one_node_fail_the_launch_named_by_node_manag
 ) -> None:
     """#20 defect 10: the plan gives each of 3 nodes one executor; the cluster has 2 NodeManagers with room for
     several (YARN counts memory alone here), so one of them gets at least 2: the launch must not measure that."""
-    crowded = small_launch(engine, nodes=3, executors=3, workers_per_node=(1, 1, 1))
+    crowded = launches.launch(engine, "yarn", nodes=3, executors=3)
     start = starter(engine, "yarn")
     refused = r"YARN placed executors .*; the plan allows at most 1 per node"
     with pytest.raises(LaunchError, match=refused) as failed, start(crowded, context(tmp_path)):
@@ -149,7 +139,7 @@ def test_with_a_python_archive_the_fits_run_in_the_unpacked_environment(
 ) -> None:
     tasks = replicas(digits)
     start = starter(engine, "yarn")
-    with start(small_launch(engine), context(tmp_path, YarnOptions(python_archive=packed_env))) as session:
+    with start(launches.launch(engine, "yarn"), context(tmp_path, YarnOptions(python_archive=packed_env))) as session:
         staged = Path.home() / getattr(session, "name", "no-such-dir")  # distributedshell's files (the archive)
         assert engine == "spark" or staged.is_dir()
         results = session.run_batch(tasks, digits)
@@ -288,7 +278,7 @@ def test_where_spark_takes_its_jars_and_stages_with_a_python_archive(
     conf_dir = site(tmp_path / "conf", "yarn-site.xml", {"yarn.resourcemanager.hostname": "127.0.0.1"})
     site(conf_dir, "core-site.xml", {"fs.defaultFS": default_fs})
     options = YarnOptions(conf_dir=conf_dir, python_archive=packed_env)
-    backend = spark_yarn.YarnSpark(small_launch("spark"), context(tmp_path, options), tmp_path / "spark-0")
+    backend = spark_yarn.YarnSpark(launches.launch("spark", "yarn"), context(tmp_path, options), tmp_path / "spark-0")
     backend.check()
     conf = backend.conf()
     assert conf["spark.yarn.dist.archives"] == f"{packed_env}#environment"

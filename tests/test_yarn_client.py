@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from sweeper.launch.base import LaunchContext, LaunchError
+from sweeper.launch.base import LaunchError
 from sweeper.launch.dask import yarn as dask_yarn
 from sweeper.launch.hosts.hadoop_conf import HadoopConf, read_hadoop_conf
 from sweeper.launch.hosts.yarn import driver_address
@@ -30,6 +30,7 @@ from sweeper.launch.options import YarnOptions
 from sweeper.launch.registry import starter
 from sweeper.launch.spark import yarn as spark_yarn
 from sweeper.planning.plan import Launch
+from tests.support import launches
 from tests.support.hadoop_sites import site
 from tests.support.yarn_cluster import YarnCluster, assert_no_containers, rest
 
@@ -37,11 +38,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.yarn]
 
 
 def one_container(engine: str = "dask") -> Launch:
-    return Launch(
-        index=0, engine=engine, manager="yarn", nodes=1, rule="report", workers_per_node=(1,),
-        cores_per_executor=1, executors=1, executor_memory_mib=512 if engine == "spark" else 256,
-        memory_overhead_mib=384 if engine == "spark" else 128,
-    )  # fmt: skip
+    if engine == "spark":
+        return launches.launch(engine, "yarn", executors=1)
+    return launches.launch(engine, "yarn", executors=1, executor_memory_mib=256, memory_overhead_mib=128)
 
 
 def sleeping_application(
@@ -147,9 +146,7 @@ def test_the_driver_gives_its_address_toward_the_resource_manager(
     ours, resource_manager = routed_interface
     conf_dir = site(tmp_path / "conf", "yarn-site.xml", {"yarn.resourcemanager.hostname": resource_manager})
     assert driver_address(read_hadoop_conf(conf_dir, {})) == ours
-    context = LaunchContext(
-        run_dir=tmp_path / "run", environment={}, threads_per_fit=1, options=YarnOptions(conf_dir=conf_dir)
-    )
+    context = launches.context(tmp_path / "run", YarnOptions(conf_dir=conf_dir), environment={})
     spark = spark_yarn.YarnSpark(one_container("spark"), context, tmp_path / "spark-0")
     spark.check()
     conf = spark.conf()
@@ -173,10 +170,7 @@ def test_an_application_the_queue_holds_fails_at_the_start_limit_named_so(yarn: 
     step = dask_yarn.AM_MEMORY_MIB  # containers of the AM's size fill every NodeManager to the last MiB
     fill = (yarn.node_managers * yarn.nm_memory_mib - dask_yarn.AM_MEMORY_MIB) // step
     shell = sleeping_application(conf, blocker, tmp_path, containers=fill, memory_mib=step)
-    context = LaunchContext(
-        run_dir=tmp_path / "run", environment={"OMP_NUM_THREADS": "1"}, threads_per_fit=1, start_timeout_s=15,
-        options=YarnOptions(conf_dir=yarn.conf_dir),
-    )  # fmt: skip
+    context = launches.context(tmp_path / "run", YarnOptions(conf_dir=yarn.conf_dir), start_timeout_s=15)
     try:
         assert wait_for_state(client, blocker, ("RUNNING",)) == ["RUNNING"]
         # every blocker container allocated and its process started before the launches: a process that

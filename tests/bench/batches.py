@@ -37,18 +37,18 @@ def compare_engines(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The batch comparison: loky, Dask and Spark up together, taking turns batch by batch."""
     from sweeper.config import load as grids
-    from sweeper.launch.base import LaunchContext
     from sweeper.launch.registry import starter
     from sweeper.planning.plan import make_plan
     from sweeper.run.runner import batch_for
     from sweeper.workload.environment import fit_environment
+    from tests.support.launches import context as launch_context
 
     raw = launch_grid(dataset, settings.epochs, settings.fits, settings.repeats)
     plan = make_plan(grids.parse(raw, Path("<bench>")))
     launches = {launch.engine: launch for launch in plan.launches}
     workload = plan.grid.workload
-    context = LaunchContext(
-        run_dir=run_dir,
+    context = launch_context(
+        run_dir,
         environment=fit_environment(workload.threads_per_fit, dict(plan.grid.environment)),
         threads_per_fit=workload.threads_per_fit,
     )

@@ -43,7 +43,7 @@ def time_planning(measurements: int, runs: int = 5) -> dict[str, Any]:
 
 def synthetic_rows(count: int, start: int = 0) -> list[Mapping[str, Any]]:
     """Store rows shaped like a sweep's (every column filled, a few distinct values per column)."""
-    from sweeper.store.parquet import COLUMNS
+    from tests.support.stored_rows import VERSIONS, stored_row
 
     base = datetime(2025, 1, 1, tzinfo=UTC)
     rows: list[Mapping[str, Any]] = []
@@ -98,15 +98,10 @@ def synthetic_rows(count: int, start: int = 0) -> list[Mapping[str, Any]]:
             "threads_per_fit": 1,
             "fit_environment": '{"OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "6640"}',
             "worker_pids": 2,
-            "python_version": "3.11",
-            "sklearn_version": "1.9",
-            "joblib_version": "1.6",
-            "dask_version": "2025.2",
-            "pyspark_version": "4.3",
-            "java_version": "17",
+            **VERSIONS,
             "dry_run": False,
         }
-        rows.append({key: row[key] for key in COLUMNS if key in row})
+        rows.append(stored_row(**row))
     return rows
 
 

@@ -26,17 +26,17 @@ def memory_over_launches(
     import psutil
 
     from sweeper.config import load as grids
-    from sweeper.launch.base import LaunchContext
     from sweeper.launch.registry import starter
     from sweeper.planning.plan import make_plan
     from sweeper.workload.environment import fit_environment
+    from tests.support.launches import context as launch_context
 
     raw = launch_grid("digits", 1, 2, 1)
     # One worker process of 2 threads: a 1 x 1 launch would make joblib run the fits in the driver (n_jobs=1).
     raw["sizing"]["cores_per_executor"] = [2]
     plan = make_plan(grids.parse(raw, Path("<bench-memory>")))
     launch = next(launch for launch in plan.launches if launch.engine == engine)
-    context = LaunchContext(run_dir=run_dir, environment=fit_environment(threads_per_fit, {}), threads_per_fit=1)
+    context = launch_context(run_dir, environment=fit_environment(threads_per_fit, {}))
     tasks = [
         FitTask(params=(("hidden_layer_sizes", (100, 50)),), epochs=1, seed=i, exact_epochs=True, threads_per_fit=1)
         for i in range(2)

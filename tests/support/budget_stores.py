@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from sweeper.store.parquet import COLUMNS, SCHEMA, SCHEMA_VERSION, as_frame, write_rows
+from sweeper.store.parquet import SCHEMA, SCHEMA_VERSION, as_frame, write_rows
+from tests.support.stored_rows import stored_row
 from tests.support.synthetic_stores import START
 from tests.support.synthetic_stores import WORKLOAD as SYNTHETIC_WORKLOAD
 
@@ -91,7 +92,7 @@ def budget_rows(
                     "started_at": clock,
                     "measurement_key": f"{index}-{epoch}-{trial}",
                 }
-                rows.append({column: values.get(column) for column in COLUMNS})
+                rows.append(stored_row(**values))
                 clock += timedelta(seconds=fit_wall_s)
     return rows
 

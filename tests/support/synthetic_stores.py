@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from sweeper.store.parquet import COLUMNS, SCHEMA, SCHEMA_VERSION, as_frame
+from sweeper.store.parquet import SCHEMA, SCHEMA_VERSION, as_frame
+from tests.support.stored_rows import VERSIONS, stored_row
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 WORKLOAD: dict[str, Any] = {
@@ -38,14 +39,6 @@ WORKLOAD: dict[str, Any] = {
     "hidden_layer_sizes": "32",
     "threads_per_fit": 1,
     "dry_run": False,
-}
-VERSIONS = {
-    "python_version": "3.11.2",
-    "sklearn_version": "1.6.1",
-    "joblib_version": "1.4.2",
-    "dask_version": "2025.2.0",
-    "pyspark_version": "4.0.1",
-    "java_version": "17.0.16",
 }
 
 
@@ -108,7 +101,7 @@ def synthetic_rows(
                     started_at=clock,
                     measurement_key=f"{arm.engine}-{arm.cores_per_executor}-{arm.executors}-{epoch}-{trial}",
                 )
-                rows.append({column: values.get(column) for column in COLUMNS})
+                rows.append(stored_row(**values))
                 clock += timedelta(seconds=fit_wall_s)
     return rows
 
