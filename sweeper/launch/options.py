@@ -120,18 +120,17 @@ class SshCluster:
     dask_tls: bool = False
 
     @classmethod
-    def from_grid(cls, grid: Any) -> SshCluster:
-        """From a validated grid: ``cluster.hosts``, ``cluster.ssh`` and, when the grid has them,
-        ``cluster.python``, ``cluster.java_home``, ``cluster.remote_dir``."""
+    def from_grid(cls, grid: Grid) -> SshCluster:
+        """From a validated grid: ``cluster.hosts``, ``cluster.ssh`` and, where the grid sets them,
+        ``cluster.python``, ``cluster.java_home``, ``cluster.remote_dir`` (else this class's defaults)."""
         ssh = dict(grid.ssh)
+        given = {"python": grid.python, "java_home": grid.java_home, "remote_dir": grid.remote_dir}
         return cls(
             hosts=tuple(grid.hosts),
             options=SshOptions.from_grid(grid.ssh),
             driver_host=ssh.get("driver_host") or None,
             dask_tls=bool(ssh.get("dask_tls", False)),
-            python=getattr(grid, "python", None) or sys.executable,
-            java_home=getattr(grid, "java_home", None) or None,
-            remote_dir=getattr(grid, "remote_dir", None) or "/tmp",
+            **{name: value for name, value in given.items() if value},
         )
 
     @property
