@@ -19,7 +19,7 @@ import yaml
 
 from sweeper.config.grid import Dataset
 from sweeper.workload.data import Data, load
-from tests.support.leftovers import shared_cluster
+from tests.support.leftovers import mark_this_run, shared_cluster
 from tests.support.ns_cluster import NsCluster, namespaced_yarn
 from tests.support.ns_cluster import unavailable as ns_cluster_unavailable
 from tests.support.sshd import Sshd, sshd_running, sshd_unavailable
@@ -142,6 +142,11 @@ def shared_cluster_rank(names: set[str]) -> int:
 
 
 @pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """This run's processes carry its mark (tests/support/leftovers.py), before any of them starts."""
+    mark_this_run()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run the tests of each shared cluster together, after the others; the order is kept otherwise.
 

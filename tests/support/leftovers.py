@@ -7,11 +7,17 @@ descendants are not a launch's leftovers here; each manager's own check looks in
 
 from __future__ import annotations
 
+import os
 import time
+import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 import psutil
+
+# Every process this test run starts inherits this variable (tests/conftest.py sets it): an orphan that
+# carries another run's value belongs to that run, so two runs on one machine do not blame each other.
+RUN_VARIABLE = "SWEEPER_TEST_RUN"
 
 LAUNCH_PROCESS_MARKERS = (
     "org.apache.spark.executor.CoarseGrainedExecutorBackend",
@@ -48,15 +54,23 @@ def in_shared_cluster(process: psutil.Process) -> bool:
         return False
 
 
+def mark_this_run() -> None:
+    """Give this test run's processes, and every process they start, the run's own value of RUN_VARIABLE."""
+    os.environ.setdefault(RUN_VARIABLE, uuid.uuid4().hex)
+
+
 def _ours(process: psutil.Process, me: int) -> bool:
-    """Started by this test process (directly or not), or orphaned: what a sweep it ran may have left."""
+    """Started by this test process (directly or not), or orphaned and not another test run's (an orphan
+    without the variable, e.g. one a remote shell started, counts): what a sweep it ran may have left."""
     try:
         parents = {parent.pid for parent in process.parents()}
-    except psutil.NoSuchProcess:
+        if process.pid in _SHARED_ROOTS or parents & _SHARED_ROOTS:
+            return False
+        if me in parents:
+            return True
+        return process.ppid() == 1 and process.environ().get(RUN_VARIABLE) in (None, os.environ.get(RUN_VARIABLE))
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
         return False
-    if process.pid in _SHARED_ROOTS or parents & _SHARED_ROOTS:
-        return False
-    return process.ppid() == 1 or me in parents
 
 
 def launch_processes() -> list[str]:
