@@ -191,11 +191,7 @@ def accuracy_vs_time(table: pd.DataFrame) -> bytes:
     _engine_legend(axis, measured["engine"].unique())
     for marker, label in markers.values():
         axis.scatter([], [], color="gray", marker=marker, label=label)
-    axis.set_xlabel("median fit time (s)")
-    axis.set_ylabel("median accuracy")
-    axis.set_title("Speed vs accuracy (labels: epochs)")
-    axis.grid(alpha=0.3)
-    axis.legend(fontsize=7)
+    _label_panel(axis, "Speed vs accuracy (labels: epochs)", "median fit time (s)", "median accuracy")
     return png(figure)
 
 
@@ -220,13 +216,18 @@ def speedup_cost(speedups: pd.DataFrame, costs: pd.DataFrame) -> bytes:
             if len(cost_row) and not pd.isna(cost_row["cost_cores"].iloc[0]):
                 axis.axvline(float(cost_row["cost_cores"].iloc[0]), color=color, linestyle=":", alpha=0.8)
         axis.axhline(1.0, color=engine_color(BASELINE_ENGINE), linestyle="--", label="single thread")
-        axis.set_title(f"{epoch} epochs")
-        axis.set_xlabel("total cores")
-        axis.set_ylabel("speedup over one thread")
-        axis.grid(alpha=0.3)
-        axis.legend(fontsize=7)
+        _label_panel(axis, f"{epoch} epochs", "total cores", "speedup over one thread")
     figure.suptitle("Speedup over the single-thread baseline; dotted: COST")
     return png(figure)
+
+
+def _label_panel(axis: Any, title: str, x_label: str, y_label: str) -> None:
+    """A panel's title, axis labels, light grid and small legend, as every plot here has them."""
+    axis.set_title(title)
+    axis.set_xlabel(x_label)
+    axis.set_ylabel(y_label)
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=7)
 
 
 def time_vs_price(prices: pd.DataFrame) -> bytes:
@@ -263,11 +264,7 @@ def time_vs_price(prices: pd.DataFrame) -> bytes:
             label="Pareto frontier (ringed)",
         )
         _engine_legend(axis, group["engine"].unique())
-        axis.set_title(f"{epoch} epochs")
-        axis.set_xlabel("median cost per measurement")
-        axis.set_ylabel("median fit time (s)")
-        axis.grid(alpha=0.3)
-        axis.legend(fontsize=7)
+        _label_panel(axis, f"{epoch} epochs", "median cost per measurement", "median fit time (s)")
     figure.suptitle("Time vs cost")
     return png(figure)
 
