@@ -32,7 +32,7 @@ from sweeper.preflight.yarn import PROBE_MEMORY_MIB, probe_memory_mib
 from tests.conftest import REPO, minimal_grid, run_cli
 from tests.support.hadoop_sites import site
 from tests.support.sshd import Sshd
-from tests.support.yarn_cluster import YarnCluster, assert_no_containers, rest
+from tests.support.yarn_cluster import YarnCluster, assert_no_containers, rest, wait_until_idle
 from tests.test_yarn import yarn_grid as sweep_grid
 from tests.test_yarn_client import ha_conf_dir, wait_for_state
 
@@ -200,6 +200,7 @@ def test_a_probe_container_is_sized_so_that_every_node_holds_exactly_one() -> No
 def test_yarn_check_passes_on_the_mini_cluster_and_names_each_planted_fault(
     yarn: YarnCluster, tmp_path: Path, refusing_rest: str
 ) -> None:
+    wait_until_idle(lambda path: rest(yarn, path))  # an earlier test's containers released: every node has room
     healthy = run_cli("check", str(yarn_grid(yarn.conf_dir, tmp_path)), "--json")
     assert healthy.returncode == 0, healthy.stdout + healthy.stderr
     report = checks(healthy)

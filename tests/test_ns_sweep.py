@@ -30,6 +30,7 @@ from sweeper import load_results
 from tests.conftest import REPO, minimal_grid
 from tests.support.figures import assert_resource_figures
 from tests.support.ns_cluster import FS_SHELL, NsCluster, without_loopback_names
+from tests.support.yarn_cluster import wait_until_idle
 
 pytestmark = [pytest.mark.integration, pytest.mark.yarn]
 
@@ -202,6 +203,7 @@ def container_processes(cluster: NsCluster) -> list[str]:
 def test_check_from_the_edge_probes_both_nodes_and_names_only_their_loopback_names(
     ns_yarn: NsCluster, ns_sweep: Sweep
 ) -> None:
+    wait_until_idle(ns_yarn.rest)  # the sweep's containers released: each node has room for one probe
     done = on_edge(ns_yarn, [sys.executable, "-m", "sweeper", "check", str(ns_sweep.grid), "--json"], timeout_s=600)
     report = json.loads(done.stdout[done.stdout.index("{") :])
     names = {node["id"] for node in ns_yarn.rest("/nodes")["nodes"]["node"]}  # sw-node1:8041, ...

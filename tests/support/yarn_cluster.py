@@ -17,7 +17,7 @@ import subprocess
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -224,3 +224,12 @@ def applications(cluster: YarnCluster) -> list[dict[str, Any]]:
 def live_applications(cluster: YarnCluster) -> list[str]:
     """Applications the ResourceManager still runs or is about to run."""
     return [f"{app['id']} {app['name']} {app['state']}" for app in applications(cluster) if app["state"] in LIVE_STATES]
+
+
+def wait_until_idle(get: Callable[[str], Any], timeout_s: float = 120.0) -> None:
+    """Wait until the ResourceManager (``get``: a GET of its REST API) has no container allocated: what an
+    earlier test's applications held is released, so a check sizes its probes on the nodes' whole memory."""
+    deadline = time.monotonic() + timeout_s
+    while (allocated := int(get("/metrics")["clusterMetrics"]["allocatedMB"])) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert allocated == 0, f"{allocated} MiB still allocated after {timeout_s:.0f} s"
