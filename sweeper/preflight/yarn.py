@@ -160,10 +160,10 @@ def probe_memory_mib(free_mib: list[int], step_mib: int, largest_mib: int, room_
     def rounded(mib: int) -> int:  # the scheduler rounds every request up to its step
         return -(-mib // step_mib) * step_mib
 
-    size_mib = rounded(max(free_mib) // 2 + 1)
-    fits = size_mib <= min(min(free_mib) - rounded(AM_MIB["dask"]), largest_mib)
+    size_mib, am_mib = rounded(max(free_mib) // 2 + 1), rounded(AM_MIB["dask"])  # distributedshell's AM
+    fits = size_mib <= min(min(free_mib) - am_mib, largest_mib)
     if room_mib is not None:
-        fits = fits and len(free_mib) * size_mib + rounded(AM_MIB["dask"]) <= room_mib
+        fits = fits and len(free_mib) * size_mib + am_mib <= room_mib
     return size_mib if fits else PROBE_MEMORY_MIB
 
 
