@@ -7,6 +7,8 @@ layer may import this module; it imports none of them.
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 ENGINES = ("spark", "dask", "spark-mllib")  # the engines a grid lists, in this order
 DEFAULT_ENGINES = ("spark", "dask")
 ONE_MODEL_ENGINES = ("spark-mllib",)  # one model per measurement across the executors
@@ -27,10 +29,18 @@ def on_spark(engine: object) -> bool:
 DATA_PARALLEL = "data-parallel"  # the mode that trains one model across the launch
 MODES = ("replicas", "cv", "search", DATA_PARALLEL)  # how one measurement's batch is made
 
-# A row's status: measured; failed (its error in the row); past workload.timeout_s; or a configuration
-# successive halving did not promote, never measured there.
-OK, FAILED, TIMEOUT, PRUNED = "ok", "failed", "timeout", "pruned"
-STATUSES = (OK, FAILED, TIMEOUT, PRUNED)
+
+class Status(StrEnum):
+    """A row's status: measured; failed (its error in the row); past ``workload.timeout_s``; or a configuration
+    successive halving did not promote, never measured there. A member equals its text (``OK == "ok"``)."""
+
+    OK = "ok"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    PRUNED = "pruned"
+
+
+OK, FAILED, TIMEOUT, PRUNED = Status.OK, Status.FAILED, Status.TIMEOUT, Status.PRUNED
 
 OBJECTIVES = ("time", "cost")  # what sweeper recommend minimises
 ACCURACY_MARGIN = 0.005  # accuracy a recommended configuration may lose to the most accurate one

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -24,9 +24,10 @@ from rich.console import Console
 
 from sweeper.cli import main
 from sweeper.planning.view import warning_line
-from sweeper.run import runner
+from sweeper.run import launches, runner
 from sweeper.run.view import measurement_line
 from sweeper.store.parquet import COLUMNS, SCHEMA_VERSION, write_rows
+from sweeper.store.row import Row
 from tests.conftest import minimal_grid
 from tests.fixtures.make_fixture_store import STORE, fixture_rows
 
@@ -66,7 +67,7 @@ def no_launch(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
         return called
 
-    monkeypatch.setattr(runner, "starter", refuse("starter"))
+    monkeypatch.setattr(launches, "starter", refuse("starter"))
     monkeypatch.setattr(runner, "load_data", refuse("load_data"))
     return calls
 
@@ -112,7 +113,7 @@ def test_run_report_and_compare_print_markup_in_paths_and_names_as_written(
 
 def test_error_rows_and_warnings_show_their_text_as_written_on_any_console() -> None:
     """Markup, emoji codes and a terminal escape sequence in an error message: shown, not obeyed."""
-    row = {
+    row: dict[str, object] = {
         "status": "failed",
         "engine": "spark",
         "mode": "replicas",
@@ -126,7 +127,7 @@ def test_error_rows_and_warnings_show_their_text_as_written_on_any_console() -> 
     }
     buffer = io.StringIO()
     console = Console(file=buffer, width=300, color_system=None)  # markup and emoji on, as rich's default
-    console.print(measurement_line(row))
+    console.print(measurement_line(cast(Row, row)))
     console.print(warning_line("dataset [/]x :smile:"))
     text = buffer.getvalue()
     assert "Py4JJavaError: [/] [bold]boom :smile: \\x1b[31mred" in text and "\x1b" not in text

@@ -9,10 +9,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from sweeper.config import load as grid_file
+from sweeper.names import OK
 from sweeper.planning.dry_run import MAX_EPOCHS, MAX_TRAIN_ROWS, shrink_launch, shrink_plan
 from sweeper.planning.measurements import pending, split_reused
 from sweeper.planning.plan import Plan, make_plan
-from sweeper.run.rows import planned_columns, reused_row, row_of
+from sweeper.run.rows import RunRecord, measurement_row, planned_columns, reused_row
 from tests.conftest import REPO, minimal_grid, run_cli
 
 SMALL_MACHINE = {"local_cores": 2, "local_memory_mib": 16 * 1024}  # every shape of 2node.yaml shrinks to 1 x 2 x 8 GiB
@@ -56,7 +57,8 @@ def test_a_reused_row_stands_for_its_own_planned_measurement() -> None:
     measured, stand_ins = split_reused(plan, todo)
     source = next(item for item in measured if item.launch.engine == "spark" and item.point.epochs == 100)
     other = next(i for i in stand_ins[source.key] if i.launch.as_planned.cores_per_executor == 6)
-    row = row_of(plan, source, None, {}, status="ok", fit_wall_s=1.5)
+    run = RunRecord.of(plan.grid, "run", {})
+    row = measurement_row(plan, source, run, None, outcome=run.outcome(OK, None, fit_wall_s=1.5))
     copy = reused_row(plan, row, other)
     assert copy["reused_from"] == source.key != copy["measurement_key"] == other.key
     assert (copy["cores_per_executor"], copy["executors"], copy["executor_memory_gib"]) == (6, 5, 19.0)

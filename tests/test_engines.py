@@ -24,7 +24,7 @@ from sweeper.launch.hosts import ssh as ssh_hosts
 from sweeper.launch.options import SshCluster, SshOptions
 from sweeper.launch.spark import ssh as spark_ssh
 from sweeper.launch.spark.conf import with_spark_conf
-from sweeper.run import runner
+from sweeper.run import measure
 from tests.conftest import minimal_grid
 
 
@@ -230,43 +230,43 @@ ABORTED = AttributeError("'Future' object has no attribute 'resolve'")
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     fake = Clock()
-    monkeypatch.setattr(runner, "time", fake)
+    monkeypatch.setattr(measure, "time", fake)
     return fake
 
 
 def test_a_batch_that_ends_with_an_error_after_its_deadline_is_a_timeout(clock: Clock) -> None:
     # The race: the aborted batch's own error arrived between the deadline and the runner's look at the batch.
     batch = Batch(clock, run_s=10.0, ending=ABORTED)
-    with pytest.raises(runner.MeasurementTimeout):
-        runner._with_timeout(batch, [], None, timeout_s=5.0)  # type: ignore[arg-type]
+    with pytest.raises(measure.MeasurementTimeout):
+        measure.with_timeout(batch, [], None, timeout_s=5.0)  # type: ignore[arg-type]
     assert not batch.aborted.is_set()  # it had ended: nothing to abort
 
 
 def test_a_batch_that_returns_after_its_deadline_is_a_timeout(clock: Clock) -> None:
-    with pytest.raises(runner.MeasurementTimeout):
-        runner._with_timeout(Batch(clock, run_s=5.5, ending=["late"]), [], None, timeout_s=5.0)  # type: ignore[arg-type]
+    with pytest.raises(measure.MeasurementTimeout):
+        measure.with_timeout(Batch(clock, run_s=5.5, ending=["late"]), [], None, timeout_s=5.0)  # type: ignore[arg-type]
 
 
 def test_a_batch_running_at_its_deadline_is_aborted_and_is_a_timeout_whatever_it_raises(clock: Clock) -> None:
     batch = Batch(clock, run_s=10.0, ending=ABORTED, until_abort=True)
-    with pytest.raises(runner.MeasurementTimeout):
-        runner._with_timeout(batch, [], None, timeout_s=5.0)  # type: ignore[arg-type]
+    with pytest.raises(measure.MeasurementTimeout):
+        measure.with_timeout(batch, [], None, timeout_s=5.0)  # type: ignore[arg-type]
     assert batch.aborted.is_set()
 
 
 def test_an_abort_that_fails_still_makes_a_timeout_naming_why(clock: Clock) -> None:
     batch = Batch(clock, run_s=10.0, ending=ABORTED, until_abort=True)
     batch.abort_error = LaunchError("dask: the workers did not start again")
-    with pytest.raises(runner.MeasurementTimeout) as raised:
-        runner._with_timeout(batch, [], None, timeout_s=5.0)  # type: ignore[arg-type]
+    with pytest.raises(measure.MeasurementTimeout) as raised:
+        measure.with_timeout(batch, [], None, timeout_s=5.0)  # type: ignore[arg-type]
     assert raised.value.__cause__ is batch.abort_error
 
 
 def test_a_batch_that_ends_in_time_gives_its_results_or_its_own_error(clock: Clock) -> None:
-    assert runner._with_timeout(Batch(clock, 5.0, ["ok"]), [], None, timeout_s=5.0) == ["ok"]  # type: ignore[arg-type]
+    assert measure.with_timeout(Batch(clock, 5.0, ["ok"]), [], None, timeout_s=5.0) == ["ok"]  # type: ignore[arg-type]
     failing = ValueError("a fit raised")
     with pytest.raises(ValueError, match="a fit raised"):
-        runner._with_timeout(Batch(clock, 1.0, failing), [], None, timeout_s=5.0)  # type: ignore[arg-type]
+        measure.with_timeout(Batch(clock, 1.0, failing), [], None, timeout_s=5.0)  # type: ignore[arg-type]
 
 
 # --- spark_conf merged with the sweeper's Spark properties ------------------------------------------------------

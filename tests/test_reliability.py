@@ -32,7 +32,7 @@ from sweeper.config import load as grid_file
 from sweeper.launch.registry import starter
 from sweeper.planning.measurements import pending
 from sweeper.planning.plan import make_plan
-from sweeper.run import runner
+from sweeper.run import measure, runner
 from sweeper.store.lock import LOCK_NAME
 from sweeper.store.parquet import write_rows
 from sweeper.workload.environment import fit_environment
@@ -461,7 +461,7 @@ def test_the_baseline_launch_listens_on_loopback_only(tmp_path: Path, monkeypatc
     item = pending(plan, set())[0][0]
     context = launches.context(tmp_path / "run", environment=fit_environment(1, {}))
     with starter(launch.engine, launch.manager)(launch, context) as session:
-        session.run_batch(runner.batch_for(plan, item.launch, item.point, item.trial, data, epochs=2), data)
+        session.run_batch(measure.batch_for(plan, item.launch, item.point, item.trial, data, epochs=2), data)
         found = listening_addresses(os.getpid())
     exposed = [entry for entry in found if entry[1] not in LOOPBACK]
     assert not exposed, f"the baseline launch listens beyond loopback: {exposed}"

@@ -6,6 +6,7 @@ import math
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -85,9 +86,9 @@ def test_the_same_pid_on_two_hosts_is_two_workers() -> None:
 
 def test_unavailable_figures_are_null_with_the_reason() -> None:
     columns = resource_columns([fit(None), fit(None)], fit_wall_s=1.0, slots=2, spark=True, jvm_peak_heap_gib=None)
-    assert all(columns[name] is None for name in ("cpu_s_fits", "cpu_s_workers", "worker_peak_rss_gib_max"))
-    assert "2 of 2 fits did not measure themselves" in columns["resource_note"]
-    assert "no executor heap peak yet" in columns["resource_note"]
+    assert all(columns.get(name) is None for name in ("cpu_s_fits", "cpu_s_workers", "worker_peak_rss_gib_max"))
+    note = columns.get("resource_note")
+    assert note is not None and "2 of 2 fits did not measure themselves" in note and "no executor heap peak yet" in note
 
 
 def test_a_fit_measures_its_own_thread_process_and_peak_memory() -> None:
@@ -127,7 +128,7 @@ def test_each_engine_records_cpu_and_a_peak_at_least_its_workers_data(tmp_path: 
     (tmp_path / "grid.yaml").write_text(yaml.safe_dump(spec))
     plan = make_plan(grid_file.load(tmp_path / "grid.yaml"))
     result = runner.run(plan, store=tmp_path / "store")
-    rows = {row["engine"]: row for row in result.rows}
+    rows: dict[str, dict[str, Any]] = {row["engine"]: dict(row) for row in result.rows}
     assert set(rows) == {"local", "spark", "dask"} and all(r["status"] == "ok" for r in rows.values()), result.rows
     held_gib = 0.9 * ROWS * FEATURES * 4 / GIB  # the training split each worker holds
     for engine, row in rows.items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import cast
 
 import pytest
 from rich.console import Console
@@ -15,6 +16,7 @@ from sweeper.results.right_sizing import memory_advice
 from sweeper.run.view import measurement_line, summary_table
 from sweeper.shapes import shape_text
 from sweeper.store.parquet import load_results
+from sweeper.store.row import Row
 from tests.fixtures.make_fixture_store import STORE
 
 A = "7 executors x 5 cores x 13 GiB"
@@ -28,7 +30,7 @@ def rendered(renderable: object) -> str:
 
 
 @pytest.fixture(scope="module")
-def rows_a() -> list[dict[str, object]]:
+def rows_a() -> list[Row]:
     df = load_results(STORE)
     picked = df[(df["engine"] != "local") & (df["cores_per_executor"] == 5) & (df["status"] == "ok")]
     started = {
@@ -36,10 +38,10 @@ def rows_a() -> list[dict[str, object]]:
         "epochs_run": 10,
         "mode": "independent",
     }  # what a live row has, and the store not
-    return [{**row, **started} for row in picked.to_dict("records")]
+    return [cast(Row, {**row, **started}) for row in picked.to_dict("records")]
 
 
-def test_every_view_writes_a_shape_the_same_way(rows_a: list[dict[str, object]]) -> None:
+def test_every_view_writes_a_shape_the_same_way(rows_a: list[Row]) -> None:
     row = rows_a[0]
     assert shape_text(7, 5, 13.0) == A
     assert A in str(measurement_line(row))

@@ -61,5 +61,5 @@ def test_a_cluster_smaller_than_the_plan_fails_the_launch(
     # the wait for executors and workers that will never come is kept short
     result = runner.run(plan, store=tmp_path / "store", start_timeout_s=10)
     assert {r["status"] for r in result.rows} == {"failed"}
-    errors = " ".join(r["error"] for r in result.rows)
+    errors = " ".join(str(r["error"]) for r in result.rows)
     assert "planned 4 x 1 cores" in errors or "of 4" in errors or "4 x 1" in errors, errors

@@ -23,7 +23,8 @@ from sweeper.planning.measurements import pending, split_reused
 from sweeper.planning.plan import make_plan
 from sweeper.results.report.content import Rows, build_report
 from sweeper.results.statistics import config_label
-from sweeper.run import runner
+from sweeper.run import launches as run_launches
+from sweeper.run import measure, runner
 from sweeper.store.lock import LOCK_NAME
 from sweeper.store.parquet import sweeps
 from sweeper.workload.data import load
@@ -153,7 +154,7 @@ def test_a_failing_fit_is_a_failed_row_with_its_original_error_on_every_engine(t
     for row in result.rows:
         assert row["status"] == "failed"
         assert row["error_type"] == "InvalidParameterError", (row["engine"], row["error"])
-        assert "The 'solver' parameter of MLPClassifier must be a str among" in row["error"]
+        assert "The 'solver' parameter of MLPClassifier must be a str among" in str(row["error"])
     assert_no_launch_processes()
 
 
@@ -183,11 +184,11 @@ def test_a_dask_launch_measures_again_after_a_batch_aborted_at_its_time_limit(tm
     context = launches.context(tmp_path / "run")
     with starter("dask", "local")(launch, context) as session:
         assert isinstance(session, DaskSession)
-        first = {r.pid for r in runner._with_timeout(session, tasks, data, 600)}
+        first = {r.pid for r in measure.with_timeout(session, tasks, data, 600)}
         for _ in range(2):  # twice: the second abort finds the workers the first one's restart started
-            with pytest.raises(runner.MeasurementTimeout):
-                runner._with_timeout(session, tasks, data, 0.0)
-        again = runner._with_timeout(session, tasks, data, 600)
+            with pytest.raises(measure.MeasurementTimeout):
+                measure.with_timeout(session, tasks, data, 0.0)
+        again = measure.with_timeout(session, tasks, data, 600)
         assert len({r.pid for r in again}) == 2 and not first & {r.pid for r in again}
         # one core left (a worker retired): the batch still runs on the cluster, not in this process
         session.client.retire_workers([sorted(session.worker_addresses())[0]])
@@ -204,9 +205,9 @@ def test_the_baseline_measures_again_after_a_batch_aborted_at_its_time_limit(tmp
     launch = launches.launch("local", executors=1, executor_memory_mib=0, memory_overhead_mib=0)
     context = launches.context(tmp_path / "run")
     with starter("local")(launch, context) as session:
-        with pytest.raises(runner.MeasurementTimeout):
-            runner._with_timeout(session, replicas(data), data, 0.0)
-        again = runner._with_timeout(session, replicas(data), data, 600)
+        with pytest.raises(measure.MeasurementTimeout):
+            measure.with_timeout(session, replicas(data), data, 0.0)
+        again = measure.with_timeout(session, replicas(data), data, 600)
         assert len(again) == 2 and all(0 < r.accuracy <= 1 for r in again)
     assert_no_launch_processes()
 
@@ -216,13 +217,13 @@ def test_a_warm_up_past_the_time_limit_restarts_the_launch_before_measuring(
 ) -> None:
     """The aborted warm-up left the launch restarting its workers: the measurement gets a fresh launch."""
     starts: list[str] = []
-    real_starter = runner.starter
+    real_starter = run_launches.starter
 
     def counting_starter(engine: str, manager: str = "local") -> Any:
         starts.append(engine)
         return real_starter(engine, manager)
 
-    monkeypatch.setattr(runner, "starter", counting_starter)
+    monkeypatch.setattr(run_launches, "starter", counting_starter)
     grid = small_grid(tmp_path, name="cold", epochs=[200], trials=1, timeout_s=0.001, exact_epochs=True)
     spec = yaml.safe_load(grid.read_text())
     spec["exclude"] = [{"engine": "spark"}, {"engine": "dask"}]  # the baseline alone: one cheap local worker

@@ -23,9 +23,7 @@ def take(queue: TrialQueue, times_s: Callable[[int], float]) -> list[dict[str, o
     """Record each measurement the queue hands out, trial t taking ``times_s(t)``; the rows, in order."""
     rows = []
     while (item := queue.next()) is not None:
-        row: dict[str, object] = {"status": "ok", "fit_wall_s": times_s(item.trial), "epochs": item.point.epochs}
-        queue.record(item, row)
-        rows.append(row)
+        rows.append({**queue.record(item, times_s(item.trial)), "epochs": item.point.epochs})
     return rows
 
 
@@ -59,7 +57,7 @@ def test_failed_trials_count_towards_max_and_the_same_trial_is_handed_out_until_
     assert first is not None and queue.next() == first  # a restarted launch asks again
     taken = 0
     while (item := queue.next()) is not None:
-        queue.record(item, {"status": "failed", "fit_wall_s": 1.0})
+        assert queue.record(item, None) == {"stop_reason": MAX_TRIALS if taken == 7 else None, "rung": None}
         taken += 1
     assert taken == 8
 
@@ -78,9 +76,7 @@ def test_a_launch_that_does_not_start_fails_the_next_trial_of_each_point(write_g
     queue = TrialQueue(plan, plan.launches[1], plan.points[1], {}, trial_policy(plan.grid.workload), rung=2)
     rest = queue.rest()
     assert [(i.point.epochs, i.trial) for i in rest] == [(5, 0), (10, 0)] and queue.next() is None
-    row: dict[str, object] = {}
-    queue.stamp(row)
-    assert row == {"rung": 2}
+    assert queue.columns() == {"rung": 2}
 
 
 def test_a_fixed_queue_hands_out_its_list_in_order(write_grid: Callable[..., Path]) -> None:
@@ -88,6 +84,6 @@ def test_a_fixed_queue_hands_out_its_list_in_order(write_grid: Callable[..., Pat
     items = [object(), object()]
     queue = FixedQueue(items)  # type: ignore[arg-type]
     assert queue.next() is items[0]
-    queue.record(items[0], {})  # type: ignore[arg-type]
+    assert queue.record(items[0], 1.0) == {}  # type: ignore[arg-type]
     assert queue.rest() == [items[1]] and queue.next() is None
     assert trial_policy(plan.grid.workload).max_trials == 8

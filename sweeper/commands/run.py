@@ -16,6 +16,7 @@ from sweeper.planning.dry_run import shrink_plan
 from sweeper.planning.plan import Plan, make_plan
 from sweeper.planning.view import beyond_this_machine, warning_line
 from sweeper.shapes import counted
+from sweeper.store.row import Row
 from sweeper.text import plain
 
 
@@ -62,7 +63,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
     )
     with progress_bar(console, plan.n_measurements) as bar:
 
-        def report(row: dict[str, object]) -> None:
+        def report(row: Row) -> None:
             bar.console.print(measurement_line(row), soft_wrap=True)
 
         def advance(done: int, total: int) -> None:

@@ -17,13 +17,14 @@ from typing import Any
 from sweeper.names import BASELINE_ENGINE, PRUNED
 from sweeper.planning.measurements import Todo, measurement_key
 from sweeper.planning.plan import Launch, Plan, Point
-from sweeper.run.rows import row_of
+from sweeper.run.rows import RunRecord, measurement_row
 from sweeper.run.trials import LaunchQueue, TrialQueue, trial_policy
 from sweeper.search.halving import HalvingPolicy, HalvingResult, rung_values, successive_halving
+from sweeper.store.row import Row
 from sweeper.workload.data import Data
 
 Configuration = tuple[int, Point]  # (launch index, point with the rung axis left out)
-RunLaunch = Callable[[Launch, LaunchQueue], Iterator[dict[str, Any]]]
+RunLaunch = Callable[[Launch, LaunchQueue], Iterator[Row]]
 
 
 def configuration(launch: Launch, point: Point, rung_axis: str) -> Configuration:
@@ -40,7 +41,7 @@ class HalvingRun:
     """One halving sweep: measures through ``run_launch``, hands each row to ``emit`` as it is written."""
 
     def __init__(
-        self, plan: Plan, run_launch: RunLaunch, done_s: Mapping[str, float], emit: Callable[[dict[str, Any]], None]
+        self, plan: Plan, run_launch: RunLaunch, done_s: Mapping[str, float], emit: Callable[[Row], None]
     ) -> None:
         self.plan, self.run_launch, self.done_s, self.emit = plan, run_launch, done_s, emit
         self.axis = plan.grid.search.rung_axis
@@ -95,9 +96,7 @@ class HalvingRun:
         self.skipped += queue.skipped
         return {configuration(launch, point, self.axis): median for point, median in queue.medians_s().items()}
 
-    def pruned_rows(
-        self, shared: dict[str, Any], recorded: set[str], data: Mapping[float, Data]
-    ) -> list[dict[str, Any]]:
+    def pruned_rows(self, run: RunRecord, recorded: set[str], data: Mapping[float, Data]) -> list[Row]:
         """A ``pruned`` row for each (configuration, rung) never measured (one the store holds is not written again)."""
         rows = []
         for (index, point), rung in self.unmeasured:
@@ -105,10 +104,12 @@ class HalvingRun:
             key = measurement_key(self.plan.grid, self.plan, launch, planned, 0)
             if key in recorded or planned not in self.plan.points[index]:
                 continue
+            why = f"not among the fastest at {self.axis} {self.rungs[rung - 1]}, so not measured here"
+            outcome = run.outcome(PRUNED, why)
             todo = Todo(launch, planned, 0, key)
-            row = row_of(self.plan, todo, data[planned.fraction], shared, status=PRUNED, rung=rung)
-            row["error"] = f"not among the fastest at {self.axis} {self.rungs[rung - 1]}, so not measured here"
-            rows.append(row)
+            rows.append(
+                measurement_row(self.plan, todo, run, data[planned.fraction], outcome=outcome, search={"rung": rung})
+            )
         return rows
 
 

@@ -18,29 +18,20 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import Any
 
+from sweeper.store.row import ResourceColumns
 from sweeper.workload.fit import FitResult
 from sweeper.workload.usage import ProcessUsage, Usage
 
 BYTES_PER_GIB = 1024**3
-FIGURES = (
-    "cpu_s_fits",
-    "cpu_s_workers",
-    "slot_utilisation",
-    "worker_peak_rss_gib_max",
-    "worker_peak_rss_gib_median",
-    "python_peak_rss_gib_max",
-)
 
 
 def resource_columns(
     results: Sequence[FitResult], fit_wall_s: float, slots: int, *, spark: bool, jvm_peak_heap_gib: float | None
-) -> dict[str, Any]:
+) -> ResourceColumns:
     """The resource columns of a batch that completed (``spark``: the launch has executor JVMs)."""
     usages = [r.usage for r in results if r.usage is not None]
-    columns: dict[str, Any] = dict.fromkeys(FIGURES)
-    columns["jvm_peak_heap_gib"] = jvm_peak_heap_gib
+    columns = ResourceColumns(jvm_peak_heap_gib=jvm_peak_heap_gib)
     notes = []
     if len(usages) < len(results):
         notes.append(
@@ -51,12 +42,14 @@ def resource_columns(
         cpu_s_workers = _cpu_s_of_processes(usages)
         peaks_gib, python_gib = _worker_peaks_gib(usages)
         columns.update(
-            cpu_s_fits=sum(u.thread_cpu_s for u in usages),
-            cpu_s_workers=cpu_s_workers,
-            slot_utilisation=cpu_s_workers / (slots * fit_wall_s) if slots > 0 and fit_wall_s > 0 else None,
-            worker_peak_rss_gib_max=max(peaks_gib) if peaks_gib else None,
-            worker_peak_rss_gib_median=statistics.median(peaks_gib) if peaks_gib else None,
-            python_peak_rss_gib_max=max(python_gib) if spark and python_gib else None,
+            ResourceColumns(
+                cpu_s_fits=sum(u.thread_cpu_s for u in usages),
+                cpu_s_workers=cpu_s_workers,
+                slot_utilisation=cpu_s_workers / (slots * fit_wall_s) if slots > 0 and fit_wall_s > 0 else None,
+                worker_peak_rss_gib_max=max(peaks_gib) if peaks_gib else None,
+                worker_peak_rss_gib_median=statistics.median(peaks_gib) if peaks_gib else None,
+                python_peak_rss_gib_max=max(python_gib) if spark and python_gib else None,
+            )
         )
         if not peaks_gib:
             notes.append("the workers' peak memory could not be read")

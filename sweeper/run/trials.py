@@ -1,11 +1,11 @@
 """Which measurement a launch takes next: a fixed list, or trials decided one at a time.
 
-A launch asks its queue for the next measurement, takes it, records its row, and asks again;
+A launch asks its queue for the next measurement, takes it, records its outcome, and asks again;
 when it restarts (after a failed measurement), the queue hands out the same measurement until
 it is recorded. :class:`FixedQueue` is a list decided before the run (a fixed number of trials,
 a dry run). :class:`TrialQueue` measures each point of the launch until
 :func:`sweeper.search.adaptive.decide` says stop: a fixed count, or adaptive trials
-(``workload.trials: {min, max, target_rel_ci}``), stamping the last row of a point with its
+(``workload.trials: {min, max, target_rel_ci}``), giving the last row of a point its
 ``stop_reason``. Measurements already ``ok`` in the store count without being taken again.
 """
 
@@ -16,13 +16,13 @@ import statistics
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from sweeper.config.grid import Workload
-from sweeper.names import OK
 from sweeper.planning.measurements import Todo, measurement_key
 from sweeper.planning.plan import Launch, Plan, Point
 from sweeper.search.adaptive import TrialPolicy, decide
+from sweeper.store.row import SearchColumns
 
 
 class LaunchQueue(Protocol):
@@ -32,16 +32,16 @@ class LaunchQueue(Protocol):
         """The next measurement to take (the same one until it is recorded); None when done."""
         ...
 
-    def record(self, item: Todo, row: dict[str, Any]) -> None:
-        """``item`` was taken and gave ``row`` (stamped here with the queue's columns before it is written)."""
+    def record(self, item: Todo, ok_time_s: float | None) -> SearchColumns:
+        """``item`` was taken (``ok_time_s``: its time, None unless ok); the columns its row gets from the queue."""
         ...
 
     def rest(self) -> list[Todo]:
         """Everything still to take, which ends the queue: the launch could not start, each gets a failed row."""
         ...
 
-    def stamp(self, row: dict[str, Any]) -> None:
-        """Add the queue's own columns to a row (``rung``)."""
+    def columns(self) -> SearchColumns:
+        """The queue's own columns of any of its rows (``rung``)."""
         ...
 
 
@@ -54,17 +54,19 @@ class FixedQueue:
     def next(self) -> Todo | None:
         return self.items[0] if self.items else None
 
-    def record(self, item: Todo, row: dict[str, Any]) -> None:
+    def record(self, item: Todo, ok_time_s: float | None) -> SearchColumns:
         if self.items and self.items[0] is item:
             self.items.popleft()
+        return self.columns()
 
     def rest(self) -> list[Todo]:
         rest = list(self.items)
         self.items.clear()
         return rest
 
-    def stamp(self, row: dict[str, Any]) -> None:
+    def columns(self) -> SearchColumns:
         """Nothing to add: a fixed plan has no rungs."""
+        return SearchColumns()
 
 
 def trial_policy(workload: Workload) -> TrialPolicy:
@@ -111,11 +113,9 @@ class TrialQueue:
                 self._count(state, self.done_s[key])
         return None
 
-    def record(self, item: Todo, row: dict[str, Any]) -> None:
+    def record(self, item: Todo, ok_time_s: float | None) -> SearchColumns:
         state = next(s for s in self.points if s.point == item.point)
-        reason = self._count(state, row["fit_wall_s"] if row["status"] == OK else None)
-        row["stop_reason"] = reason
-        self.stamp(row)
+        return SearchColumns(stop_reason=self._count(state, ok_time_s), rung=self.rung)
 
     def rest(self) -> list[Todo]:
         items = [todo for todo in (self._next_of(s) for s in self.points) if todo is not None]
@@ -123,8 +123,8 @@ class TrialQueue:
             state.stopped = True
         return items
 
-    def stamp(self, row: dict[str, Any]) -> None:
-        row["rung"] = self.rung
+    def columns(self) -> SearchColumns:
+        return SearchColumns(rung=self.rung)
 
     def medians_s(self) -> dict[Point, float]:
         """Each point's median ok time (NaN without one)."""

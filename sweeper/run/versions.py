@@ -10,7 +10,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-LIBRARIES = {"sklearn": "scikit-learn", "joblib": "joblib", "dask": "dask", "pyspark": "pyspark"}
+from sweeper.store.row import VersionColumns
 
 
 def java_version() -> str:
@@ -25,12 +25,20 @@ def java_version() -> str:
 
 
 @functools.cache
-def versions() -> dict[str, str]:
-    """Column name -> version, e.g. ``{"python_version": "3.11.7", "java_version": "17.0.15", ...}``."""
-    found = {"python_version": platform.python_version(), "java_version": java_version()}
-    for column, package in LIBRARIES.items():
-        try:
-            found[f"{column}_version"] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            found[f"{column}_version"] = "not installed"
-    return found
+def versions() -> VersionColumns:
+    """The versions every row records, e.g. ``python_version`` 3.11.7, ``java_version`` 17.0.15."""
+    return VersionColumns(
+        python_version=platform.python_version(),
+        sklearn_version=_version("scikit-learn"),
+        joblib_version=_version("joblib"),
+        dask_version=_version("dask"),
+        pyspark_version=_version("pyspark"),
+        java_version=java_version(),
+    )
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -15,12 +15,13 @@ from rich.text import Text
 
 from sweeper.names import FAILED, OK, PRUNED, TIMEOUT
 from sweeper.shapes import shape_text
+from sweeper.store.row import Row
 from sweeper.text import plain
 
-STATUS_STYLE = {OK: "green", FAILED: "red", TIMEOUT: "yellow"}
+STATUS_STYLE: dict[str, str] = {OK: "green", FAILED: "red", TIMEOUT: "yellow"}
 
 
-def measurement_line(row: dict[str, Any]) -> Text:
+def measurement_line(row: Row) -> Text:
     """One line for a finished measurement (plain text, styled: an error message shows as written)."""
     shape = shape_text(
         row["executors"], row["cores_per_executor"], row["executor_memory_gib"], baseline=row["engine"] == "local"
@@ -61,14 +62,14 @@ def progress_bar(console: Console, total: int) -> Iterator[Progress]:
         yield bar
 
 
-def _summary_order(item: tuple[tuple[Any, ...], list[dict[str, Any]]]) -> tuple[str, ...]:
+def _summary_order(item: tuple[tuple[Any, ...], list[Row]]) -> tuple[str, ...]:
     """Engine, mode, then shape and epochs in numeric order."""
     return tuple(f"{value:012.4f}" if isinstance(value, int | float) else str(value) for value in item[0])
 
 
-def summary_table(rows: list[dict[str, Any]]) -> Table:
+def summary_table(rows: Sequence[Row]) -> Table:
     """Median fit time and accuracy per engine, shape and epochs, with failures counted."""
-    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[Any, ...], list[Row]] = defaultdict(list)
     for row in rows:
         key = (row["engine"], row["mode"], row["executors"], row["cores_per_executor"], row["epochs"])
         groups[key].append(row)
@@ -77,6 +78,7 @@ def summary_table(rows: list[dict[str, Any]]) -> Table:
         table.add_column(column, justify="left" if column in ("engine", "mode") else "right")
     for (engine, mode, executors, cores, epochs), members in sorted(groups.items(), key=_summary_order):
         ok = [r for r in members if r["status"] == OK]
+        times_s = [time_s for r in ok if (time_s := r["fit_wall_s"]) is not None]
         pruned = "pruned" if any(r["status"] == PRUNED for r in members) else "-"
         table.add_row(
             engine,
@@ -85,7 +87,7 @@ def summary_table(rows: list[dict[str, Any]]) -> Table:
             str(epochs),
             str(len(ok)),
             str(sum(r["status"] not in (OK, PRUNED) for r in members)),
-            f"{statistics.median(r['fit_wall_s'] for r in ok):.2f}" if ok else pruned,
+            f"{statistics.median(times_s):.2f}" if times_s else pruned,
             f"{statistics.median(r['accuracy'] for r in ok):.4f}" if ok else "-",
         )
     return table

@@ -1,7 +1,8 @@
 """What each column of a stored row means: one table, which ``make docs`` writes into the README.
 
 ``python -m sweeper.store.column_docs README.md`` replaces what lies between BEGIN and END in that file.
-Every column of :data:`sweeper.store.parquet.SCHEMA` is in exactly one group (a test checks it).
+Every column of :class:`sweeper.store.row.Row` (the schema is derived from it) is in exactly one group
+(a test checks it).
 """
 
 from __future__ import annotations

@@ -16,8 +16,10 @@ import os
 import stat
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
 
 import pandas as pd
 import pyarrow as pa
@@ -27,6 +29,7 @@ import pyarrow.parquet as pq
 from sweeper.config.names import check_sweep_name
 from sweeper.errors import UserError
 from sweeper.names import OK
+from sweeper.store.row import INT64, Row
 
 SCHEMA_VERSION = 7
 # Columns added after version 1: files written before them read with them empty.
@@ -53,86 +56,26 @@ ADDED_AFTER_VERSION_1 = (
     "rung_axis",  # version 7: the axis a halving run's rungs grew, stored rather than guessed
 )
 
-SCHEMA = pa.schema(
-    [
-        ("schema_version", pa.int32()),
-        ("sweep", pa.string()),
-        ("run_id", pa.string()),
-        ("grid_hash", pa.string()),
-        ("measurement_key", pa.string()),
-        ("launch_index", pa.int32()),
-        ("engine", pa.string()),
-        ("manager", pa.string()),
-        ("rule", pa.string()),
-        ("nodes", pa.int32()),
-        ("cores_per_executor", pa.int32()),
-        ("executors", pa.int32()),
-        ("total_cores", pa.int32()),
-        ("executor_memory_gib", pa.float64()),
-        ("memory_overhead_gib", pa.float64()),
-        ("granted_executors", pa.int32()),
-        ("granted_cores_per_executor", pa.int32()),
-        ("granted_executor_memory_gib", pa.float64()),
-        ("dataset", pa.string()),
-        ("n_train", pa.int64()),
-        ("n_test", pa.int64()),
-        ("n_features", pa.int32()),
-        ("fraction", pa.float64()),
-        ("mode", pa.string()),
-        ("n_fits", pa.int32()),
-        ("model_params", pa.string()),
-        ("hidden_layer_sizes", pa.string()),
-        ("exact_epochs", pa.bool_()),
-        ("epochs", pa.int32()),
-        ("epochs_run", pa.int32()),
-        ("epochs_run_mean", pa.float64()),
-        ("converged", pa.bool_()),
-        ("trial", pa.int32()),
-        ("cluster_start_s", pa.float64()),
-        ("staging_s", pa.float64()),
-        ("warmup_s", pa.float64()),
-        ("fit_wall_s", pa.float64()),
-        ("fit_task_sum_s", pa.float64()),
-        ("fit_task_max_s", pa.float64()),
-        ("accuracy", pa.float64()),
-        ("accuracy_best", pa.float64()),
-        ("teardown_s", pa.float64()),
-        ("status", pa.string()),
-        ("error_type", pa.string()),
-        ("error", pa.string()),
-        ("host", pa.string()),
-        ("cluster_hosts", pa.string()),
-        ("started_at", pa.timestamp("us", tz="UTC")),
-        ("threads_per_fit", pa.int32()),
-        ("fit_environment", pa.string()),
-        ("worker_pids", pa.int32()),
-        ("shards", pa.int32()),
-        ("rounds", pa.int32()),
-        ("round_s_mean", pa.float64()),
-        ("comm_bytes_per_round", pa.int64()),
-        ("python_version", pa.string()),
-        ("sklearn_version", pa.string()),
-        ("joblib_version", pa.string()),
-        ("dask_version", pa.string()),
-        ("pyspark_version", pa.string()),
-        ("java_version", pa.string()),
-        ("dry_run", pa.bool_()),
-        ("cpu_s_fits", pa.float64()),
-        ("cpu_s_workers", pa.float64()),
-        ("slot_utilisation", pa.float64()),
-        ("worker_peak_rss_gib_max", pa.float64()),
-        ("worker_peak_rss_gib_median", pa.float64()),
-        ("jvm_peak_heap_gib", pa.float64()),
-        ("python_peak_rss_gib_max", pa.float64()),
-        ("resource_note", pa.string()),
-        ("dry_run_epochs", pa.int32()),
-        ("dry_run_train_rows", pa.int64()),
-        ("reused_from", pa.string()),
-        ("stop_reason", pa.string()),
-        ("rung", pa.int32()),
-        ("rung_axis", pa.string()),
-    ]
-)
+_ARROW_TYPES = {
+    str: pa.string(),
+    bool: pa.bool_(),
+    int: pa.int32(),
+    float: pa.float64(),
+    datetime: pa.timestamp("us", tz="UTC"),
+}
+
+
+def _arrow_type(hint: Any) -> pa.DataType:
+    """The Arrow type of one :class:`~sweeper.store.row.Row` column's type hint (``X | None``: X's)."""
+    if get_origin(hint) is Annotated:
+        return pa.int64() if INT64 in get_args(hint)[1:] else _arrow_type(get_args(hint)[0])
+    if get_origin(hint) in (Union, UnionType):
+        (kind,) = (kind for kind in get_args(hint) if kind is not type(None))
+        return _arrow_type(kind)
+    return _ARROW_TYPES[hint]
+
+
+SCHEMA = pa.schema([(name, _arrow_type(hint)) for name, hint in get_type_hints(Row, include_extras=True).items()])
 COLUMNS = tuple(SCHEMA.names)
 
 

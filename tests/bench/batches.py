@@ -39,7 +39,7 @@ def compare_engines(
     from sweeper.config import load as grids
     from sweeper.launch.registry import starter
     from sweeper.planning.plan import make_plan
-    from sweeper.run.runner import batch_for
+    from sweeper.run.measure import batch_for
     from sweeper.workload.environment import fit_environment
     from tests.support.launches import context as launch_context
 
