@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
 from sweeper.config.grid import (
     HALVING,
+    RACE_CONFIDENCE,
+    RACE_DELTA,
+    RACE_MIN_TRIALS,
     RANK_THRESHOLD,
     REPLAY_REPEATS,
     REPLAY_SEED,
@@ -22,6 +27,7 @@ from sweeper.config.grid import (
 from sweeper.errors import UserError
 from sweeper.search.adaptive import ADAPTIVE, TrialPolicy
 from sweeper.search.halving import ETA, HalvingPolicy
+from sweeper.search.race import RacePolicy
 from sweeper.text import plain
 
 if TYPE_CHECKING:
@@ -31,7 +37,7 @@ if TYPE_CHECKING:
 def add_parser(commands: Any) -> argparse.ArgumentParser:
     """Register ``replay`` on the CLI's subparsers (``commands = parser.add_subparsers(...)``)."""
     parser: argparse.ArgumentParser = commands.add_parser(
-        "replay", help="replay halving or the grid, with adaptive trials, offline on a sweep measured in full"
+        "replay", help="replay halving, racing or the grid offline on a sweep measured in full"
     )
     parser.add_argument("store", help="store directory")
     parser.add_argument("--sweep", help="sweep name (required when the store holds several)")
@@ -63,6 +69,18 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("--rung-axis", choices=RUNG_AXES, default=RUNG_AXIS, help=f"default: {RUNG_AXIS}")
     parser.add_argument(
+        "--delta", type=float, default=RACE_DELTA, help=f"race: the indifference zone (default {RACE_DELTA})"
+    )
+    parser.add_argument(
+        "--confidence",
+        type=float,
+        default=RACE_CONFIDENCE,
+        help=f"race: how sure each decision is (default {RACE_CONFIDENCE})",
+    )
+    parser.add_argument(
+        "--compare", action="store_true", help="replay every strategy on the same store and seed, side by side"
+    )
+    parser.add_argument(
         "--repeats", type=int, default=REPLAY_REPEATS, help=f"bootstrap repeats (default {REPLAY_REPEATS})"
     )
     parser.add_argument("--seed", type=int, default=REPLAY_SEED, help=f"seed of the resampling (default {REPLAY_SEED})")
@@ -82,7 +100,16 @@ def settings_from(args: argparse.Namespace) -> ReplaySettings:
         repeats=args.repeats,
         rung_axis=args.rung_axis,
         seed=args.seed,
+        race=_race(args),
     )
+
+
+def _race(args: argparse.Namespace) -> RacePolicy:
+    """The race's policy: its flags, and the trials' most (a fixed --trials N, or --max-trials)."""
+    text = str(args.trials).strip()
+    most = int(text) if text.isdigit() else args.max_trials
+    first = RACE_MIN_TRIALS if text.isdigit() else max(RACE_MIN_TRIALS, args.min_trials)
+    return RacePolicy(args.delta, args.confidence, min(first, most), most)
 
 
 def _trials(args: argparse.Namespace) -> TrialPolicy:
@@ -103,6 +130,13 @@ def main(args: argparse.Namespace, console: Console) -> int:
 
     settings = settings_from(args)
     df = load_sweep(args.store, args.sweep)
+    if args.compare:
+        results = [replay(df, replace(settings, strategy=strategy)) for strategy in SEARCH_STRATEGIES]
+        if args.json:
+            print(json.dumps({r["strategy"]: {key: r[key] for key in KEYS} for r in results}, sort_keys=False))
+        else:
+            console.print(comparison_table(results))
+        return 0
     result = replay(df, settings)
     if args.json:
         print(json.dumps({key: result[key] for key in KEYS}, sort_keys=False))
@@ -111,6 +145,34 @@ def main(args: argparse.Namespace, console: Console) -> int:
         for line in ([plain(banner)] if banner else []) + replay_lines(result):
             console.print(line, soft_wrap=True)
     return 0
+
+
+COMPARED = (  # (column, key, how a value is shown)
+    ("within 5 %", "within_5pct", "share"),
+    ("within 10 %", "within_10pct", "share"),
+    ("regret median", "regret_median", "share"),
+    ("regret p95", "regret_p95", "share"),
+    ("cluster time", "cluster_s_fraction", "share"),
+    ("cluster p95", "cluster_s_fraction_p95", "share"),
+    ("wrong engine", "wrong_engine", "share"),
+    ("trials per point", "trials_mean", "number"),
+)
+
+
+def comparison_table(results: list[dict[str, Any]]) -> Table:
+    """Every strategy replayed on the same store, one row each (cluster time: a share of the full grid's)."""
+    first = results[0]
+    table = Table(
+        title=f"{first['repeats']} bootstrap repeats of {first['configurations']} configurations; full grid "
+        f"{first['full_grid_cluster_s']:.0f} node-seconds, best {first['full_grid_best']}"
+    )
+    table.add_column("strategy")
+    for column, _, _ in COMPARED:
+        table.add_column(column, justify="right")
+    for result in results:
+        cells = [_share(result[key]) if kind == "share" else f"{result[key]:.1f}" for _, key, kind in COMPARED]
+        table.add_row(result["strategy"], *cells)
+    return table
 
 
 def _share(value: float | None) -> str:
@@ -123,6 +185,8 @@ def replay_lines(result: dict[str, Any]) -> list[Text]:
     rungs = ", ".join(str(v) for v in result["rungs"])
     policy = f", eta {result['eta']}, rank threshold {result['rank_threshold']:g}" if halving else ""
     stops = f", {_share(result['ci_reached'])} stopped on 'ci reached'" if result["ci_reached"] is not None else ""
+    if result["race_settled"] is not None:
+        stops = f"; {_share(result['race_settled'])} of races settled before their most trials"
     engine = (
         f"engine: {result['engine_verdict']} in the full grid; picked the slower engine in "
         f"{_share(result['wrong_engine'])} of repeats"

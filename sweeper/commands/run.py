@@ -83,7 +83,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
     if result.rows:
         console.print(summary_table(result.rows))
         for note in result.notes:
-            console.print(plain(f"Halving: {note}"), soft_wrap=True)
+            console.print(plain(f"{grid.search.strategy.capitalize()}: {note}"), soft_wrap=True)
         _print_closing(store, grid, str(result.rows[0]["run_id"]), console)
     failed = sum(1 for row in result.rows if row["status"] not in (OK, PRUNED))
     pruned = sum(1 for row in result.rows if row["status"] == PRUNED)

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from sweeper.config.grid import HALVING, AdaptiveTrials, Dataset, Search, Workload
+from sweeper.config.grid import HALVING, RACE, RACE_MIN_TRIALS, AdaptiveTrials, Dataset, Search, Workload
 from sweeper.config.model import MLLIB_ONLY_PARAMS, mlp_params, model_axes, read_param_grid
 from sweeper.config.names import SSH_NAME_RULE, SSH_USER_UNSAFE, is_host, ssh_name_problem
 from sweeper.config.schema import Problems, file_kind, is_scalar, item_key, key_name
@@ -326,7 +326,7 @@ def workload(check: Problems, value: Any) -> Workload | None:
 
 
 def search(check: Problems, value: Any, measured: Workload | None) -> Search | None:
-    """``search``: the whole grid, or successive halving on a workload axis with at least two values."""
+    """``search``: the whole grid, successive halving on a workload axis with at least two values, or a race."""
     section = SEARCH.open(value, check)
     if section is None:
         return None
@@ -334,6 +334,12 @@ def search(check: Problems, value: Any, measured: Workload | None) -> Search | N
     if any(v is None for v in read.values()):
         return None
     chosen = Search(**read)
+    if chosen.strategy == RACE and measured is not None and measured.trials < RACE_MIN_TRIALS:
+        check.fail(
+            "search.strategy",
+            f"race needs workload.trials of at least {RACE_MIN_TRIALS} (its first round), got {measured.trials}",
+        )
+        return None
     if chosen.strategy == HALVING and measured is not None:
         values = measured.epochs if chosen.rung_axis == "epochs" else measured.fractions
         if len(values) < 2:

@@ -17,8 +17,8 @@ class Dataset:
     path: str | None = None
 
 
-FULL_GRID, HALVING = "grid", "halving"  # search.strategy: every configuration everywhere, or halving
-SEARCH_STRATEGIES = (FULL_GRID, HALVING)
+FULL_GRID, HALVING, RACE = "grid", "halving", "race"  # search.strategy: everything, halving, or racing
+SEARCH_STRATEGIES = (FULL_GRID, HALVING, RACE)
 RUNG_AXES = ("epochs", "fraction")
 TRIALS_LIMIT = 1000  # trials of one point, in a grid and in replay's flags alike
 TARGET_REL_CI_LIMITS = (0.001, 0.5)  # an adaptive point's target: +-0.1 % to +-50 % of the median
@@ -39,6 +39,9 @@ START_TIMEOUT_S = 180.0  # how long a launch may take to start
 SEARCH_STRATEGY = FULL_GRID  # search.strategy unless the grid says otherwise
 RUNG_AXIS = "epochs"  # what halving's rungs grow: search.rung_axis and replay's --rung-axis
 RANK_THRESHOLD = 0.5  # halving promotes more configurations when the rung orders agree less (Kendall tau)
+RACE_DELTA = 0.05  # a race's indifference zone: configurations within 5 % of the best are all right answers
+RACE_CONFIDENCE = 0.95  # how sure a race is of each decision
+RACE_MIN_TRIALS = 2  # a race's first round (a grid with a fixed trial count: its max)
 REPLAY_STRATEGY = HALVING  # what `sweeper replay` replays unless --strategy says otherwise
 REPLAY_REPEATS = 1000  # replay's bootstrap repeats
 REPLAY_SEED = 0  # the seed of replay's resampling
@@ -46,11 +49,14 @@ REPLAY_SEED = 0  # the seed of replay's resampling
 
 @dataclass(frozen=True)
 class Search:
-    """``search``: measure the whole grid, or halve the configurations on the rung axis (successive halving)."""
+    """``search``: measure the whole grid, halve the configurations on the rung axis (successive halving), or race
+    them at every point until the best is known within ``delta`` with ``confidence``."""
 
     strategy: str = SEARCH_STRATEGY
     eta: int = ETA
     rung_axis: str = RUNG_AXIS
+    delta: float = RACE_DELTA
+    confidence: float = RACE_CONFIDENCE
 
 
 @dataclass(frozen=True)

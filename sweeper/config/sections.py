@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from sweeper.config.grid import (
     ETA,
+    RACE_CONFIDENCE,
+    RACE_DELTA,
     RUNG_AXES,
     RUNG_AXIS,
     SEARCH_STRATEGIES,
@@ -358,7 +360,10 @@ SEARCH = Section(
             doc=(
                 "`grid` measures every configuration; `halving` measures every configuration at the rung axis's "
                 "cheapest value and promotes the fastest 1/`eta` (at least 2, and the best of each engine) to "
-                "the next, up to the full measurement; those it does not promote get `pruned` rows"
+                "the next, up to the full measurement; those it does not promote get `pruned` rows; `race` "
+                "measures every configuration at every point, 2 trials first (or `trials.min`), then at doubling "
+                "counts up to the grid's trials, until the leader is within `delta` of every configuration still "
+                "in the race with `confidence`; a configuration confidently more than `delta` slower leaves it"
             ),
         ),
         Field(
@@ -372,6 +377,18 @@ SEARCH = Section(
             Choice(RUNG_AXES),
             default=RUNG_AXIS,
             doc="`halving`: the workload axis whose values are the rungs, cheapest first",
+        ),
+        Field(
+            "delta",
+            Number(0.0, 0.5),
+            default=RACE_DELTA,
+            doc="`race`: the indifference zone, a share of the best time (0.05: any configuration within 5 %), {kind}",
+        ),
+        Field(
+            "confidence",
+            Number(0.5, 0.999),
+            default=RACE_CONFIDENCE,
+            doc="`race`: how sure each of its decisions is, {kind}",
         ),
     ),
 )

@@ -28,14 +28,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sweeper.config.grid import RUNG_AXES, SEARCH_STRATEGIES
+from sweeper.config.grid import RACE, RUNG_AXES, SEARCH_STRATEGIES
 from sweeper.errors import UserError
 from sweeper.names import BASELINE_ENGINE, CONFIG
 from sweeper.results.statistics import FASTER, INCONCLUSIVE, config_label, ok_mask, pair_verdict
 from sweeper.search.accounting import POINT, cluster_seconds, one_launch_s
 from sweeper.config.grid import REPLAY_REPEATS, REPLAY_SEED, REPLAY_STRATEGY, RUNG_AXIS
 from sweeper.search.adaptive import ADAPTIVE, TrialPolicy, stopping_trials
+from sweeper.results.race_replay import race_repeat
 from sweeper.search.halving import HalvingPolicy, rung_values, successive_halving
+from sweeper.search.race import RacePolicy
 
 MAX_REPEATS = 100_000
 HALVING = HalvingPolicy()
@@ -51,6 +53,7 @@ class ReplaySettings:
     repeats: int = REPLAY_REPEATS
     rung_axis: str = RUNG_AXIS
     seed: int = REPLAY_SEED
+    race: RacePolicy = RacePolicy()
 
     def __post_init__(self) -> None:
         problems = []
@@ -181,6 +184,8 @@ def replay(df: pd.DataFrame, settings: ReplaySettings) -> dict[str, Any]:
     scope = df[df["engine"].ne(BASELINE_ENGINE).fillna(False).astype(bool)]
     overhead = one_launch_s(scope).sum(axis=1)
     reference_s = cluster_seconds(scope).total_s
+    if settings.strategy == RACE:
+        return _replay_race(settings, found, rungs, left_out, overhead, reference_s, rng)
     spent_s = np.zeros(settings.repeats)
     launches_used = np.zeros((settings.repeats, len(rungs), int(overhead.index.max()) + 1), dtype=bool)
     regrets, wrong, widened = [], [], np.zeros(settings.repeats, dtype=bool)
@@ -204,6 +209,40 @@ def replay(df: pd.DataFrame, settings: ReplaySettings) -> dict[str, Any]:
     return _summary(settings, found, rungs, left_out, np.array(regrets), wrong, widened, spent_s, reference_s) | {
         "trials_mean": float(np.concatenate(trials_taken).mean()),
         "ci_reached": float(np.concatenate(reached).mean()) if settings.trials.adaptive else None,
+        "race_settled": None,
+    }
+
+
+def _replay_race(
+    settings: ReplaySettings,
+    found: list[Race],
+    rungs: tuple[Any, ...],
+    left_out: int,
+    overhead: pd.Series,
+    reference_s: float,
+    rng: np.random.Generator,
+) -> dict[str, Any]:
+    """:func:`replay` of ``race``: every (model point, rung value) raced, launches visited per look."""
+    visit_s = np.zeros(max(int(overhead.index.max()), *(int(r.launches.max()) for r in found)) + 1)
+    visit_s[overhead.index.to_numpy(dtype=int)] = overhead.to_numpy(dtype=float)
+    samples = [race.samples for race in found]
+    launches, nodes = [race.launches for race in found], [race.nodes for race in found]
+    engines = [_significant_engine(race) for race in found]
+    spent_s, regrets, wrong, trials, settled = np.zeros(settings.repeats), [], [], [], []
+    for repeat in range(settings.repeats):
+        outcome = race_repeat(samples, launches, nodes, visit_s, settings.race, rng)
+        spent_s[repeat] = outcome.spent_s
+        trials += outcome.trials
+        settled += outcome.settled
+        for race, choice, engine in zip(found, outcome.choices, engines, strict=True):
+            regrets.append(race.truth_s[choice] / race.truth_s.min() - 1)
+            if engine is not None:
+                wrong.append(race.engines[choice] != engine)
+    no_widening = np.zeros(settings.repeats, dtype=bool)
+    return _summary(settings, found, rungs, left_out, np.array(regrets), wrong, no_widening, spent_s, reference_s) | {
+        "trials_mean": float(np.mean(trials)),
+        "ci_reached": None,
+        "race_settled": float(np.mean(settled)),
     }
 
 
@@ -234,7 +273,7 @@ KEYS = (
     "configurations", "left_out", "full_grid_best", "full_grid_best_s", "within_5pct", "within_10pct",
     "regret_median", "regret_p95", "cluster_s_fraction", "cluster_s_fraction_p95", "full_grid_cluster_s",
     "strategy_cluster_s_median", "engine_verdict", "wrong_engine", "rank_check_widened", "trials_mean",
-    "ci_reached",
+    "ci_reached", "delta", "confidence", "race_settled",
 )  # fmt: skip
 
 
@@ -255,11 +294,16 @@ def _summary(
     verdicts = [_significant_engine(race) for race in found]
     fraction = spent_s / reference_s if reference_s > 0 else np.full_like(spent_s, np.nan)
     trials = settings.trials
+    race = settings.race
+    if settings.strategy == RACE:
+        trials_text = f"raced {race.min_trials}..{race.max_trials} to within {race.delta:.0%} at {race.confidence:g}"
+    elif trials.target_rel_ci is not None:
+        trials_text = f"adaptive {trials.min_trials}..{trials.max_trials} to +-{trials.target_rel_ci:g}"
+    else:
+        trials_text = str(trials.max_trials)
     return {
         "strategy": settings.strategy,
-        "trials": f"adaptive {trials.min_trials}..{trials.max_trials} to +-{trials.target_rel_ci:g}"
-        if trials.target_rel_ci is not None
-        else str(trials.max_trials),
+        "trials": trials_text,
         "eta": settings.halving.eta,
         "rank_threshold": settings.halving.rank_threshold,
         "repeats": settings.repeats,
@@ -282,6 +326,8 @@ def _summary(
         "engine_verdict": _verdicts_text(verdicts),
         "wrong_engine": float(np.mean(wrong)) if wrong else None,
         "rank_check_widened": float(np.mean(widened)),
+        "delta": race.delta,
+        "confidence": race.confidence,
     }
 
 

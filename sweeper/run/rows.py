@@ -50,6 +50,7 @@ class RunRecord:
             threads_per_fit=grid.workload.threads_per_fit,
             host=socket.gethostname(),
             cluster_hosts=",".join(grid.hosts) or None,
+            search_strategy=grid.search.strategy,
             rung_axis=grid.search.rung_axis if grid.search.strategy == HALVING else None,
             **versions(),
         )

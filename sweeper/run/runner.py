@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sweeper.config.grid import FULL_GRID, HALVING, Grid
+from sweeper.config.grid import FULL_GRID, HALVING, RACE, Grid
 from sweeper.errors import UserError
 from sweeper.launch.base import LaunchContext
 from sweeper.launch.options import options_for
@@ -25,6 +25,7 @@ from sweeper.planning.measurements import Todo, pending, split_reused
 from sweeper.planning.plan import Plan
 from sweeper.run.halving import HalvingRun, rung_lines
 from sweeper.run.launches import Launches
+from sweeper.run.race import RaceRun
 from sweeper.run.rows import RunRecord
 from sweeper.run.run_dir import run_directory
 from sweeper.run.signals import exit_status, signals_as_interrupt
@@ -185,24 +186,36 @@ def _run_decided(
     emit: Callable[[Row], None],
     notes: list[str],
 ) -> int:
-    """Trials decided as they come (adaptive), configurations rung by rung (halving); returns the skipped count."""
+    """Trials decided as they come (adaptive), configurations rung by rung (halving) or raced point by point (race);
+    returns the skipped count."""
+    strategy = plan.grid.search.strategy
+    if strategy == RACE:
+        race = RaceRun(plan, launches.run, done_s, emit)
+        rounds = race.run()
+        notes += [f"{rounds} round(s) of launches", *race.lines()]
+        _write_decided(plan, launches, race.decision_rows(launches.run_record, pruned, launches.data), emit, "race")
+        return race.skipped
+    if strategy == HALVING:
+        halving = HalvingRun(plan, launches.run, done_s, emit)
+        notes += rung_lines(halving.run(), halving.rungs, halving.axis)
+        _write_decided(plan, launches, halving.pruned_rows(launches.run_record, pruned, launches.data), emit, "pruned")
+        return halving.skipped
     policy = trial_policy(plan.grid.workload)
-    if plan.grid.search.strategy != HALVING:
-        skipped = 0
-        for launch in plan.launches:
-            queue = TrialQueue(plan, launch, plan.points[launch.index], done_s, policy)
-            for row in launches.run(launch, queue):
-                emit(row)
-            skipped += queue.skipped
-        return skipped
-    halving = HalvingRun(plan, launches.run, done_s, emit)
-    notes += rung_lines(halving.run(), halving.rungs, halving.axis)
-    rows = halving.pruned_rows(launches.run_record, pruned, launches.data)
+    skipped = 0
+    for launch in plan.launches:
+        queue = TrialQueue(plan, launch, plan.points[launch.index], done_s, policy)
+        for row in launches.run(launch, queue):
+            emit(row)
+        skipped += queue.skipped
+    return skipped
+
+
+def _write_decided(plan: Plan, launches: Launches, rows: list[Row], emit: Callable[[Row], None], name: str) -> None:
+    """Write a search strategy's rows of what it decided not to measure (``pruned``), and report them."""
     if rows:
-        write_rows(launches.store, plan.grid.name, rows, f"part-{launches.run_record.run_id}-pruned")
+        write_rows(launches.store, plan.grid.name, rows, f"part-{launches.run_record.run_id}-{name}")
         for row in rows:
             emit(row)
-    return halving.skipped
 
 
 def _check_first(plan: Plan, store: Path) -> None:

@@ -117,11 +117,13 @@ GROUPS: tuple[tuple[tuple[str, ...], str], ...] = (  # (columns, what they mean)
         ),
     ),
     (
-        ("stop_reason", "rung", "rung_axis"),
+        ("search_strategy", "stop_reason", "rung", "rung_axis", "race_round"),
         (
-            "adaptive trials: on the last row of a point, `ci reached` or `max trials`; halving: the rung "
-            "index of the row (status `pruned`: not measured there) and the axis the rungs grew (`epochs` or "
-            "`fraction`)"
+            "the run's `search.strategy`; adaptive trials: on the last row of a point, `ci reached` or `max "
+            "trials`; halving: the rung index of the row (status `pruned`: not measured there) and the axis the "
+            "rungs grew (`epochs` or `fraction`); race: the decision (1, 2, ...) the row was measured for, and a "
+            "`pruned` row for each configuration and point that stopped before its most trials, its "
+            "`stop_reason` `left the race` or `race settled`"
         ),
     ),
     (

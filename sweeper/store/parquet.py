@@ -31,7 +31,7 @@ from sweeper.errors import UserError
 from sweeper.names import OK
 from sweeper.store.row import INT64, Row
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 # Columns added after version 1: files written before them read with them empty.
 ADDED_AFTER_VERSION_1 = (
     "shards",  # version 2: data-parallel
@@ -54,6 +54,8 @@ ADDED_AFTER_VERSION_1 = (
     "staging_s",  # version 5: staging on the cluster's file system, apart from cluster_start_s
     "python_peak_rss_gib_max",  # version 6: Spark's Python workers apart, for the overhead's advice
     "rung_axis",  # version 7: the axis a halving run's rungs grew, stored rather than guessed
+    "search_strategy",  # version 8: racing; every run's strategy, and the race's decision a row belongs to
+    "race_round",
 )
 
 _ARROW_TYPES = {

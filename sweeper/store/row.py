@@ -42,6 +42,7 @@ class RunColumns(VersionColumns):
     threads_per_fit: int
     host: str
     cluster_hosts: str | None
+    search_strategy: str
     rung_axis: str | None
 
 
@@ -135,10 +136,12 @@ class ResultColumns(ResourceColumns, total=False):
 
 
 class SearchColumns(TypedDict, total=False):
-    """What a search strategy added: why a point stopped, its rung, the measured row a dry run's row reuses."""
+    """What a search strategy added: why a point stopped, its rung or race round, the measured row a dry run's row
+    reuses."""
 
     stop_reason: str | None
     rung: int | None
+    race_round: int | None
     reused_from: str | None
 
 

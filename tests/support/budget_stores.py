@@ -53,9 +53,10 @@ class Arm:
     spread: float = 0.02
     nodes: int = 1
     executor_memory_gib: float = 4.0
+    table_s: tuple[tuple[int, float], ...] = ()  # (epochs, median) measured, instead of the linear law
 
     def median_s(self, epochs: int) -> float:
-        return self.batch_s + self.per_epoch_s * epochs
+        return dict(self.table_s).get(epochs, self.batch_s + self.per_epoch_s * epochs)
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,26 @@ def close_race() -> list[Arm]:
         Arm("dask", 1, 8, batch_s=2.6, per_epoch_s=0.045, spread=0.06),
         Arm("dask", 2, 4, batch_s=2.0, per_epoch_s=0.030, spread=0.06),
         Arm("dask", 4, 2, batch_s=3.5, per_epoch_s=0.040, spread=0.06),
+    ]
+
+
+SEED_EPOCHS = (10, 100, 1000)
+
+
+def seed_001(spread: float = 0.04) -> list[Arm]:
+    """Seed 001's tables (3 shapes x 2 engines, epochs 10/100/1000): Spark 3-4x slower than Dask, Spark's order
+    reversing between 10 and 1000 epochs, Dask's three shapes within 1-4 % at 1000 epochs; ``spread`` noise."""
+    tables = {
+        ("spark", 4, 9): (33.6, 265.0, 1128.0),
+        ("spark", 5, 7): (41.2, 264.0, 1045.0),
+        ("spark", 6, 5): (42.0, 352.0, 1027.0),
+        ("dask", 4, 9): (9.45, 92.0, 312.0),
+        ("dask", 5, 7): (9.21, 89.0, 304.0),
+        ("dask", 6, 5): (9.34, 68.0, 301.0),
+    }
+    return [
+        Arm(engine, cores, executors, 0.0, 0.0, spread=spread, nodes=2, table_s=tuple(zip(SEED_EPOCHS, medians_s)))
+        for (engine, cores, executors), medians_s in tables.items()
     ]
 
 

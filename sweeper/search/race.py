@@ -1,0 +1,236 @@
+"""Racing with an indifference zone: measure configurations for the decision, not for each median.
+
+One race is the configurations of both engines at one workload point (epochs, model, fraction).
+All start with ``min_trials`` trials; after each round of trials a configuration leaves the race
+once it is *confidently more than delta slower* than the current leader, and the race is settled
+once the leader is *confidently at most delta slower* than every configuration still in it (then
+any of those is a right answer: a near-tie within delta), or every one has ``max_trials``.
+
+Times are compared as logarithms, so delta is relative (0.05: 5 %) and run-to-run noise, which
+scales with the time, is alike across configurations; the spread is pooled over the race (every
+configuration's trials around its own mean). Each comparison with the leader is a one-sided
+bound at ``1 - (1 - confidence) / (m x looks)``: m the comparisons of a round, looks the decisions a race
+may take (Bonferroni over both). Decisions come at ``min_trials`` and then at doubling trial counts
+(2, 4, 8, 10), so there are few looks to pay for and few visits to a launch.
+This is the indifference-zone logic of Kim and Nelson's KN procedure (2001) with Maron and
+Moore's elimination of the confidently worse (Hoeffding races, 1994); the share of races that end
+on a configuration more than delta slower than the best is checked by simulation in the tests.
+
+Engines: a Spark-vs-Dask verdict stays possible because the best of each engine leaves only by
+the same rule (confidently more than delta slower), which settles the engine question too.
+
+Visits: a race's next decision needs every launch still in it started again. Once a launch is up
+and has taken its trials of the round, :func:`stays` compares what coming back would cost (its
+start, warm-up and teardown as measured) with measuring now every trial its configurations may
+still need: where starts dominate, a launch measures everything at once and is never started
+again, so racing never costs more than the grid; where measuring dominates, it comes back.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Generic, TypeVar
+
+import numpy as np
+from scipy import stats
+
+from sweeper.config.grid import RACE_CONFIDENCE, RACE_DELTA, RACE_MIN_TRIALS
+from sweeper.errors import UserError
+
+K = TypeVar("K", bound=Hashable)
+LEFT = "left the race"  # stop reasons of a configuration's last row at a point
+SETTLED = "race settled"
+MAX_TRIALS_REACHED = "max trials"
+
+
+@dataclass(frozen=True)
+class RacePolicy:
+    """``search: {strategy: race, delta, confidence}`` with the grid's trials (``min_trials`` to ``max_trials``)."""
+
+    delta: float = RACE_DELTA
+    confidence: float = RACE_CONFIDENCE
+    min_trials: int = RACE_MIN_TRIALS
+    max_trials: int = 10
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not 0 < self.delta < 1:
+            problems.append(f"search.delta (--delta) must be in (0, 1) (0.05: within 5 %), got {self.delta}")
+        if not 0.5 < self.confidence < 1:
+            problems.append(f"search.confidence (--confidence) must be in (0.5, 1), got {self.confidence}")
+        if self.min_trials < 2:
+            problems.append(f"the race's first round needs at least 2 trials (a spread), got {self.min_trials}")
+        if self.max_trials < self.min_trials:
+            problems.append(f"trials (max) must be at least {self.min_trials} for a race, got {self.max_trials}")
+        if problems:
+            raise UserError(problems)
+
+    @property
+    def delta_log(self) -> float:
+        return math.log1p(self.delta)
+
+    @property
+    def schedule(self) -> tuple[int, ...]:
+        """The trials a configuration has at each decision: ``min_trials``, doubling, ending at ``max_trials``.
+
+        >>> RacePolicy(min_trials=2, max_trials=10).schedule
+        (2, 4, 8, 10)
+        """
+        sizes = [self.min_trials]
+        while sizes[-1] < self.max_trials:
+            sizes.append(min(2 * sizes[-1], self.max_trials))
+        return tuple(sizes)
+
+
+@dataclass(frozen=True)
+class Round(Generic[K]):
+    """One round's decision: the leader, who leaves, whether the race is settled (the leader within delta of all)."""
+
+    leader: K
+    leaving: tuple[K, ...]
+    settled: bool
+
+
+@lru_cache(maxsize=4096)
+def _t_quantile(level: float, df: int) -> float:
+    return float(stats.t.ppf(level, df))
+
+
+def race_round(times_s: Mapping[K, Sequence[float]], policy: RacePolicy) -> Round[K]:
+    """Decide one round from every trial so far of the configurations still in the race (at least one each).
+
+    >>> clear = race_round({"a": [10.0, 10.2, 9.9], "b": [30.0, 31.0, 29.5]}, RacePolicy())
+    >>> clear.leader, clear.leaving, clear.settled
+    ('a', ('b',), True)
+    >>> close = race_round({"a": [10.0, 10.4], "b": [10.1, 10.6]}, RacePolicy())
+    >>> close.leaving, close.settled
+    ((), False)
+    """
+    keys = list(times_s)
+    logs = {key: np.log(np.asarray(times_s[key], dtype=float)) for key in keys}
+    means = {key: float(values.mean()) for key, values in logs.items()}
+    leader = min(keys, key=lambda key: (means[key], keys.index(key)))
+    if len(keys) == 1:
+        return Round(leader, (), True)
+    df = sum(values.size - 1 for values in logs.values())
+    if df < 1:
+        return Round(leader, (), False)
+    pooled_sd = math.sqrt(sum(float(((values - values.mean()) ** 2).sum()) for values in logs.values()) / df)
+    looks = len(policy.schedule)  # every decision may err: the error is shared out over them all, and the pairs
+    t = _t_quantile(1 - (1 - policy.confidence) / (looks * (len(keys) - 1)), df)
+    leaving, within = [], True
+    for key in keys:
+        if key == leader:
+            continue
+        gap = means[key] - means[leader]
+        margin = t * pooled_sd * math.sqrt(1 / logs[key].size + 1 / logs[leader].size)
+        if gap - margin > policy.delta_log:
+            leaving.append(key)  # confidently more than delta slower than the leader
+        elif margin - gap >= policy.delta_log:
+            within = False  # the leader may still be more than delta slower than this one
+    return Round(leader, tuple(leaving), within)
+
+
+def stays(visit_s: float, rest_s: float) -> bool:
+    """Whether a started launch takes now every trial its configurations may still need (``rest_s`` of measuring)
+    rather than come back for them later, which costs another start, warm-up and teardown (``visit_s``).
+
+    >>> stays(40.0, 30.0), stays(40.0, 300.0)
+    (True, False)
+    """
+    return rest_s <= visit_s
+
+
+@dataclass
+class RaceState(Generic[K]):
+    """One race as it goes: each configuration's ok times and trials taken (failed ones too), who left and at which
+    decision, whether it is settled."""
+
+    times_s: dict[K, list[float]]
+    taken: dict[K, int]
+    policy: RacePolicy
+    left_at: dict[K, int] = field(default_factory=dict)
+    rounds: int = 0
+    settled: bool = False
+    leader: K | None = None
+
+    @classmethod
+    def start(cls, configurations: Iterable[K], policy: RacePolicy) -> RaceState[K]:
+        keys = list(configurations)
+        return cls({key: [] for key in keys}, dict.fromkeys(keys, 0), policy)
+
+    def record(self, key: K, time_s: float | None) -> None:
+        """One more trial of ``key``: its time, or None when it did not end ``ok``."""
+        self.taken[key] += 1
+        if time_s is not None:
+            self.times_s[key].append(time_s)
+
+    @property
+    def alive(self) -> list[K]:
+        return [key for key in self.times_s if key not in self.left_at]
+
+    def exhausted(self, key: K) -> bool:
+        """``key`` took its most trials (failed ones count: a configuration that keeps failing ends too)."""
+        return self.taken[key] >= self.policy.max_trials
+
+    @property
+    def done(self) -> bool:
+        """Settled, or every configuration still in the race took its most trials."""
+        return self.settled or all(self.exhausted(key) for key in self.alive)
+
+    def wanted(self, key: K) -> int:
+        """Trials ``key`` takes before the next decision: up to the schedule's next count of ok times (0: it left,
+        took its most trials, or the race is done)."""
+        if self.done or key in self.left_at or self.exhausted(key):
+            return 0
+        ok = len(self.times_s[key])
+        step = next((size - ok for size in self.policy.schedule if size > ok), 0)
+        return min(step, self.policy.max_trials - self.taken[key])
+
+    def decide(self) -> Round[K] | None:
+        """After a round: who leaves, whether it is settled (None: no configuration has an ok time yet).
+
+        A configuration without an ok time cannot lead or leave; while one can still take trials the race is not
+        settled; one that took its most trials without any leaves.
+        """
+        for key in self.alive:
+            if not self.times_s[key] and self.exhausted(key):
+                self.left_at[key] = self.rounds + 1
+        alive = self.alive
+        timed = [key for key in alive if self.times_s[key]]
+        if not timed:
+            return None
+        self.rounds += 1
+        decision = race_round({key: self.times_s[key] for key in timed}, self.policy)
+        for key in decision.leaving:
+            self.left_at[key] = self.rounds
+        self.settled = decision.settled and len(timed) == len(alive)
+        self.leader = decision.leader
+        return decision
+
+    def stop_reason(self, key: K) -> str | None:
+        """Why ``key`` stopped measuring (None while it still races)."""
+        if key in self.left_at:
+            return LEFT
+        if self.settled:
+            return SETTLED
+        return MAX_TRIALS_REACHED if self.exhausted(key) else None
+
+
+def run_race(
+    configurations: Sequence[K],
+    policy: RacePolicy,
+    measure: Callable[[K, int], Sequence[float]],
+) -> RaceState[K]:
+    """A race measured through ``measure(key, trials)`` (the next ``trials`` times of ``key``), round by round,
+    each configuration taking what :meth:`RaceState.wanted` says (replay's and the tests' driver)."""
+    state = RaceState.start(configurations, policy)
+    while not state.done:
+        for key in state.alive:
+            for time_s in measure(key, state.wanted(key)):
+                state.record(key, time_s)
+        state.decide()
+    return state
