@@ -193,6 +193,33 @@ def test_replay_is_reproducible_and_leaves_out_configurations_missing_a_rung() -
     assert first["left_out"] == 1 and first["configurations"] == 6
 
 
+def test_compare_replays_every_strategy_on_one_store(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    compared = replayed(store, "easy", "--compare", "--trials", "10", monkeypatch=monkeypatch, capsys=capsys)
+    assert list(compared) == ["grid", "halving", "race"]
+    assert all(set(result) == set(KEYS) for result in compared.values())
+    fractions = [compared[name]["cluster_s_fraction"] for name in ("race", "halving", "grid")]
+    assert fractions == sorted(fractions) and fractions[-1] == pytest.approx(1.0, abs=0.02)
+    assert compared["race"]["race_settled"] == 1.0 and compared["grid"]["race_settled"] is None
+    code, out = run_cli(["replay", str(store), "--sweep", "easy", "--compare", "--repeats", "20"], monkeypatch, capsys)
+    text = " ".join(out.split())
+    assert code == 0 and all(f"│ {name} " in out for name in ("grid", "halving", "race")) and "wrong" in text
+
+
+def test_a_race_needs_two_trials_and_a_delta_in_range(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = run_cli(
+        ["replay", str(store), "--sweep", "easy", "--strategy", "race", "--delta", "0"], monkeypatch, capsys
+    )
+    assert code == 2 and "--delta" in err
+    code, err = run_cli(
+        ["replay", str(store), "--sweep", "easy", "--strategy", "race", "--trials", "1"], monkeypatch, capsys
+    )
+    assert code == 2 and "at least 2 trials" in err
+
+
 def test_text_output(store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     code, out = run_cli(["replay", str(store), "--sweep", "easy", "--repeats", "20"], monkeypatch, capsys)
     assert code == 0

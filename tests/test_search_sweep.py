@@ -24,9 +24,9 @@ EPOCHS = [5, 30]
 CONFIGURATIONS = 4  # spark and dask x 1 and 2 cores per executor
 
 
-def write(tmp: Path, name: str, trials: Any, search: dict[str, Any] | None) -> Path:
+def write(tmp: Path, name: str, trials: Any, search: dict[str, Any] | None, cores: tuple[int, ...] = (1, 2)) -> Path:
     spec = minimal_grid(name=name, store=str(tmp / "store"))
-    spec["sizing"]["cores_per_executor"] = [1, 2]
+    spec["sizing"]["cores_per_executor"] = list(cores)
     spec["workload"] = {"dataset": "digits", "epochs": EPOCHS, "trials": trials, "model": {"hidden_layer_sizes": [32]}}
     if search:
         spec["search"] = search
@@ -107,3 +107,48 @@ def test_the_report_shows_the_rungs_the_pruned_and_the_cluster_time(
     else:  # the rung orders disagreed (a noisy machine): the rank check brought every pruned configuration back
         assert "| 1 | 30 | 4 | 0 |" in text
     assert text.count("## Results:") == 1  # pruned rows belong to the sweep's one workload
+
+
+@pytest.fixture(scope="module")
+def raced(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str], Any]:
+    """A race sweep of Spark and Dask (2 to 4 trials a point), then the same command again (a resume: nothing left to
+    take)."""
+    tmp = tmp_path_factory.mktemp("race")
+    grid = write(tmp, "raced", 4, {"strategy": "race"}, cores=(2,))
+    first, again = sweeper("run", str(grid)), sweeper("run", str(grid))
+    assert_no_launch_processes()
+    return tmp / "store", first, again
+
+
+def test_a_race_measures_every_configuration_at_every_point_and_records_how_each_ended(
+    raced: tuple[Path, Any, Any],
+) -> None:
+    store, first, again = raced
+    assert first.returncode == 0, first.stdout + first.stderr
+    frame = load_results(store)
+    assert set(frame["search_strategy"]) == {"race"} and set(frame["race_delta"].dropna()) == {0.05}
+    cluster = frame[frame["engine"] != "local"]
+    assert cluster["race_round"].notna().all() and frame.loc[frame["engine"] == "local", "race_round"].isna().all()
+    for (engine, cores, epochs), rows in cluster.groupby(["engine", "cores_per_executor", "epochs"]):
+        ok, pruned = rows[rows["status"] == "ok"], rows[rows["status"] == "pruned"]
+        assert 2 <= len(ok) <= 4 and len(pruned) <= 1, (engine, cores, epochs)
+        if len(pruned):  # stopped by a decision: it says which, at the trial it would have taken next
+            assert pruned["stop_reason"].iloc[0] in ("left the race", "race settled") and len(ok) < 4
+            assert int(pruned["trial"].iloc[0]) == len(ok) and pruned["fit_wall_s"].isna().all()
+        else:
+            assert len(ok) == 4 and ok.sort_values("trial")["stop_reason"].iloc[-1] == "max trials"
+    assert len(cluster.drop_duplicates(["engine", "cores_per_executor", "epochs"])) == 2 * len(EPOCHS)
+    assert re.search(r"Race: \d round\(s\) of launches", first.stdout), first.stdout
+    assert re.search(r"Race: epochs 5: (settled|not settled at its most trials) after", first.stdout), first.stdout
+    assert again.returncode == 0 and "0 rows written" in again.stdout, again.stdout + again.stderr
+    assert len(load_results(store)) == len(frame)
+
+
+def test_the_report_explains_the_race(raced: tuple[Path, Any, Any], tmp_path: Path) -> None:
+    store, _, _ = raced
+    result = sweeper("report", str(store), "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    text = (tmp_path / "report.md").read_text()
+    assert "## Racing" in text and "confidently more than 5% slower" in text and "## Adaptive trials" not in text
+    table = text.split("Races (fastest first", 1)[1]
+    assert table.count("| spark |") + table.count("| dask |") == 2 * len(EPOCHS)

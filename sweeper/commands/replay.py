@@ -15,7 +15,6 @@ from sweeper.config.grid import (
     HALVING,
     RACE_CONFIDENCE,
     RACE_DELTA,
-    RACE_MIN_TRIALS,
     RANK_THRESHOLD,
     REPLAY_REPEATS,
     REPLAY_SEED,
@@ -27,7 +26,6 @@ from sweeper.config.grid import (
 from sweeper.errors import UserError
 from sweeper.search.adaptive import ADAPTIVE, TrialPolicy
 from sweeper.search.halving import ETA, HalvingPolicy
-from sweeper.search.race import RacePolicy
 from sweeper.text import plain
 
 if TYPE_CHECKING:
@@ -100,16 +98,9 @@ def settings_from(args: argparse.Namespace) -> ReplaySettings:
         repeats=args.repeats,
         rung_axis=args.rung_axis,
         seed=args.seed,
-        race=_race(args),
+        delta=args.delta,
+        confidence=args.confidence,
     )
-
-
-def _race(args: argparse.Namespace) -> RacePolicy:
-    """The race's policy: its flags, and the trials' most (a fixed --trials N, or --max-trials)."""
-    text = str(args.trials).strip()
-    most = int(text) if text.isdigit() else args.max_trials
-    first = RACE_MIN_TRIALS if text.isdigit() else max(RACE_MIN_TRIALS, args.min_trials)
-    return RacePolicy(args.delta, args.confidence, min(first, most), most)
 
 
 def _trials(args: argparse.Namespace) -> TrialPolicy:

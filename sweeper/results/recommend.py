@@ -59,6 +59,7 @@ from scipy import stats as scipy_stats
 
 from sweeper.errors import UserError
 from sweeper.names import BASELINE_ENGINE
+from sweeper.search.race import LEFT, SETTLED
 from sweeper.results import statistics
 from sweeper.results.unmeasured import Unmeasured, unmeasured
 from sweeper.results.right_sizing import (
@@ -158,6 +159,8 @@ class Answer:
     accuracy: AccuracyCheck
     within_budget: Arm | None = None
     baseline_s: float | None = None  # the single-thread baseline's median time at this point, if measured
+    near_tie: tuple[Arm, ...] = ()  # a settled race's configurations still in it: any is within near_tie_delta
+    near_tie_delta: float | None = None
 
     @property
     def baseline_wins(self) -> bool:
@@ -279,12 +282,22 @@ def recommend(
     _check(options)
     answers: list[Answer] = []
     engines: list[EngineAnswer] = []
-    baselines = _baseline_medians(df)
+    baselines, races = _baseline_medians(df), _settled_races(df)
     for workload, epochs, rows in _cells(df):
         arms = _arms(rows, options)
         if arms:
             answer = _answer(workload, epochs, rows, arms, options)
-            answers.append(replace(answer, baseline_s=baselines.get((_frozen(workload), epochs))))
+            cell = (_frozen(workload), epochs)
+            delta, still_in = races.get(cell, (None, set()))
+            near_tie = tuple(m.arm for m in arms if _configuration(m.arm) in still_in)
+            answers.append(
+                replace(
+                    answer,
+                    baseline_s=baselines.get(cell),
+                    near_tie=near_tie if len(near_tie) > 1 else (),
+                    near_tie_delta=delta if len(near_tie) > 1 else None,
+                )
+            )
         engine_answer = _spark_vs_dask(workload, epochs, arms, options)
         if engine_answer is not None:
             engines.append(engine_answer)
@@ -350,6 +363,32 @@ def _baseline_medians(df: pd.DataFrame) -> dict[tuple[tuple[tuple[str, Any], ...
         workload = {key: plain_value(value) for key, value in zip(keys, values[:-1], strict=True)}
         medians[(_frozen(workload), as_int(values[-1]))] = float(group["fit_wall_s"].astype(float).median())
     return medians
+
+
+Configuration = tuple[str, float, float, float]  # engine, cores per executor, executors, executor memory
+
+
+def _configuration(arm: Arm) -> Configuration:
+    return (arm.engine, float(arm.cores_per_executor), float(arm.executors), float(arm.executor_memory_gib))
+
+
+def _settled_races(df: pd.DataFrame) -> dict[tuple[tuple[tuple[str, Any], ...], int], tuple[float, set[Configuration]]]:
+    """Per workload and epochs value whose race settled: its delta and the configurations still in it (those
+    without a ``left the race`` row)."""
+    keys = statistics.workload_keys(df)
+    rows = df[df["race_round"].notna().to_numpy()]
+    settled = {}
+    for values, group in rows.groupby([*keys, "epochs"], dropna=False, sort=True):
+        reasons = group["stop_reason"].astype(object)
+        if not reasons.eq(SETTLED).any():
+            continue
+        workload = {key: plain_value(value) for key, value in zip(keys, values[:-1], strict=True)}
+        configs = group[["engine", *CONFIG]].astype({c: "float64" for c in CONFIG})
+        left = {tuple(c) for c in configs[reasons.eq(LEFT).to_numpy()].itertuples(index=False)}
+        still_in = {tuple(c) for c in configs.itertuples(index=False)} - left
+        delta = float(group["race_delta"].dropna().iloc[0])
+        settled[(_frozen(workload), as_int(values[-1]))] = (delta, still_in)
+    return settled
 
 
 class _Measured(NamedTuple):

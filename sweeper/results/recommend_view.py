@@ -74,6 +74,11 @@ def answer_sentence(answer: Answer) -> str:
         )
     if answer.untested:
         text += f"; {len(answer.untested)} configuration(s) with too few trials to test"
+    if answer.near_tie and answer.near_tie_delta is not None:
+        text += (
+            f"; the race settled on a near-tie, any of these is within {answer.near_tie_delta:.0%} of the best: "
+            + ", ".join(arm.label for arm in answer.near_tie)
+        )
     return f"{text}. Accuracy: {accuracy_text(answer.accuracy)}{_baseline_text(answer)}"
 
 
@@ -246,6 +251,8 @@ def _answer_json(answer: Answer) -> dict[str, Any]:
         "within_budget": _arm_json(answer.within_budget),
         "baseline_s": answer.baseline_s,
         "baseline_wins": answer.baseline_wins,
+        "near_tie": [_arm_json(arm) for arm in answer.near_tie],
+        "near_tie_delta": answer.near_tie_delta,
     }
 
 

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sweeper.config.grid import RACE, RUNG_AXES, SEARCH_STRATEGIES
+from sweeper.config.grid import RACE, RACE_CONFIDENCE, RACE_DELTA, RACE_MIN_TRIALS, RUNG_AXES, SEARCH_STRATEGIES
 from sweeper.errors import UserError
 from sweeper.names import BASELINE_ENGINE, CONFIG
 from sweeper.results.statistics import FASTER, INCONCLUSIVE, config_label, ok_mask, pair_verdict
@@ -53,7 +53,8 @@ class ReplaySettings:
     repeats: int = REPLAY_REPEATS
     rung_axis: str = RUNG_AXIS
     seed: int = REPLAY_SEED
-    race: RacePolicy = RacePolicy()
+    delta: float = RACE_DELTA
+    confidence: float = RACE_CONFIDENCE
 
     def __post_init__(self) -> None:
         problems = []
@@ -67,6 +68,13 @@ class ReplaySettings:
             problems.append(f"--rung-axis must be one of {', '.join(RUNG_AXES)}, got {self.rung_axis!r}")
         if problems:
             raise UserError(problems)
+
+    @property
+    def race(self) -> RacePolicy:
+        """The race's policy: its delta and confidence, from 2 (or the trials' min) to the trials' most."""
+        trials = self.trials
+        first = max(RACE_MIN_TRIALS, trials.min_trials) if trials.adaptive else RACE_MIN_TRIALS
+        return RacePolicy(self.delta, self.confidence, min(first, trials.max_trials), trials.max_trials)
 
 
 @dataclass(frozen=True)
@@ -223,6 +231,7 @@ def _replay_race(
     rng: np.random.Generator,
 ) -> dict[str, Any]:
     """:func:`replay` of ``race``: every (model point, rung value) raced, launches visited per look."""
+    policy = settings.race
     visit_s = np.zeros(max(int(overhead.index.max()), *(int(r.launches.max()) for r in found)) + 1)
     visit_s[overhead.index.to_numpy(dtype=int)] = overhead.to_numpy(dtype=float)
     samples = [race.samples for race in found]
@@ -230,7 +239,7 @@ def _replay_race(
     engines = [_significant_engine(race) for race in found]
     spent_s, regrets, wrong, trials, settled = np.zeros(settings.repeats), [], [], [], []
     for repeat in range(settings.repeats):
-        outcome = race_repeat(samples, launches, nodes, visit_s, settings.race, rng)
+        outcome = race_repeat(samples, launches, nodes, visit_s, policy, rng)
         spent_s[repeat] = outcome.spent_s
         trials += outcome.trials
         settled += outcome.settled
@@ -294,8 +303,8 @@ def _summary(
     verdicts = [_significant_engine(race) for race in found]
     fraction = spent_s / reference_s if reference_s > 0 else np.full_like(spent_s, np.nan)
     trials = settings.trials
-    race = settings.race
     if settings.strategy == RACE:
+        race = settings.race
         trials_text = f"raced {race.min_trials}..{race.max_trials} to within {race.delta:.0%} at {race.confidence:g}"
     elif trials.target_rel_ci is not None:
         trials_text = f"adaptive {trials.min_trials}..{trials.max_trials} to +-{trials.target_rel_ci:g}"
@@ -326,8 +335,8 @@ def _summary(
         "engine_verdict": _verdicts_text(verdicts),
         "wrong_engine": float(np.mean(wrong)) if wrong else None,
         "rank_check_widened": float(np.mean(widened)),
-        "delta": race.delta,
-        "confidence": race.confidence,
+        "delta": settings.delta,
+        "confidence": settings.confidence,
     }
 
 

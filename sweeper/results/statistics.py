@@ -26,6 +26,7 @@ In a notebook, after a sweep::
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -529,6 +530,37 @@ def pruned(df: pd.DataFrame) -> pd.DataFrame:
     rows = df[df["status"].eq(PRUNED).fillna(False).astype(bool)].copy()
     rows["config"] = [_label(row) for _, row in rows.iterrows()]
     return rows[["engine", "config", "epochs", "fraction", "rung", "error"]].reset_index(drop=True)
+
+
+def race_standings(df: pd.DataFrame) -> pd.DataFrame:
+    """Per race point and configuration of a race sweep: ok trials, the decisions it took part in, how it ended.
+
+    Columns: ``engine``, ``config``, ``epochs``, ``fraction``, ``trials`` (ok rows), ``decisions`` (the last
+    ``race_round`` it was measured for), ``ended`` (the stop reason of its ``pruned`` row: ``left the race`` or
+    ``race settled``; else ``max trials``) and ``median_s``; fastest first within each point.
+    """
+    rows = df[df["race_round"].notna().to_numpy()]
+    keys = ["engine", *CONFIG, "epochs", "fraction"]
+    lines = []
+    for key, group in rows.groupby(keys, dropna=False, sort=False):
+        values = dict(zip(keys, key, strict=True))
+        ok = group[ok_mask(group)]
+        decided = group.loc[group["status"].eq(PRUNED).fillna(False).astype(bool), "stop_reason"].dropna()
+        lines.append(
+            {
+                "engine": values["engine"],
+                "config": _label(values),
+                "epochs": values["epochs"],
+                "fraction": values["fraction"],
+                "trials": len(ok),
+                "decisions": int(group["race_round"].max()),
+                "ended": str(decided.iloc[0]) if len(decided) else "max trials",
+                "median_s": float(ok["fit_wall_s"].median()) if len(ok) else math.nan,
+            }
+        )
+    table = pd.DataFrame(lines, columns=["engine", "config", "epochs", "fraction", "trials", "decisions", "ended",
+                                         "median_s"])  # fmt: skip
+    return table.sort_values(["epochs", "fraction", "median_s"], kind="stable").reset_index(drop=True)
 
 
 def rungs(df: pd.DataFrame, rung_axis: str) -> pd.DataFrame:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sweeper.config.grid import HALVING, Grid
+from sweeper.config.grid import HALVING, RACE, Grid
 from sweeper.launch.base import Session
 from sweeper.names import OK, Status
 from sweeper.planning.measurements import Todo, trained_epochs
@@ -42,6 +42,7 @@ class RunRecord:
 
     @classmethod
     def of(cls, grid: Grid, run_id: str, environment: Mapping[str, str]) -> RunRecord:
+        racing = grid.search.strategy == RACE
         columns = RunColumns(
             sweep=grid.name,
             run_id=run_id,
@@ -52,6 +53,9 @@ class RunRecord:
             cluster_hosts=",".join(grid.hosts) or None,
             search_strategy=grid.search.strategy,
             rung_axis=grid.search.rung_axis if grid.search.strategy == HALVING else None,
+            race_delta=grid.search.delta if racing else None,
+            race_confidence=grid.search.confidence if racing else None,
+            race_max_trials=grid.workload.trials if racing else None,
             **versions(),
         )
         return cls(columns, json.dumps(dict(environment), sort_keys=True))

@@ -128,7 +128,8 @@ def rung_axis_of(df: pd.DataFrame) -> str:
 
 
 def full_grid_estimate(df: pd.DataFrame, rung_axis: str | None = None) -> ClusterSeconds:
-    """What the full grid would have cost: every launch started once, every pruned point measured too.
+    """What the full grid would have cost: every launch started once, every pruned point measured too (a race's:
+    the trials it did not take, :func:`_race_estimate_s`).
 
     ``rung_axis``: the axis halving's rungs grew (default: as the rows recorded it, :func:`rung_axis_of`).
 
@@ -141,12 +142,30 @@ def full_grid_estimate(df: pd.DataFrame, rung_axis: str | None = None) -> Cluste
         return ClusterSeconds(0.0, 0.0, 0.0, 0.0)
     once = one_launch_s(measured).sum()
     measured_s = float(np.nansum(_floats(measured, "fit_wall_s") * np.nan_to_num(_floats(measured, "nodes"), nan=1)))
+    halving = df[df["race_round"].isna().to_numpy()]
     return ClusterSeconds(
         float(once["start_s"]),
         float(once["warmup_s"]),
-        measured_s + _pruned_estimate_s(df, rung_axis or rung_axis_of(df)),
+        measured_s + _pruned_estimate_s(halving, rung_axis or rung_axis_of(df)) + _race_estimate_s(df),
         float(once["teardown_s"]),
     )
+
+
+def _race_estimate_s(df: pd.DataFrame) -> float:
+    """Node-seconds of the trials a race did not take: a configuration that stopped at a point before its most
+    trials (its ``pruned`` race row, whose ``trial`` is the trials it took) would have taken the rest at its median."""
+    pruned = df[df["status"].eq(PRUNED).fillna(False).to_numpy() & df["race_round"].notna().to_numpy()]
+    if pruned.empty:
+        return 0.0
+    keys = ["engine", "manager", *CONFIG, "nodes", *POINT]
+    medians = df[df["status"].eq(OK).fillna(False).to_numpy()].groupby(keys, dropna=False)["fit_wall_s"].median()
+    total = 0.0
+    for _, row in pruned.iterrows():
+        median_s = medians.get(tuple(row[key] for key in keys))
+        left = float(row["race_max_trials"]) - float(row["trial"])
+        if median_s is not None and not pd.isna(median_s) and left > 0:
+            total += left * float(median_s) * (1.0 if pd.isna(row["nodes"]) else float(row["nodes"]))
+    return total
 
 
 def _pruned_estimate_s(df: pd.DataFrame, rung_axis: str) -> float:

@@ -117,13 +117,19 @@ GROUPS: tuple[tuple[tuple[str, ...], str], ...] = (  # (columns, what they mean)
         ),
     ),
     (
-        ("search_strategy", "stop_reason", "rung", "rung_axis", "race_round"),
+        ("search_strategy", "stop_reason", "rung", "rung_axis"),
         (
             "the run's `search.strategy`; adaptive trials: on the last row of a point, `ci reached` or `max "
             "trials`; halving: the rung index of the row (status `pruned`: not measured there) and the axis the "
-            "rungs grew (`epochs` or `fraction`); race: the decision (1, 2, ...) the row was measured for, and a "
-            "`pruned` row for each configuration and point that stopped before its most trials, its "
-            "`stop_reason` `left the race` or `race settled`"
+            "rungs grew (`epochs` or `fraction`)"
+        ),
+    ),
+    (
+        ("race_delta", "race_confidence", "race_max_trials", "race_round"),
+        (
+            "race: its `search.delta`, `confidence` and most trials of a point; the decision (1, 2, ...) a row "
+            "was measured for. A configuration that stopped at a point before its most trials has one `pruned` "
+            "row there, its `stop_reason` `left the race` or `race settled`"
         ),
     ),
     (

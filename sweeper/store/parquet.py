@@ -54,7 +54,10 @@ ADDED_AFTER_VERSION_1 = (
     "staging_s",  # version 5: staging on the cluster's file system, apart from cluster_start_s
     "python_peak_rss_gib_max",  # version 6: Spark's Python workers apart, for the overhead's advice
     "rung_axis",  # version 7: the axis a halving run's rungs grew, stored rather than guessed
-    "search_strategy",  # version 8: racing; every run's strategy, and the race's decision a row belongs to
+    "search_strategy",  # version 8: racing; every run's strategy, a race's settings and decision
+    "race_delta",
+    "race_confidence",
+    "race_max_trials",
     "race_round",
 )
 

@@ -44,6 +44,9 @@ class RunColumns(VersionColumns):
     cluster_hosts: str | None
     search_strategy: str
     rung_axis: str | None
+    race_delta: float | None
+    race_confidence: float | None
+    race_max_trials: int | None
 
 
 class PlannedColumns(TypedDict):

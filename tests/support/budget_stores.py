@@ -178,7 +178,16 @@ def seed_001(spread: float = 0.04) -> list[Arm]:
         ("dask", 6, 5): (9.34, 68.0, 301.0),
     }
     return [
-        Arm(engine, cores, executors, 0.0, 0.0, spread=spread, nodes=2, table_s=tuple(zip(SEED_EPOCHS, medians_s)))
+        Arm(
+            engine,
+            cores,
+            executors,
+            0.0,
+            0.0,
+            spread=spread,
+            nodes=2,
+            table_s=tuple(zip(SEED_EPOCHS, medians_s, strict=True)),
+        )
         for (engine, cores, executors), medians_s in tables.items()
     ]
 

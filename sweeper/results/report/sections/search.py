@@ -6,14 +6,17 @@ import pandas as pd
 
 from sweeper.results import statistics
 from sweeper.results.report.blocks import Block, Heading, Paragraph, Rows
-from sweeper.results.report.formatting import value_text
+from sweeper.results.report.formatting import seconds_text, value_text
 from sweeper.search import accounting
 
 
 def search_blocks(df: pd.DataFrame) -> list[Block]:
-    """Adaptive trials and successive halving: why points stopped, each rung, the cluster time saved."""
+    """Adaptive trials, successive halving and racing: why points stopped, each rung or race, the time saved."""
     blocks: list[Block] = []
-    reasons = df["stop_reason"].dropna()
+    racing = df["race_round"].notna().to_numpy()
+    if racing.any():
+        blocks += _race_blocks(df)
+    reasons = df.loc[~racing, "stop_reason"].dropna()
     if len(reasons):
         counts = ", ".join(f"{count} {reason}" for reason, count in reasons.value_counts().items())
         blocks += [
@@ -23,6 +26,44 @@ def search_blocks(df: pd.DataFrame) -> list[Block]:
     if df["rung"].isna().all():
         return blocks
     return [*blocks, *_halving_blocks(df)]
+
+
+def _race_blocks(df: pd.DataFrame) -> list[Block]:
+    """ "Racing": how the races decided, each configuration's trials and ending, the cluster time against the grid's."""
+    race = df[df["race_round"].notna().to_numpy()]
+    delta, confidence = float(race["race_delta"].dropna().iloc[0]), float(race["race_confidence"].dropna().iloc[0])
+    spent, full = accounting.cluster_seconds(df), accounting.full_grid_estimate(df)
+    share = f" ({spent.total_s / full.total_s:.0%} of it)" if full.total_s > 0 else ""
+    standings = statistics.race_standings(df)
+    return [
+        Heading("Racing"),
+        Paragraph(
+            "Every workload point was a race of its configurations: 2 trials each first, then decisions at "
+            f"doubling trial counts. A configuration left the race once it was confidently more than {delta:.0%} "
+            f"slower than the leader; a race settled once the leader was within {delta:.0%} of every "
+            f"configuration still in it, each decision at confidence {confidence:g} (so any configuration still in "
+            "a settled race is a right answer). A race that reached its most trials unsettled promises nothing "
+            f"of the kind. Cluster time of the rows: {spent.total_s:,.0f} node-seconds; the full grid would have "
+            f"taken about {full.total_s:,.0f}{share}."
+        ),
+        Rows(
+            "Races (fastest first at each point; trials: ok ones; decisions: the last it was measured for)",
+            ("Engine", "Config", "# Epochs", "Fraction", "Trials", "Decisions", "Ended", "Median s"),
+            tuple(
+                (
+                    str(r["engine"]),
+                    str(r["config"]),
+                    str(r["epochs"]),
+                    str(r["fraction"]),
+                    str(r["trials"]),
+                    str(r["decisions"]),
+                    str(r["ended"]),
+                    seconds_text(r["median_s"]),
+                )
+                for _, r in standings.iterrows()
+            ),
+        ),
+    ]
 
 
 def _halving_blocks(df: pd.DataFrame) -> list[Block]:
