@@ -139,6 +139,7 @@ def test_a_race_measures_every_configuration_at_every_point_and_records_how_each
             assert len(ok) == 4 and ok.sort_values("trial")["stop_reason"].iloc[-1] == "max trials"
     assert len(cluster.drop_duplicates(["engine", "cores_per_executor", "epochs"])) == 2 * len(EPOCHS)
     assert re.search(r"Race: \d round\(s\) of launches", first.stdout), first.stdout
+    assert "the full grid would have taken about" in first.stdout
     assert re.search(r"Race: epochs 5: (settled|not settled at its most trials) after", first.stdout), first.stdout
     assert again.returncode == 0 and "0 rows written" in again.stdout, again.stdout + again.stderr
     assert len(load_results(store)) == len(frame)

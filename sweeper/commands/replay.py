@@ -12,7 +12,9 @@ from rich.table import Table
 from rich.text import Text
 
 from sweeper.config.grid import (
+    FULL_GRID,
     HALVING,
+    RACE,
     RACE_CONFIDENCE,
     RACE_DELTA,
     RANK_THRESHOLD,
@@ -67,7 +69,10 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("--rung-axis", choices=RUNG_AXES, default=RUNG_AXIS, help=f"default: {RUNG_AXIS}")
     parser.add_argument(
-        "--delta", type=float, default=RACE_DELTA, help=f"race: the indifference zone (default {RACE_DELTA})"
+        "--delta",
+        type=float,
+        default=RACE_DELTA,
+        help=f"race: the indifference zone; halving: rank swaps within it are ties (default {RACE_DELTA})",
     )
     parser.add_argument(
         "--confidence",
@@ -94,7 +99,7 @@ def settings_from(args: argparse.Namespace) -> ReplaySettings:
     return ReplaySettings(
         strategy=args.strategy,
         trials=_trials(args),
-        halving=HalvingPolicy(eta=args.eta, rank_threshold=args.rank_threshold),
+        halving=HalvingPolicy(eta=args.eta, rank_threshold=args.rank_threshold, tie_rel=args.delta),
         repeats=args.repeats,
         rung_axis=args.rung_axis,
         seed=args.seed,
@@ -122,7 +127,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
     settings = settings_from(args)
     df = load_sweep(args.store, args.sweep)
     if args.compare:
-        results = [replay(df, replace(settings, strategy=strategy)) for strategy in SEARCH_STRATEGIES]
+        results = [replay(df, replace(settings, strategy=strategy)) for strategy in COMPARED_STRATEGIES]
         if args.json:
             print(json.dumps({r["strategy"]: {key: r[key] for key in KEYS} for r in results}, sort_keys=False))
         else:
@@ -138,6 +143,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+COMPARED_STRATEGIES = (FULL_GRID, HALVING, RACE)  # auto races: it would repeat the race's row
 COMPARED = (  # (column, key, how a value is shown)
     ("within 5 %", "within_5pct", "share"),
     ("within 10 %", "within_10pct", "share"),

@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 
 from sweeper.config import load as grid_file
-from sweeper.config.grid import HALVING, Grid
+from sweeper.config.grid import HALVING, RACE, Grid
 from sweeper.errors import UserError
 from sweeper.names import OK, PRUNED
 from sweeper.planning.dry_run import shrink_plan
@@ -61,6 +61,8 @@ def main(args: argparse.Namespace, console: Console) -> int:
             f"{counted(plan.n_fits, 'fit')} each, store {store}"
         )
     )
+    if grid.search.auto_reason:
+        console.print(plain(f"search: auto chose {grid.search.auto_reason}"), soft_wrap=True)
     with progress_bar(console, plan.n_measurements) as bar:
 
         def report(row: Row) -> None:
@@ -110,7 +112,7 @@ def _print_closing(store: Path, grid: Grid, run_id: str, console: Console) -> No
     df = load_results(store, grid.name)
     spent = cluster_seconds(df[df["run_id"] == run_id])
     line = f"Cluster time: {spent.total_s:,.0f} node-seconds, {spent.measured_share:.0%} of it in measured batches"
-    if grid.search.strategy == HALVING:
+    if grid.search.strategy in (HALVING, RACE):
         full = full_grid_estimate(df, grid.search.rung_axis)
         share = f" ({spent.total_s / full.total_s:.0%})" if full.total_s > 0 else ""
         line += f"; the full grid would have taken about {full.total_s:,.0f}{share}"

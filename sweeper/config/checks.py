@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sweeper.config.grid import HALVING, RACE, RACE_MIN_TRIALS, AdaptiveTrials, Dataset, Search, Workload
+from sweeper.config.grid import (
+    AUTO,
+    FULL_GRID,
+    HALVING,
+    RACE,
+    RACE_MIN_TRIALS,
+    AdaptiveTrials,
+    Dataset,
+    Search,
+    Workload,
+)
 from sweeper.config.model import MLLIB_ONLY_PARAMS, mlp_params, model_axes, read_param_grid
 from sweeper.config.names import SSH_NAME_RULE, SSH_USER_UNSAFE, is_host, ssh_name_problem
 from sweeper.config.schema import Problems, file_kind, is_scalar, item_key, key_name
@@ -327,6 +338,8 @@ def workload(check: Problems, value: Any) -> Workload | None:
 
 def search(check: Problems, value: Any, measured: Workload | None) -> Search | None:
     """``search``: the whole grid, successive halving on a workload axis with at least two values, or a race."""
+    if value is None:
+        return Search()
     section = SEARCH.open(value, check)
     if section is None:
         return None
@@ -334,6 +347,8 @@ def search(check: Problems, value: Any, measured: Workload | None) -> Search | N
     if any(v is None for v in read.values()):
         return None
     chosen = Search(**read)
+    if chosen.strategy == AUTO and measured is not None:
+        chosen = auto_strategy(chosen, measured)
     if chosen.strategy == RACE and measured is not None and measured.trials < RACE_MIN_TRIALS:
         check.fail(
             "search.strategy",
@@ -349,6 +364,19 @@ def search(check: Problems, value: Any, measured: Workload | None) -> Search | N
             )
             return None
     return chosen
+
+
+def auto_strategy(search: Search, measured: Workload) -> Search:
+    """``search.strategy: auto``: a race where a point has at least 2 trials to decide on, else the grid; with why."""
+    if measured.trials < RACE_MIN_TRIALS:
+        reason = f"grid: {measured.trials} trial a point gives a race nothing to decide on"
+        return replace(search, strategy=FULL_GRID, auto_reason=reason)
+    reason = (
+        "race: it measures each point only until the best is known within delta, and a started launch takes "
+        "every trial it may still need where that costs less than starting again, so it costs at most the grid "
+        "(`sweeper replay --compare` shows it against halving on a full sweep)"
+    )
+    return replace(search, strategy=RACE, auto_reason=reason)
 
 
 def _workload_settings(check: Problems, section: dict[str, Any], modes: list[str]) -> dict[str, Any] | None:

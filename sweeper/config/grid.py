@@ -17,8 +17,8 @@ class Dataset:
     path: str | None = None
 
 
-FULL_GRID, HALVING, RACE = "grid", "halving", "race"  # search.strategy: everything, halving, or racing
-SEARCH_STRATEGIES = (FULL_GRID, HALVING, RACE)
+FULL_GRID, HALVING, RACE, AUTO = "grid", "halving", "race", "auto"  # search.strategy
+SEARCH_STRATEGIES = (FULL_GRID, HALVING, RACE, AUTO)
 RUNG_AXES = ("epochs", "fraction")
 TRIALS_LIMIT = 1000  # trials of one point, in a grid and in replay's flags alike
 TARGET_REL_CI_LIMITS = (0.001, 0.5)  # an adaptive point's target: +-0.1 % to +-50 % of the median
@@ -36,7 +36,7 @@ class AdaptiveTrials:
 ADAPTIVE = AdaptiveTrials()  # the defaults of workload.trials {min, max, target_rel_ci} and of replay's flags
 ETA = 3  # halving keeps the best 1/eta per rung
 START_TIMEOUT_S = 180.0  # how long a launch may take to start
-SEARCH_STRATEGY = FULL_GRID  # search.strategy unless the grid says otherwise
+SEARCH_STRATEGY = AUTO  # search.strategy of a search: section that names none (no search: section: the grid)
 RUNG_AXIS = "epochs"  # what halving's rungs grow: search.rung_axis and replay's --rung-axis
 RANK_THRESHOLD = 0.5  # halving promotes more configurations when the rung orders agree less (Kendall tau)
 RACE_DELTA = 0.05  # a race's indifference zone: configurations within 5 % of the best are all right answers
@@ -52,11 +52,12 @@ class Search:
     """``search``: measure the whole grid, halve the configurations on the rung axis (successive halving), or race
     them at every point until the best is known within ``delta`` with ``confidence``."""
 
-    strategy: str = SEARCH_STRATEGY
+    strategy: str = FULL_GRID  # a grid without a search: section measures everything
     eta: int = ETA
     rung_axis: str = RUNG_AXIS
     delta: float = RACE_DELTA
     confidence: float = RACE_CONFIDENCE
+    auto_reason: str | None = None  # strategy auto: why it chose the strategy above
 
 
 @dataclass(frozen=True)

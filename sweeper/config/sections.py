@@ -363,7 +363,9 @@ SEARCH = Section(
                 "the next, up to the full measurement; those it does not promote get `pruned` rows; `race` "
                 "measures every configuration at every point, 2 trials first (or `trials.min`), then at doubling "
                 "counts up to the grid's trials, until the leader is within `delta` of every configuration still "
-                "in the race with `confidence`; a configuration confidently more than `delta` slower leaves it"
+                "in the race with `confidence`; a configuration confidently more than `delta` slower leaves it; "
+                "`auto` (the default of a `search:` section; without one: `grid`) races where `trials` is 2 or "
+                "more, and `sweeper run` says why"
             ),
         ),
         Field(
@@ -382,7 +384,10 @@ SEARCH = Section(
             "delta",
             Number(0.0, 0.5),
             default=RACE_DELTA,
-            doc="`race`: the indifference zone, a share of the best time (0.05: any configuration within 5 %), {kind}",
+            doc=(
+                "`race`: the indifference zone, a share of the best time (0.05: any configuration within 5 % is "
+                "a right answer); `halving`: rank swaps between medians this close are ties, {kind}"
+            ),
         ),
         Field(
             "confidence",

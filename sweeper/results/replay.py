@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sweeper.config.grid import RACE, RACE_CONFIDENCE, RACE_DELTA, RACE_MIN_TRIALS, RUNG_AXES, SEARCH_STRATEGIES
+from sweeper.config.grid import AUTO, RACE, RACE_CONFIDENCE, RACE_DELTA, RACE_MIN_TRIALS, RUNG_AXES, SEARCH_STRATEGIES
 from sweeper.errors import UserError
 from sweeper.names import BASELINE_ENGINE, CONFIG
 from sweeper.results.statistics import FASTER, INCONCLUSIVE, config_label, ok_mask, pair_verdict
@@ -192,7 +192,7 @@ def replay(df: pd.DataFrame, settings: ReplaySettings) -> dict[str, Any]:
     scope = df[df["engine"].ne(BASELINE_ENGINE).fillna(False).astype(bool)]
     overhead = one_launch_s(scope).sum(axis=1)
     reference_s = cluster_seconds(scope).total_s
-    if settings.strategy == RACE:
+    if settings.strategy in (RACE, AUTO):  # auto races a sweep that has trials to decide on (config.checks)
         return _replay_race(settings, found, rungs, left_out, overhead, reference_s, rng)
     spent_s = np.zeros(settings.repeats)
     launches_used = np.zeros((settings.repeats, len(rungs), int(overhead.index.max()) + 1), dtype=bool)
@@ -303,7 +303,7 @@ def _summary(
     verdicts = [_significant_engine(race) for race in found]
     fraction = spent_s / reference_s if reference_s > 0 else np.full_like(spent_s, np.nan)
     trials = settings.trials
-    if settings.strategy == RACE:
+    if settings.strategy in (RACE, AUTO):
         race = settings.race
         trials_text = f"raced {race.min_trials}..{race.max_trials} to within {race.delta:.0%} at {race.confidence:g}"
     elif trials.target_rel_ci is not None:

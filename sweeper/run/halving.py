@@ -66,7 +66,7 @@ class HalvingRun:
             if launch.engine == BASELINE_ENGINE:
                 self._measure(launch, self.plan.points[launch.index], None)
         candidates = self.candidates()
-        policy = HalvingPolicy(eta=self.plan.grid.search.eta)
+        policy = HalvingPolicy(eta=self.plan.grid.search.eta, tie_rel=self.plan.grid.search.delta)
         engine_of = self._engine_of  # the best configuration of each engine always goes on
         result = successive_halving(candidates, len(self.rungs), self._measure_rung, policy, group=engine_of)
         self.unmeasured = result.unmeasured(candidates)

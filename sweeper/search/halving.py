@@ -25,12 +25,12 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from sweeper.config.grid import ETA, RANK_THRESHOLD
+from sweeper.config.grid import ETA, RACE_DELTA, RANK_THRESHOLD
 from sweeper.errors import UserError
 
 K = TypeVar("K", bound=Hashable)
 MIN_KEEP = 2
-TIE_REL = 0.01
+TIE_REL = RACE_DELTA
 WIDEN = ("double", "all")
 
 
