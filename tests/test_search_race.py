@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -18,12 +19,13 @@ from sweeper.planning.plan import Launch, make_plan
 from sweeper.results.recommend import recommend
 from sweeper.results.recommend_view import answer_sentence
 from sweeper.results.replay import ReplaySettings, replay
-from sweeper.run.race import RaceRun
+from sweeper.run.race import RaceRun, Recorded
 from sweeper.run.rows import RunRecord
 from sweeper.run.trials import LaunchQueue
 from sweeper.search.adaptive import TrialPolicy
 from sweeper.search.race import LEFT, MAX_TRIALS_REACHED, SETTLED, RacePolicy, RaceState, race_round, run_race, stays
 from sweeper.store.row import Row
+from sweeper.workload.data import Data
 from tests.conftest import minimal_grid
 from tests.support.budget_stores import SEED_EPOCHS, Arm, Overhead, budget_rows, easy_winner, frame, seed_001
 
@@ -53,17 +55,15 @@ def test_a_configuration_confidently_slower_by_more_than_delta_leaves_and_the_ra
 def test_a_race_decides_at_doubling_trial_counts_and_stops_at_its_most() -> None:
     assert POLICY.schedule == (2, 4, 8, 10)
     state = RaceState.start(["a", "b"], POLICY)
-    assert [state.wanted("a"), state.wanted("b")] == [2, 2]
-    for value in (10.0, 12.0):
-        state.record("a", value)
-        state.record("b", value * 1.02)
-    state.decide()
-    assert not state.settled and state.wanted("a") == 2  # up to 4
-    for _ in range(8):
-        state.record("a", 10.0 + _ % 2 * 2)
-        state.record("b", 10.2 + _ % 2 * 2)
-    state.decide()
-    assert state.done and state.stop_reason("a") in (SETTLED, MAX_TRIALS_REACHED)
+    for level, wanted in ((2, 2), (4, 2), (8, 4), (10, 2)):
+        assert state.level == level and [state.wanted("a"), state.wanted("b")] == [wanted, wanted]
+        assert state.decide() is None  # not before both have the level's trials
+        for trial in range(wanted):
+            state.record("a", 10.0 + trial % 2 * 2)  # 10, 12: too noisy to tell 2 % apart in 10 trials
+            state.record("b", 10.2 + trial % 2 * 2)
+        decision = state.decide()
+        assert decision is not None and not decision.leaving and not state.settled
+    assert state.done and state.rounds == 4 and state.stop_reason("a") == state.stop_reason("b") == MAX_TRIALS_REACHED
 
 
 def test_failed_trials_count_and_a_configuration_that_never_ends_ok_leaves() -> None:
@@ -158,61 +158,141 @@ def test_replayed_race_with_a_clear_winner_costs_a_fifth_of_the_grid() -> None:
 class ScriptedLaunches:
     """Stands in for :class:`sweeper.run.launches.Launches` (the racing driver's view of a cluster: no cluster here;
     real sweeps with racing are in tests/test_search_sweep.py): each measurement takes its engine's scripted time
-    (trial t: times 1, 1.05, 1.1, 1, ...), each start ``start_s``."""
+    (trial t: times 1, 1.05, 1.1, 1, ...), each start ``start_s``; ``failing`` trials (engine, epochs, trial) fail;
+    ``refused`` starts (engine, visit) do not start, as Launches records them: the queue's rest fails."""
 
-    def __init__(self, times_s: dict[str, float], start_s: float) -> None:
+    def __init__(
+        self,
+        times_s: dict[str, float],
+        start_s: float,
+        failing: frozenset[Any] = frozenset(),
+        refused: frozenset[Any] = frozenset(),
+    ) -> None:
         self.times_s, self.start_s, self.visits = times_s, start_s, Counter[int]()
+        self.failing, self.refused = failing, refused
 
     def run(self, launch: Launch, queue: LaunchQueue) -> Iterator[Row]:
         self.visits[launch.index] += 1
+        if (launch.engine, self.visits[launch.index]) in self.refused:
+            for left in queue.rest():
+                yield cast(Row, {"measurement_key": left.key, "status": "failed", "engine": launch.engine})
+            return
         while (item := queue.next()) is not None:
+            failed = (launch.engine, item.point.epochs, item.trial) in self.failing
             time_s = self.times_s[launch.engine] * (1 + 0.05 * (item.trial % 3))
-            columns = queue.record(item, time_s)
-            yield cast(Row, {"cluster_start_s": self.start_s, "warmup_s": 0.0, "fit_wall_s": time_s, **columns})
+            columns = queue.record(item, None if failed else time_s)
+            status = "failed" if failed else "ok"
+            row = {"cluster_start_s": self.start_s, "warmup_s": 0.0, "fit_wall_s": time_s, "status": status}
+            where = {"measurement_key": item.key, "engine": launch.engine, "epochs": item.point.epochs}
+            yield cast(Row, {**row, **where, "trial": item.trial, **columns})
+
+
+NOTHING_RECORDED = Recorded({}, {})
+
+
+@dataclass
+class Raced:
+    """A race run by :class:`RaceRun` on :class:`ScriptedLaunches`: its rows, its decisions, the store it leaves."""
+
+    race: RaceRun
+    launches: ScriptedLaunches
+    rows: list[Row]
+    decisions: list[Row]
+
+    def recorded(self) -> Recorded:
+        """What a store holding these rows tells a resumed run."""
+        done_s = {str(r["measurement_key"]): float(r["fit_wall_s"] or 0) for r in self.rows if r["status"] == "ok"}
+        decided = {
+            str(r["measurement_key"]): (str(r["stop_reason"]), int(r["race_round"] or 0)) for r in self.decisions
+        }
+        return Recorded(done_s, decided)
+
+    def ended(self) -> list[tuple[str, str, int, int]]:
+        """The decision rows: (engine, stop reason, trials taken, decision), sorted."""
+        assert all(row["status"] == "pruned" for row in self.decisions)
+        return sorted((r["engine"], str(r["stop_reason"]), r["trial"], r["race_round"] or 0) for r in self.decisions)
 
 
 def raced(
-    write_grid: Callable[..., Path], times_s: dict[str, float], start_s: float
-) -> tuple[RaceRun, ScriptedLaunches, list[Row]]:
+    write_grid: Callable[..., Path],
+    launches: ScriptedLaunches,
+    recorded: Recorded = NOTHING_RECORDED,
+) -> Raced:
     spec = minimal_grid(engines=["spark", "dask"], baseline=False)
     spec["workload"] = {"dataset": "digits", "epochs": [5, 10], "trials": 10}
     spec["search"] = {"strategy": "race"}
     plan = make_plan(grid_file.load(write_grid(spec)))
-    launches, rows = ScriptedLaunches(times_s, start_s), list[Row]()
-    race = RaceRun(plan, launches.run, {}, rows.append)
+    rows, decisions = list[Row](), list[Row]()
+    no_data = cast(dict[float, Data], {1.0: None})  # decision rows of a launch that never loaded data: sizes null
+    race = RaceRun(
+        plan, launches.run, recorded, rows.append, decisions.extend, RunRecord.of(plan.grid, "r", {}), no_data
+    )
     race.run()
-    return race, launches, rows
-
-
-def decided(race: RaceRun) -> list[tuple[str, str, int, int]]:
-    """The race's pruned rows: (engine, stop reason, trials taken, decision), sorted."""
-    rows = race.decision_rows(RunRecord.of(race.plan.grid, "r", {}), set(), {1.0: None})  # type: ignore[dict-item]
-    assert all(row["status"] == "pruned" for row in rows)
-    return sorted((row["engine"], str(row["stop_reason"]), row["trial"], row["race_round"] or 0) for row in rows)
+    return Raced(race, launches, rows, decisions)
 
 
 def test_a_clearly_slower_engine_leaves_at_the_first_decision(write_grid: Callable[..., Path]) -> None:
-    race, launches, rows = raced(write_grid, {"spark": 30.0, "dask": 10.0}, start_s=1.0)
-    assert launches.visits == {0: 1, 1: 1} and {row["race_round"] for row in rows} == {1}
-    assert decided(race) == [("dask", SETTLED, 2, 1)] * 2 + [("spark", LEFT, 2, 1)] * 2
+    run = raced(write_grid, ScriptedLaunches({"spark": 30.0, "dask": 10.0}, start_s=1.0))
+    assert run.launches.visits == {0: 1, 1: 1} and {row["race_round"] for row in run.rows} == {1}
+    assert run.ended() == [("dask", SETTLED, 2, 1)] * 2 + [("spark", LEFT, 2, 1)] * 2
 
 
 def test_a_near_tie_comes_back_for_each_decision_until_it_settles(write_grid: Callable[..., Path]) -> None:
-    """3 % apart with 5 % noise: no decision at 2 or 4 trials, settled at 8 (both within delta: either is right)."""
-    race, launches, rows = raced(write_grid, {"spark": 10.3, "dask": 10.0}, start_s=1.0)
-    assert launches.visits == {0: 3, 1: 3} and {row["race_round"] for row in rows} == {1, 2, 3}
-    assert decided(race) == [("dask", SETTLED, 8, 3)] * 2 + [("spark", SETTLED, 8, 3)] * 2
-    assert all(state.settled and not state.left_at for state in race.races.values())
+    """3 % apart with 5 % noise: no decision at 2 or 4 trials, settled at 8 (the leader within delta of the other)."""
+    run = raced(write_grid, ScriptedLaunches({"spark": 10.3, "dask": 10.0}, start_s=1.0))
+    assert run.launches.visits == {0: 3, 1: 3} and {row["race_round"] for row in run.rows} == {1, 2, 3}
+    assert run.ended() == [("dask", SETTLED, 8, 3)] * 2 + [("spark", SETTLED, 8, 3)] * 2
+    assert all(state.settled and not state.left_at for state in run.race.races.values())
 
 
 def test_a_launch_whose_start_costs_more_than_its_rest_measures_everything_at_once(
     write_grid: Callable[..., Path],
 ) -> None:
-    race, launches, rows = raced(write_grid, {"spark": 10.3, "dask": 10.0}, start_s=1000.0)
-    assert launches.visits == {0: 1, 1: 1}
-    taken = Counter((row["race_round"], row["stop_reason"]) for row in rows)
+    run = raced(write_grid, ScriptedLaunches({"spark": 10.3, "dask": 10.0}, start_s=1000.0))
+    assert run.launches.visits == {0: 1, 1: 1}
+    taken = Counter((row["race_round"], row["stop_reason"]) for row in run.rows)
     assert taken == {(1, None): 36, (1, MAX_TRIALS_REACHED): 4}  # 2 launches x 2 points x 10 trials, one visit each
-    assert decided(race) == []
+    assert run.ended() == []
+
+
+def test_running_a_finished_race_again_measures_and_decides_nothing(write_grid: Callable[..., Path]) -> None:
+    first = raced(write_grid, ScriptedLaunches({"spark": 10.3, "dask": 10.0}, start_s=1.0))
+    again = raced(write_grid, ScriptedLaunches({"spark": 10.3, "dask": 10.0}, start_s=1.0), first.recorded())
+    assert again.launches.visits == {} and again.rows == [] and again.decisions == []
+    assert again.race.skipped == len(first.rows)
+
+
+def test_a_resumed_race_takes_only_the_trials_the_store_misses(write_grid: Callable[..., Path]) -> None:
+    """The store lost one ok trial in the middle (a failed try stands there) and the race's decisions (a run stopped
+    before writing them): the resumed run takes only that trial, and decides as the first did."""
+    first = raced(write_grid, ScriptedLaunches({"spark": 10.3, "dask": 10.0}, start_s=1.0))
+    recorded = first.recorded()
+    lost = next(str(row["measurement_key"]) for row in first.rows if row["engine"] == "dask" and row["trial"] == 5)
+    done_s = {key: time_s for key, time_s in recorded.done_s.items() if key != lost}
+    again = raced(write_grid, ScriptedLaunches({"spark": 10.3, "dask": 10.0}, start_s=1.0), Recorded(done_s, {}))
+    assert [row["measurement_key"] for row in again.rows] == [lost]  # its decisions' rows were lost too
+    assert again.ended() == first.ended()  # the same decisions, from the same times, decided once each
+
+
+def test_a_failed_trial_is_taken_again_before_the_race_decides(write_grid: Callable[..., Path]) -> None:
+    """Dask's second trial at 5 epochs fails: that race decides only once dask has 2 ok trials (a third; spark
+    waits), so it decides once, as the others, and its confidence counts every decision it takes."""
+    failing = frozenset({("dask", 5, 1)})
+    run = raced(write_grid, ScriptedLaunches({"spark": 30.0, "dask": 10.0}, start_s=1.0, failing=failing))
+    dask_5 = [row["status"] for row in run.rows if row["engine"] == "dask" and row["epochs"] == 5]
+    assert dask_5 == ["ok", "failed", "ok"] and all(state.rounds == 1 for state in run.race.races.values())
+    expected = [("dask", SETTLED, 2, 1), ("dask", SETTLED, 3, 1), ("spark", LEFT, 2, 1), ("spark", LEFT, 2, 1)]
+    assert run.ended() == expected
+
+
+def test_a_launch_that_cannot_start_ends_its_visit_and_races_on_without_it(write_grid: Callable[..., Path]) -> None:
+    """Spark starts on its first visit, not on its second: its next trial at each point fails, it takes no more."""
+    launches = ScriptedLaunches({"spark": 10.3, "dask": 10.0}, start_s=1.0, refused=frozenset({("spark", 2)}))
+    run = raced(write_grid, launches)
+    failed = [row for row in run.rows if row["status"] == "failed"]
+    assert [(row["engine"]) for row in failed] == ["spark", "spark"] and launches.visits[0] == 2
+    for state in run.race.races.values():
+        assert state.exhausted(0) and len(state.times_s[0]) == 2 and state.done
 
 
 def test_recommend_names_a_settled_race_s_near_tie() -> None:
@@ -228,7 +308,7 @@ def test_recommend_names_a_settled_race_s_near_tie() -> None:
         "dask 7 executors x 5 cores x 4 GiB",
         "dask 5 executors x 6 cores x 4 GiB",
     }
-    assert answer.near_tie_delta == 0.05 and "any of these is within 5% of the best" in answer_sentence(answer)
+    assert answer.near_tie_delta == 0.05 and "none shown more than 5% slower than the leader" in answer_sentence(answer)
 
 
 def test_where_starts_dominate_a_replayed_race_costs_what_the_grid_costs() -> None:

@@ -159,7 +159,7 @@ class Answer:
     accuracy: AccuracyCheck
     within_budget: Arm | None = None
     baseline_s: float | None = None  # the single-thread baseline's median time at this point, if measured
-    near_tie: tuple[Arm, ...] = ()  # a settled race's configurations still in it: any is within near_tie_delta
+    near_tie: tuple[Arm, ...] = ()  # a settled race's configurations still in it (its leader within delta of each)
     near_tie_delta: float | None = None
 
     @property

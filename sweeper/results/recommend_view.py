@@ -76,7 +76,8 @@ def answer_sentence(answer: Answer) -> str:
         text += f"; {len(answer.untested)} configuration(s) with too few trials to test"
     if answer.near_tie and answer.near_tie_delta is not None:
         text += (
-            f"; the race settled on a near-tie, any of these is within {answer.near_tie_delta:.0%} of the best: "
+            f"; the race settled with these still in it, none shown more than {answer.near_tie_delta:.0%} slower "
+            f"than the leader, which is within {answer.near_tie_delta:.0%} of each: "
             + ", ".join(arm.label for arm in answer.near_tie)
         )
     return f"{text}. Accuracy: {accuracy_text(answer.accuracy)}{_baseline_text(answer)}"

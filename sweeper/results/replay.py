@@ -69,12 +69,14 @@ class ReplaySettings:
         if problems:
             raise UserError(problems)
 
-    @property
-    def race(self) -> RacePolicy:
-        """The race's policy: its delta and confidence, from 2 (or the trials' min) to the trials' most."""
+    def race(self, recorded_trials: int) -> RacePolicy:
+        """The race's policy: its delta and confidence, from 2 trials to a fixed ``--trials N``, or with adaptive
+        trials (the default) from 2 (or their min) to the trials the sweep recorded a point (``recorded_trials``):
+        what its full grid took, so the two compare."""
         trials = self.trials
         first = max(RACE_MIN_TRIALS, trials.min_trials) if trials.adaptive else RACE_MIN_TRIALS
-        return RacePolicy(self.delta, self.confidence, min(first, trials.max_trials), trials.max_trials)
+        most = min(trials.max_trials, recorded_trials) if trials.adaptive else trials.max_trials
+        return RacePolicy(self.delta, self.confidence, min(first, most), most)
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,11 @@ def _race(
         samples.append(times)
     point_text = ", ".join(f"{c}={v}" for c, v in zip(point_columns, point, strict=True) if not pd.isna(v))
     return Race(point_text, labels, engines, np.array(launches, dtype=int), np.array(nodes), samples)
+
+
+def recorded_trials(found: Sequence[Race]) -> int:
+    """The ok trials the sweep recorded a point (the median over every configuration and rung)."""
+    return int(np.median([times.size for race in found for per_rung in race.samples for times in per_rung]))
 
 
 @dataclass(frozen=True)
@@ -231,7 +238,7 @@ def _replay_race(
     rng: np.random.Generator,
 ) -> dict[str, Any]:
     """:func:`replay` of ``race``: every (model point, rung value) raced, launches visited per look."""
-    policy = settings.race
+    policy = settings.race(recorded_trials(found))
     visit_s = np.zeros(max(int(overhead.index.max()), *(int(r.launches.max()) for r in found)) + 1)
     visit_s[overhead.index.to_numpy(dtype=int)] = overhead.to_numpy(dtype=float)
     samples = [race.samples for race in found]
@@ -304,7 +311,7 @@ def _summary(
     fraction = spent_s / reference_s if reference_s > 0 else np.full_like(spent_s, np.nan)
     trials = settings.trials
     if settings.strategy in (RACE, AUTO):
-        race = settings.race
+        race = settings.race(recorded_trials(found))
         trials_text = f"raced {race.min_trials}..{race.max_trials} to within {race.delta:.0%} at {race.confidence:g}"
     elif trials.target_rel_ci is not None:
         trials_text = f"adaptive {trials.min_trials}..{trials.max_trials} to +-{trials.target_rel_ci:g}"

@@ -540,7 +540,7 @@ def race_standings(df: pd.DataFrame) -> pd.DataFrame:
     ``race settled``; else ``max trials``) and ``median_s``; fastest first within each point.
     """
     rows = df[df["race_round"].notna().to_numpy()]
-    keys = ["engine", *CONFIG, "epochs", "fraction"]
+    keys = [*workload_keys(rows), "engine", *CONFIG, "epochs", "fraction"]  # a race is one workload point
     lines = []
     for key, group in rows.groupby(keys, dropna=False, sort=False):
         values = dict(zip(keys, key, strict=True))

@@ -12,7 +12,9 @@ most trials (it left the race, or the race settled) gets one ``pruned`` row sayi
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 
 from sweeper.config.grid import RACE_MIN_TRIALS
 from sweeper.names import BASELINE_ENGINE, PRUNED
@@ -36,16 +38,35 @@ def race_policy(plan: Plan) -> RacePolicy:
     return RacePolicy(grid.search.delta, grid.search.confidence, min(first, most), most)
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """What the store holds of a sweep before this run: ok times and the race decisions (``pruned`` rows' stop
+    reasons and decisions), by measurement key."""
+
+    done_s: Mapping[str, float]
+    decided: Mapping[str, tuple[str, int]]
+
+
 class RaceRun:
-    """One race sweep: measures through ``run_launch``, hands each row to ``emit`` as it is written."""
+    """One race sweep: measures through ``run_launch``, hands each row to ``emit`` as it is written, and writes each
+    round's decisions (``pruned`` rows) through ``decisions`` as they are made."""
 
     def __init__(
-        self, plan: Plan, run_launch: RunLaunch, done_s: Mapping[str, float], emit: Callable[[Row], None]
+        self,
+        plan: Plan,
+        run_launch: RunLaunch,
+        recorded: Recorded,
+        emit: Callable[[Row], None],
+        decisions: Callable[[list[Row]], None],
+        run: RunRecord,
+        data: Mapping[float, Data],
     ) -> None:
-        self.plan, self.run_launch, self.done_s, self.emit = plan, run_launch, done_s, emit
+        self.plan, self.run_launch, self.recorded, self.emit = plan, run_launch, recorded, emit
+        self.write_decisions, self.run_record, self.data = decisions, run, data
         self.policy = race_policy(plan)
         self.launches = {launch.index: launch for launch in plan.launches}
         self.races: dict[Point, RaceState[int]] = {}
+        self.written: set[str] = set(recorded.decided)
         self.skipped = 0
         for launch in plan.launches:
             if launch.engine == BASELINE_ENGINE:
@@ -54,28 +75,38 @@ class RaceRun:
                 state = self.races.setdefault(point, RaceState.start((), self.policy))
                 state.times_s[launch.index], state.taken[launch.index] = [], 0
                 self._resume(state, launch.index, point)
+        for state in self.races.values():
+            state.resumed()
 
     def _key(self, index: int, point: Point, trial: int) -> str:
         return measurement_key(self.plan.grid, self.plan, self.launches[index], point, trial)
 
     def _resume(self, state: RaceState[int], index: int, point: Point) -> None:
-        """Count the ok trials the store already holds (in trial order, up to the first missing one)."""
-        while (key := self._key(index, point, state.taken[index])) in self.done_s:
-            state.record(index, self.done_s[key])
+        """Count the ok trials the store already holds up to the first missing one, and restore a decision an
+        earlier run recorded for this configuration (a resumed race decides nothing again)."""
+        done_s, decided = self.recorded.done_s, self.recorded.decided
+        while (key := self._key(index, point, state.taken[index])) in done_s:
+            state.record(index, done_s[key])
             self.skipped += 1
+        for trial in range(self.policy.max_trials + 1):
+            found = decided.get(self._key(index, point, trial))
+            if found is not None:
+                state.restore(index, *found)
+                break
 
     def run(self) -> int:
-        """Measure the baseline, then race round after round; the number of rounds."""
+        """Measure the baseline, then race round after round, writing each round's decisions; the rounds."""
         for launch in self.plan.launches:
             if launch.engine == BASELINE_ENGINE:
                 trials = trial_policy(self.plan.grid.workload)
-                queue = TrialQueue(self.plan, launch, self.plan.points[launch.index], self.done_s, trials)
+                queue = TrialQueue(self.plan, launch, self.plan.points[launch.index], self.recorded.done_s, trials)
                 for row in self.run_launch(launch, queue):
                     self.emit(row)
                 self.skipped += queue.skipped
-        for state in self.races.values():
-            if any(state.taken.values()):
-                state.decide()  # a resumed race decides on what it holds first
+        for state in self.races.values():  # a run stopped between a round's trials and its decisions
+            if any(state.taken.values()) and not state.done and all(state.ready(key) for key in state.alive):
+                state.decide()
+        self.write_decisions(self.decision_rows())
         rounds = 0
         while wants := self._wanted():
             rounds += 1
@@ -86,6 +117,7 @@ class RaceRun:
                     self.emit(row)
             for point in {point for points in wants.values() for point in points}:
                 self.races[point].decide()
+            self.write_decisions(self.decision_rows())
         return rounds
 
     def _wanted(self) -> dict[int, list[Point]]:
@@ -97,8 +129,9 @@ class RaceRun:
                     wants.setdefault(index, []).append(point)
         return dict(sorted(wants.items()))
 
-    def decision_rows(self, run: RunRecord, recorded: set[str], data: Mapping[float, Data]) -> list[Row]:
-        """A ``pruned`` row for each configuration and point that stopped before its most trials, saying why."""
+    def decision_rows(self) -> list[Row]:
+        """A ``pruned`` row for each configuration and point that stopped before its most trials since the last
+        call (it left the race, or the race settled), saying why; none twice, none the store holds."""
         rows = []
         for point, state in self.races.items():
             leader = self.launches[state.leader].label if state.leader is not None else "-"
@@ -108,33 +141,46 @@ class RaceRun:
                     continue
                 trial = state.taken[index]
                 key = self._key(index, point, trial)
-                if key in recorded:
+                if key in self.written:
                     continue
-                decided = state.left_at.get(index, state.rounds)
-                why = (
-                    f"left the race at decision {decided}: confidently more than {self.policy.delta:.0%} slower "
-                    f"than {leader}"
-                    if reason == LEFT
-                    else f"the race settled at decision {decided}: {leader} is within {self.policy.delta:.0%} of "
-                    "every configuration still in it"
-                )
-                todo = Todo(self.launches[index], point, trial, key)
-                search = SearchColumns(stop_reason=reason, race_round=decided)
-                outcome = run.outcome(PRUNED, why)
-                rows.append(measurement_row(self.plan, todo, run, data[point.fraction], outcome=outcome, search=search))
+                self.written.add(key)
+                rows.append(self._decision_row(point, state, index, trial, key, reason, leader))
         return rows
+
+    def _decision_row(
+        self, point: Point, state: RaceState[int], index: int, trial: int, key: str, reason: str, leader: str
+    ) -> Row:
+        decided = state.left_at.get(index, state.rounds)
+        delta = f"{self.policy.delta:.0%}"
+        why = (
+            f"left the race at decision {decided}: confidently more than {delta} slower than {leader}"
+            if reason == LEFT
+            else f"the race settled at decision {decided}: {leader} is within {delta} of every configuration "
+            "still in it"
+        )
+        todo = Todo(self.launches[index], point, trial, key)
+        search = SearchColumns(stop_reason=reason, race_round=decided)
+        outcome = self.run_record.outcome(PRUNED, why)
+        return measurement_row(
+            self.plan, todo, self.run_record, self.data[point.fraction], outcome=outcome, search=search
+        )
 
     def lines(self) -> list[str]:
         """What each race decided, for the end of ``sweeper run``."""
+        several = len({(point.mode, point.params) for point in self.races}) > 1
         lines = []
         for point, state in self.races.items():
             alive = [self.launches[index].label for index in state.alive]
-            ended = "settled" if state.settled else "not settled at its most trials"
             text = f"epochs {point.epochs}" + (f", fraction {point.fraction:g}" if point.fraction != 1 else "")
-            lines.append(
-                f"{text}: {ended} after {state.rounds} decision(s), {len(state.left_at)} left; "
-                f"within {self.policy.delta:.0%} of each other: {', '.join(alive)}"
-            )
+            if several:
+                text += f", {point.mode} {json.dumps(point.model_params, sort_keys=True, default=list)}"
+            if state.settled:
+                leader = self.launches[state.leader].label if state.leader is not None else "-"
+                ended = f"settled after {state.rounds} decision(s): {leader} is within {self.policy.delta:.0%} of "
+                ended += f"every configuration still in it ({', '.join(alive)})"
+            else:
+                ended = f"not settled at its most trials; still in it: {', '.join(alive)}"
+            lines.append(f"{text}: {ended}; {len(state.left_at)} left")
         return lines
 
 
@@ -147,6 +193,7 @@ class RaceQueue:
         self.budget = {point: run.races[point].wanted(launch.index) for point in points}
         self.visit_s: float | None = None
         self.stay_checked = False
+        self.closed = False
 
     def observe(self, row: Row) -> None:
         """The start this visit's rows record: its start, staging and warm-up seconds (the teardown is not known
@@ -156,11 +203,19 @@ class RaceQueue:
             self.visit_s = sum(part or 0.0 for part in parts)
 
     def next(self) -> Todo | None:
+        if self.closed:
+            return None
         index = self.launch.index
         for point in self.points:
-            if self.budget[point] > 0:
-                trial = self.run.races[point].taken[index]
-                return Todo(self.launch, point, trial, self.run._key(index, point, trial))
+            state = self.run.races[point]
+            while self.budget[point] > 0:
+                trial = state.taken[index]
+                key = self.run._key(index, point, trial)
+                if key not in self.run.recorded.done_s:
+                    return Todo(self.launch, point, trial, key)
+                state.record(index, self.run.recorded.done_s[key])  # ok in the store already (after a gap)
+                self.budget[point] -= 1
+                self.run.skipped += 1
         if not self.stay_checked and self.visit_s is not None:
             self.stay_checked = True
             if stays(self.visit_s, self._rest_s()):
@@ -188,7 +243,9 @@ class RaceQueue:
         return SearchColumns(stop_reason=stop, race_round=self.round)
 
     def rest(self) -> list[Todo]:
-        """The launch could not start: the next trial of each point fails, and the configuration takes no more."""
+        """The launch could not start: the next trial of each point fails, the configuration takes no more there,
+        and this visit ends."""
+        self.closed = True
         items = []
         for point in self.points:
             if self.budget[point] > 0:

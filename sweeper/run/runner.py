@@ -8,6 +8,7 @@ finished row and stops.
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -25,7 +26,7 @@ from sweeper.planning.measurements import Todo, pending, split_reused
 from sweeper.planning.plan import Plan
 from sweeper.run.halving import HalvingRun, rung_lines
 from sweeper.run.launches import Launches
-from sweeper.run.race import RaceRun
+from sweeper.run.race import RaceRun, Recorded
 from sweeper.run.rows import RunRecord
 from sweeper.run.run_dir import run_directory
 from sweeper.run.signals import exit_status, signals_as_interrupt
@@ -35,6 +36,7 @@ from sweeper.store.parquet import (
     check_writable,
     finish_merges,
     grid_hashes,
+    race_decisions,
     read_table,
     recorded_rows,
     remove_sweep,
@@ -159,7 +161,8 @@ def _run_held(
                     _run_fixed(plan, todo, launches, emit, reuse)
                 else:
                     pruned = {key for key, (status, _) in recorded.items() if status == PRUNED}
-                    result.skipped = _run_decided(plan, launches, done_s, pruned, emit, result.notes)
+                    decided = race_decisions(table)
+                    result.skipped = _run_decided(plan, launches, Recorded(done_s, decided), pruned, emit, result.notes)
         except KeyboardInterrupt as stop:
             result.interrupted = True
             result.exit_status = exit_status(stop)
@@ -181,7 +184,7 @@ def _run_fixed(plan: Plan, todo: list[Todo], launches: Launches, emit: Callable[
 def _run_decided(
     plan: Plan,
     launches: Launches,
-    done_s: dict[str, float],
+    recorded: Recorded,
     pruned: set[str],
     emit: Callable[[Row], None],
     notes: list[str],
@@ -190,11 +193,17 @@ def _run_decided(
     returns the skipped count."""
     strategy = plan.grid.search.strategy
     if strategy == RACE:
-        race = RaceRun(plan, launches.run, done_s, emit)
+        written = itertools.count()
+
+        def decisions(rows: list[Row]) -> None:  # a file per round with decisions, named apart
+            if rows:
+                _write_decided(plan, launches, rows, emit, f"race-{next(written):03d}")
+
+        race = RaceRun(plan, launches.run, recorded, emit, decisions, launches.run_record, launches.data)
         rounds = race.run()
         notes += [f"{rounds} round(s) of launches", *race.lines()]
-        _write_decided(plan, launches, race.decision_rows(launches.run_record, pruned, launches.data), emit, "race")
         return race.skipped
+    done_s = recorded.done_s
     if strategy == HALVING:
         halving = HalvingRun(plan, launches.run, done_s, emit)
         notes += rung_lines(halving.run(), halving.rungs, halving.axis)

@@ -181,21 +181,39 @@ class RaceState(Generic[K]):
         """Settled, or every configuration still in the race took its most trials."""
         return self.settled or all(self.exhausted(key) for key in self.alive)
 
+    @property
+    def level(self) -> int:
+        """The ok trials every configuration still in the race has at its next decision (the schedule's next)."""
+        return self.policy.schedule[min(self.rounds, len(self.policy.schedule) - 1)]
+
     def wanted(self, key: K) -> int:
-        """Trials ``key`` takes before the next decision: up to the schedule's next count of ok times (0: it left,
-        took its most trials, or the race is done)."""
+        """Trials ``key`` takes before the next decision: up to :attr:`level` ok trials (0: it left, took its most
+        trials, has enough, or the race is done)."""
         if self.done or key in self.left_at or self.exhausted(key):
             return 0
-        ok = len(self.times_s[key])
-        step = next((size - ok for size in self.policy.schedule if size > ok), 0)
-        return min(step, self.policy.max_trials - self.taken[key])
+        return max(0, min(self.level - len(self.times_s[key]), self.policy.max_trials - self.taken[key]))
+
+    def ready(self, key: K) -> bool:
+        """``key`` has what the next decision needs: :attr:`level` ok trials, or its most trials taken."""
+        return len(self.times_s[key]) >= self.level or self.exhausted(key)
+
+    def resumed(self) -> None:
+        """After an earlier run's trials and decisions are restored: count the decisions it took, one per count of
+        the schedule below the ok trials of every configuration still racing (the next is at the count above)."""
+        counts = [len(self.times_s[key]) for key in self.alive if not self.exhausted(key)]
+        if counts:
+            self.rounds = max(self.rounds, sum(1 for size in self.policy.schedule if size < min(counts)))
 
     def decide(self) -> Round[K] | None:
-        """After a round: who leaves, whether it is settled (None: no configuration has an ok time yet).
+        """After a round: who leaves, whether it is settled (None: no decision yet, see below).
 
-        A configuration without an ok time cannot lead or leave; while one can still take trials the race is not
-        settled; one that took its most trials without any leaves.
+        Decisions come only when every configuration still in the race is :meth:`ready` (one whose trial failed
+        takes another first; the others wait), so a race decides once per count of the schedule, as its
+        confidence assumes. A configuration without an ok time cannot lead or leave; while one can still take trials the
+        race is not settled; one that took its most trials without any leaves.
         """
+        if not all(self.ready(key) for key in self.alive):
+            return None
         for key in self.alive:
             if not self.times_s[key] and self.exhausted(key):
                 self.left_at[key] = self.rounds + 1
@@ -210,6 +228,14 @@ class RaceState(Generic[K]):
         self.settled = decision.settled and len(timed) == len(alive)
         self.leader = decision.leader
         return decision
+
+    def restore(self, key: K, reason: str, decision: int) -> None:
+        """A decision an earlier run of the sweep recorded (its ``pruned`` row): ``key`` left, or the race settled."""
+        if reason == LEFT:
+            self.left_at[key] = decision
+        elif reason == SETTLED:
+            self.settled = True
+        self.rounds = max(self.rounds, decision)
 
     def stop_reason(self, key: K) -> str | None:
         """Why ``key`` stopped measuring (None while it still races)."""

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from sweeper.config.names import check_sweep_name
 from sweeper.errors import UserError
-from sweeper.names import OK
+from sweeper.names import OK, PRUNED
 from sweeper.store.row import INT64, Row
 
 SCHEMA_VERSION = 8
@@ -408,6 +408,17 @@ def recorded_rows(store: Path, sweep: str, table: pa.Table | None = None) -> dic
         if recorded.get(key, ("",))[0] != OK:
             recorded[key] = (status, time_s)
     return recorded
+
+
+def race_decisions(table: pa.Table) -> dict[str, tuple[str, int]]:
+    """A race's recorded decisions (its ``pruned`` rows with a ``race_round``): by measurement key, the stop reason
+    and the decision."""
+    columns = (table.column(name).to_pylist() for name in ("measurement_key", "status", "stop_reason", "race_round"))
+    return {
+        key: (reason, decision)
+        for key, status, reason, decision in zip(*columns, strict=True)
+        if status == PRUNED and reason is not None and decision is not None
+    }
 
 
 def grid_hashes(table: pa.Table) -> set[str]:
