@@ -3,8 +3,9 @@
 One race is the configurations of both engines at one workload point (epochs, model, fraction).
 All start with ``min_trials`` trials; after each round of trials a configuration leaves the race
 once it is *confidently more than delta slower* than the current leader, and the race is settled
-once the leader is *confidently at most delta slower* than every configuration still in it (then
-any of those is a right answer: a near-tie within delta), or every one has ``max_trials``.
+once the leader is *confidently at most delta slower* than every configuration still in it (so at
+most delta slower than the best; the others still in it were not shown more than delta slower than
+the leader: a near-tie), or every one has ``max_trials``.
 
 Times are compared as logarithms, so delta is relative (0.05: 5 %) and run-to-run noise, which
 scales with the time, is alike across configurations; the spread is pooled over the race (every
