@@ -207,6 +207,14 @@ def test_compare_replays_every_strategy_on_one_store(
     assert code == 0 and all(f"│ {name} " in out for name in ("grid", "halving", "race")) and "wrong" in text
 
 
+def test_auto_replays_what_a_grid_s_auto_chooses(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fixtures = {"monkeypatch": monkeypatch, "capsys": capsys}
+    assert replayed(store, "easy", "--strategy", "auto", "--trials", "10", **fixtures)["strategy"] == "race"
+    assert replayed(store, "easy", "--strategy", "auto", "--trials", "1", **fixtures)["strategy"] == "grid"
+
+
 def test_a_race_needs_two_trials_and_a_delta_in_range(
     store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

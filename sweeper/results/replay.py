@@ -22,13 +22,13 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from sweeper.config.grid import AUTO, RACE, RACE_CONFIDENCE, RACE_DELTA, RACE_MIN_TRIALS, RUNG_AXES, SEARCH_STRATEGIES
+from sweeper.config.grid import AUTO, FULL_GRID, RACE, RACE_CONFIDENCE, RACE_DELTA, RACE_MIN_TRIALS, RUNG_AXES, SEARCH_STRATEGIES
 from sweeper.errors import UserError
 from sweeper.names import BASELINE_ENGINE, CONFIG
 from sweeper.results.statistics import FASTER, INCONCLUSIVE, config_label, ok_mask, pair_verdict
@@ -193,13 +193,18 @@ def run_strategy(strategy: str, medians_s: np.ndarray, policy: HalvingPolicy, en
 
 
 def replay(df: pd.DataFrame, settings: ReplaySettings) -> dict[str, Any]:
-    """Replay ``settings.strategy`` on a fully measured sweep; the result has stable keys (see :data:`KEYS`)."""
+    """Replay ``settings.strategy`` on a fully measured sweep; the result has stable keys (see :data:`KEYS`).
+
+    ``auto`` replays what a grid's ``auto`` chooses (:func:`sweeper.config.checks.auto_strategy`): a race where a
+    point has 2 trials or more to decide on, else the grid; the result names the strategy chosen."""
+    if settings.strategy == AUTO:
+        settings = replace(settings, strategy=RACE if settings.trials.max_trials >= RACE_MIN_TRIALS else FULL_GRID)
     found, rungs, left_out = races(df, settings.rung_axis)
     rng = np.random.default_rng(settings.seed)
     scope = df[df["engine"].ne(BASELINE_ENGINE).fillna(False).astype(bool)]
     overhead = one_launch_s(scope).sum(axis=1)
     reference_s = cluster_seconds(scope).total_s
-    if settings.strategy in (RACE, AUTO):  # auto races a sweep that has trials to decide on (config.checks)
+    if settings.strategy == RACE:
         return _replay_race(settings, found, rungs, left_out, overhead, reference_s, rng)
     spent_s = np.zeros(settings.repeats)
     launches_used = np.zeros((settings.repeats, len(rungs), int(overhead.index.max()) + 1), dtype=bool)
@@ -310,7 +315,7 @@ def _summary(
     verdicts = [_significant_engine(race) for race in found]
     fraction = spent_s / reference_s if reference_s > 0 else np.full_like(spent_s, np.nan)
     trials = settings.trials
-    if settings.strategy in (RACE, AUTO):
+    if settings.strategy == RACE:
         race = settings.race(recorded_trials(found))
         trials_text = f"raced {race.min_trials}..{race.max_trials} to within {race.delta:.0%} at {race.confidence:g}"
     elif trials.target_rel_ci is not None:
