@@ -53,11 +53,6 @@ class _Repeat:
             state.record(c, float(time_s))
         return float(taken.sum())
 
-    def rest_s(self, key: RaceKey, c: int) -> float:
-        """What the rest of ``c``'s trials in race ``key`` would cost, at the median of its trials so far."""
-        times = self.states[key].times_s[c]
-        return (self.policy.max_trials - len(times)) * float(np.median(times)) if times else 0.0
-
 
 def race_repeat(
     samples: Sequence[list[list[np.ndarray]]],
@@ -83,7 +78,7 @@ def race_repeat(
             result.spent_s += float(visit_s[launch])
             for key, c in items:
                 result.spent_s += repeat.take(key, c, repeat.states[key].wanted(c)) * nodes[key[0]][c]
-            rest = [(key, c, repeat.rest_s(key, c) * nodes[key[0]][c]) for key, c in items]
+            rest = [(key, c, repeat.states[key].rest_s(c) * nodes[key[0]][c]) for key, c in items]
             if stays(float(visit_s[launch]), sum(cost for _, _, cost in rest)):
                 for key, c, _ in rest:
                     left = policy.max_trials - len(repeat.states[key].times_s[c])

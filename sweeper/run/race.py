@@ -88,8 +88,8 @@ class RaceRun:
         while (key := self._key(index, point, state.taken[index])) in done_s:
             state.record(index, done_s[key])
             self.skipped += 1
-        for trial in range(self.policy.max_trials + 1):
-            found = decided.get(self._key(index, point, trial))
+        for trial in range(state.taken[index], self.policy.max_trials + 1) if decided else ():
+            found = decided.get(self._key(index, point, trial))  # a decision row stands at a trial not yet taken
             if found is not None:
                 state.restore(index, *found)
                 break
@@ -134,7 +134,7 @@ class RaceRun:
         call (it left the race, or the race settled), saying why; none twice, none the store holds."""
         rows = []
         for point, state in self.races.items():
-            leader = self.launches[state.leader].label if state.leader is not None else "-"
+            leader = self._leader(state)
             for index in state.times_s:
                 reason = state.stop_reason(index)
                 if reason not in (LEFT, SETTLED) or state.exhausted(index):
@@ -146,6 +146,9 @@ class RaceRun:
                 self.written.add(key)
                 rows.append(self._decision_row(point, state, index, trial, key, reason, leader))
         return rows
+
+    def _leader(self, state: RaceState[int]) -> str:
+        return self.launches[state.leader].label if state.leader is not None else "-"
 
     def _decision_row(
         self, point: Point, state: RaceState[int], index: int, trial: int, key: str, reason: str, leader: str
@@ -175,7 +178,7 @@ class RaceRun:
             if several:
                 text += f", {point.mode} {json.dumps(point.model_params, sort_keys=True, default=list)}"
             if state.settled:
-                leader = self.launches[state.leader].label if state.leader is not None else "-"
+                leader = self._leader(state)
                 ended = f"settled after {state.rounds} decision(s): {leader} is within {self.policy.delta:.0%} of "
                 ended += f"every configuration still in it ({', '.join(alive)})"
             else:
@@ -218,22 +221,12 @@ class RaceQueue:
                 self.run.skipped += 1
         if not self.stay_checked and self.visit_s is not None:
             self.stay_checked = True
-            if stays(self.visit_s, self._rest_s()):
+            if stays(self.visit_s, sum(self.run.races[point].rest_s(index) for point in self.points)):
                 for point in self.points:
                     state = self.run.races[point]
                     self.budget[point] = 0 if state.exhausted(index) else state.policy.max_trials - state.taken[index]
                 return self.next()
         return None
-
-    def _rest_s(self) -> float:
-        """What measuring every trial this launch may still need would take, at each point's median so far."""
-        total = 0.0
-        for point in self.points:
-            state = self.run.races[point]
-            times = sorted(state.times_s[self.launch.index])
-            if times:
-                total += (state.policy.max_trials - state.taken[self.launch.index]) * times[len(times) // 2]
-        return total
 
     def record(self, item: Todo, ok_time_s: float | None) -> SearchColumns:
         state = self.run.races[item.point]

@@ -230,6 +230,11 @@ class RaceState(Generic[K]):
         self.leader = decision.leader
         return decision
 
+    def rest_s(self, key: K) -> float:
+        """What the trials ``key`` may still take would cost, at the median of its ok times so far (0 without)."""
+        times = self.times_s[key]
+        return (self.policy.max_trials - self.taken[key]) * float(np.median(times)) if times else 0.0
+
     def restore(self, key: K, reason: str, decision: int) -> None:
         """A decision an earlier run of the sweep recorded (its ``pruned`` row): ``key`` left, or the race settled."""
         if reason == LEFT:
