@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 GRID ?= grids/local.yaml
 STORE ?= results/
 OUT ?= report/
-YARN_JAR := deploy/yarn/target/sweeper-miniyarn.jar
+YARN_JAR := deploy/yarn/target/lib/sweeper-yarn.jar
 OLDEST := .venv-oldest
 
 .PHONY: setup check-java test-packages datasets test test-fast test-oldest test-yarn lint docs plan sweep dry-run report bench clean

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from sweeper.launch.hosts.containers import CONTAINERS_CLIENT
 from tests.support.netns_hosts import ip
 from tests.support.ns_cluster import FS_SHELL, INIT_NAME, NsCluster, NsClusterError, namespaced_yarn
 from tests.support.ns_cluster import unavailable as ns_cluster_unavailable
-from tests.support.yarn_cluster import DISTRIBUTED_SHELL_CLIENT
 
 pytestmark = [pytest.mark.integration, pytest.mark.yarn]
 
@@ -41,21 +41,19 @@ def test_edge_resolves_the_cluster_by_name(ns_yarn: NsCluster) -> None:
     assert {node["totalResource"]["vCores"] for node in nodes} == {ns_yarn.nm_vcores}
 
 
-def test_distributed_shell_runs_on_both_nodes_without_the_driver_venv(ns_yarn: NsCluster) -> None:
+def test_containers_run_on_both_nodes_without_the_driver_venv(ns_yarn: NsCluster) -> None:
     """3 containers of half a node each (an AM beside them on one node): they run on both nodes."""
     venv = ns_yarn.hidden[0] if ns_yarn.hidden else Path("/nonexistent")
     # in parentheses: the NodeManager's launch script redirects only the last command of a list to stdout
     shell = f"(hostname; cat /proc/1/comm; test -e {venv}/bin/python && echo VISIBLE || echo HIDDEN)"
     name = f"ns-smoke-{secrets.token_hex(3)}"
-    jar = sorted(ns_yarn.lib.glob("hadoop-yarn-applications-distributedshell-*.jar"))[-1]
     client = ns_yarn.java_command(
-        DISTRIBUTED_SHELL_CLIENT, "-jar", str(jar), "-appname", name, "-shell_command", shell,
-        "-num_containers", "3", "-container_memory", str(ns_yarn.nm_memory_mib // 2), "-container_vcores", "1",
-        "-master_memory", "256", "-master_vcores", "1", "-timeout", "180000",
+        CONTAINERS_CLIENT, "--name", name, "--command", shell, "--containers", "3",
+        "--memory-mib", str(ns_yarn.nm_memory_mib // 2), "--vcores", "1", "--am-memory-mib", "256",
     )  # fmt: skip
     try:
         on_edge(ns_yarn, client)
-    finally:  # distributedshell leaves what it staged under the user's home: the sweep's tests look there
+    finally:  # the application's jar stays under the user's home: the sweep's tests look there
         on_edge(ns_yarn, ns_yarn.java_command(FS_SHELL, "-rm", "-r", "-f", "-skipTrash", name))
     apps = [app for app in (ns_yarn.rest("/apps")["apps"] or {}).get("app", []) if app["name"] == name]
     assert [app["finalStatus"] for app in apps] == ["SUCCEEDED"]

@@ -1,7 +1,7 @@
 """manager yarn against a real YARN: Hadoop's MiniYARNCluster (deploy/yarn), 2 NodeManagers on loopback.
 
 Spark runs in client mode (driver here, AM and executors in YARN containers); Dask runs its
-scheduler here and its workers in containers started by Hadoop's distributedshell. NodeManagers
+scheduler here and its workers in the containers of one application (sweeper.yarn.Containers). NodeManagers
 are local, so containers are checked in the local process table. The cluster is the session's ``yarn``
 (tests/conftest.py); the engine contract on it (granted, fits, containers, nothing left) is in
 tests/test_engine_contract.py.
@@ -140,7 +140,7 @@ def test_with_a_python_archive_the_fits_run_in_the_unpacked_environment(
     tasks = replicas(digits)
     start = starter(engine, "yarn")
     with start(launches.launch(engine, "yarn"), context(tmp_path, YarnOptions(python_archive=packed_env))) as session:
-        staged = Path.home() / getattr(session, "name", "no-such-dir")  # distributedshell's files (the archive)
+        staged = Path.home() / getattr(session, "name", "no-such-dir")  # the application's jar
         assert engine == "spark" or staged.is_dir()
         results = session.run_batch(tasks, digits)
         assert all(0 < r.accuracy <= 1 for r in results)
@@ -151,7 +151,7 @@ def test_with_a_python_archive_the_fits_run_in_the_unpacked_environment(
             # Spark starts ./environment/bin/python; Dask's nanny spawns the worker with its absolute path
             assert argv0.endswith("environment/bin/python") and not argv0.startswith(str(REPO)), argv0
             # numpy's and scikit-learn's extension modules were loaded from the archive unpacked in a NodeManager's
-            # local directory (Spark: YARN's file cache; Dask: the container's directory), none from this venv
+            # local directory (YARN's file cache, where the NodeManager unpacked it), none from this venv
             assert any("/sklearn/" in path for path in libraries), libraries
             assert all(path.startswith(str(on_yarn.conf_dir.parent)) for path in libraries), libraries
             assert not any(path.startswith(str(REPO / ".venv")) for path in libraries)

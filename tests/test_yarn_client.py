@@ -15,7 +15,6 @@ import time
 import uuid
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import psutil
@@ -23,6 +22,7 @@ import pytest
 
 from sweeper.launch.base import LaunchError
 from sweeper.launch.dask import yarn as dask_yarn
+from sweeper.launch.hosts.containers import AM_MEMORY_MIB, ContainerShape, containers_command
 from sweeper.launch.hosts.hadoop_conf import HadoopConf, read_hadoop_conf
 from sweeper.launch.hosts.yarn import driver_address
 from sweeper.launch.hosts.yarn_client import YarnClient, hadoop_lib
@@ -46,8 +46,7 @@ def one_container(engine: str = "dask") -> Launch:
 def sleeping_application(
     conf: HadoopConf, name: str, scratch: Path, containers: int = 1, memory_mib: int = 256
 ) -> subprocess.Popen[bytes]:
-    shape = replace(one_container(), executors=containers, executor_memory_mib=memory_mib, memory_overhead_mib=0)
-    command = dask_yarn.distributed_shell_command(conf, hadoop_lib(), name, "sleep 600", shape, {})
+    command = containers_command(conf, hadoop_lib(), name, "sleep 600", ContainerShape(containers, memory_mib, 1), {})
     log = open(scratch / f"{name}.log", "wb")  # noqa: SIM115 - closed by the child's exit
     return subprocess.Popen(command, cwd=scratch, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
 
@@ -167,8 +166,8 @@ def test_an_application_the_queue_holds_fails_at_the_start_limit_named_so(yarn: 
     conf = read_hadoop_conf(yarn.conf_dir, {})
     client = YarnClient(conf)
     blocker = f"sweeper-blocker-{uuid.uuid4().hex[:8]}"
-    step = dask_yarn.AM_MEMORY_MIB  # containers of the AM's size fill every NodeManager to the last MiB
-    fill = (yarn.node_managers * yarn.nm_memory_mib - dask_yarn.AM_MEMORY_MIB) // step
+    step = AM_MEMORY_MIB  # containers of the AM's size fill every NodeManager to the last MiB
+    fill = (yarn.node_managers * yarn.nm_memory_mib - AM_MEMORY_MIB) // step
     shell = sleeping_application(conf, blocker, tmp_path, containers=fill, memory_mib=step)
     context = launches.context(tmp_path / "run", YarnOptions(conf_dir=yarn.conf_dir), start_timeout_s=15)
     try:
@@ -194,3 +193,30 @@ def test_an_application_the_queue_holds_fails_at_the_start_limit_named_so(yarn: 
         shell.wait(60)
     assert client.applications("sweeper") == []
     assert_no_containers()
+
+
+def test_the_containers_application_ends_with_its_commands_and_names_a_failure(
+    yarn: YarnCluster, tmp_path: Path
+) -> None:
+    """sweeper.yarn.Containers (deploy/yarn): the application succeeds when every container's command exits 0 and
+    fails, saying how many, when one does not; the client exits 0 or 1 accordingly. Two containers each."""
+    conf = read_hadoop_conf(yarn.conf_dir, {})
+    ended = {}
+    for shell in ("true", "test -n $CONTAINER_ID && exit 3"):
+        name = f"sweeper-containers-{uuid.uuid4().hex[:8]}"
+        command = containers_command(conf, hadoop_lib(), name, shell, ContainerShape(2, 256, 1), {"ANSWER": "42"})
+        done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        ended[shell] = (done.returncode, done.stderr)
+        shutil.rmtree(Path.home() / name, ignore_errors=True)  # the application's jar (fs.defaultFS file:)
+    assert ended["true"][0] == 0, ended["true"][1][-2000:]
+    assert "ended SUCCEEDED" in ended["true"][1]
+    code, stderr = ended["test -n $CONTAINER_ID && exit 3"]
+    assert code == 1 and "ended FAILED" in stderr and "2 of 2 containers failed" in stderr, stderr[-2000:]
+    assert_no_containers()
+
+
+def test_a_container_command_with_a_double_quote_is_refused(tmp_path: Path) -> None:
+    """The NodeManager runs the command inside /bin/bash -c "...": a double quote would end that string."""
+    conf = HadoopConf(yarn_site_dir=tmp_path, core_site_dir=None, raw={}, environment={})
+    with pytest.raises(ValueError, match="double quote"):
+        containers_command(conf, Path("/nonexistent"), "x", 'echo "hi"', ContainerShape(1, 256, 1), {})

@@ -50,7 +50,7 @@ class Session(Protocol):
 
     granted: Granted
     # seconds of the start spent putting files on the cluster's file system (0: nothing staged, e.g. reused);
-    # None: some staging happened inside the start and was not timed apart (Dask's distributedshell)
+    # None: not known
     staging_s: float | None
 
     def run_batch(self, tasks: list[FitTask], data: Data) -> list[FitResult]:

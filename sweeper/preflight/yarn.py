@@ -1,6 +1,6 @@
 """``sweeper check`` on ``manager: yarn``: the configuration, the ResourceManager, the queue, orphans, the nodes.
 
-The nodes are probed from inside YARN: one small distributedshell application runs the probe in a
+The nodes are probed from inside YARN: one small application (sweeper.launch.hosts.containers) runs the probe in a
 container per NodeManager (the environment the launches would use: the packed archive, or this
 interpreter's path), and each container must connect back to the driver's address. YARN places
 containers itself; each probe container asks for more than half of the roomiest node's free memory, so
@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.launch.base import LaunchError
+from sweeper.launch.hosts.containers import AM_MEMORY_MIB, ContainerShape, containers_command, shipped_archive
 from sweeper.launch.hosts.hadoop_conf import HadoopConf, HadoopConfError, read_hadoop_conf
-from sweeper.launch.hosts.yarn import ARCHIVE_LINK, driver_address
+from sweeper.launch.hosts.yarn import container_python, driver_address
 from sweeper.launch.hosts.yarn_client import YarnClient, hadoop_lib
 from sweeper.launch.options import YarnOptions
 from sweeper.planning.plan import Launch
@@ -36,7 +37,7 @@ from sweeper.preflight.report import Preflight
 PROBE_MEMORY_MIB = 256
 DEFAULT_ALLOCATION_STEP_MIB = 1024  # yarn.scheduler.minimum-allocation-mb: requests are rounded up to it
 DEFAULT_LARGEST_CONTAINER_MIB = 8192  # yarn.scheduler.maximum-allocation-mb
-AM_MIB = {"spark": 512 + 384, "dask": 512}  # the ApplicationMaster each engine asks for (memory + overhead)
+AM_MIB = {"spark": 512 + 384, "dask": AM_MEMORY_MIB}  # the ApplicationMaster each engine asks for (memory + overhead)
 
 
 def check_yarn(options: YarnOptions, launches: list[Launch], kill_orphans: bool = False) -> Preflight:
@@ -160,7 +161,7 @@ def probe_memory_mib(free_mib: list[int], step_mib: int, largest_mib: int, room_
     def rounded(mib: int) -> int:  # the scheduler rounds every request up to its step
         return -(-mib // step_mib) * step_mib
 
-    size_mib, am_mib = rounded(max(free_mib) // 2 + 1), rounded(AM_MIB["dask"])  # distributedshell's AM
+    size_mib, am_mib = rounded(max(free_mib) // 2 + 1), rounded(AM_MIB["dask"])  # the probe application's AM
     fits = size_mib <= min(min(free_mib) - am_mib, largest_mib)
     if room_mib is not None:
         fits = fits and len(free_mib) * size_mib + am_mib <= room_mib
@@ -170,15 +171,10 @@ def probe_memory_mib(free_mib: list[int], step_mib: int, largest_mib: int, room_
 def probe_command(archive: Path | None, driver: str, port: int) -> str:
     """The container's shell: unpack the environment if shipped, then run the probe with its node's id."""
     script = base64.b64encode(PROBE.encode()).decode()
-    python = f"./{ARCHIVE_LINK}/bin/python" if archive is not None else shlex.quote(sys.executable)
-    unpack = ""
-    if archive is not None:
-        from sweeper.launch.dask.yarn import unpack_command
-
-        unpack = f"{unpack_command(archive)} && "
+    python = shlex.quote(container_python(archive))
     # no double quote: the NodeManager runs the command as /bin/bash -c "COMMAND", where one would end the string
     code = "import base64, sys; exec(base64.b64decode(sys.argv.pop(1)))"
-    return f"{unpack}{python} -c '{code}' {script} {driver} {port} $NM_HOST:$NM_PORT"
+    return f"{python} -c '{code}' {script} {driver} {port} $NM_HOST:$NM_PORT"
 
 
 def _nodes(found: Preflight, conf: HadoopConf, client: YarnClient, options: YarnOptions, room_mib: int | None) -> None:
@@ -196,7 +192,7 @@ def _nodes(found: Preflight, conf: HadoopConf, client: YarnClient, options: Yarn
     except LaunchError as error:
         found.add("driver-address", None, False, str(error))
         return
-    from sweeper.launch.dask.yarn import _remove_staged, distributed_shell_command
+    from sweeper.launch.dask.yarn import _remove_staged
 
     name = f"sweeper-check-{uuid.uuid4().hex[:8]}"
     memory_mib = probe_memory_mib(
@@ -205,10 +201,6 @@ def _nodes(found: Preflight, conf: HadoopConf, client: YarnClient, options: Yarn
         _conf_mib(conf, "yarn.scheduler.maximum-allocation-mb", DEFAULT_LARGEST_CONTAINER_MIB),
         room_mib,
     )
-    shape = Launch(
-        index=0, engine="dask", manager="yarn", nodes=len(names), rule="report", workers_per_node=(1,) * len(names),
-        cores_per_executor=1, executors=len(names), executor_memory_mib=memory_mib, memory_overhead_mib=0,
-    )  # fmt: skip
     archive = options.python_archive
     try:
         listener = DriverListener(driver)
@@ -217,9 +209,14 @@ def _nodes(found: Preflight, conf: HadoopConf, client: YarnClient, options: Yarn
         return
     found.add("driver-address", None, True, f"{driver} (the containers connect back to it)")
     with listener:
-        command = distributed_shell_command(
-            conf, hadoop_lib(), name, probe_command(archive, driver, listener.port), shape, {},
-            localize=(archive,) if archive is not None else (), queue=options.queue,
+        try:
+            shipped, _ = shipped_archive(conf, hadoop_lib(), archive)  # staged once: the sweep then finds it
+        except LaunchError as error:
+            found.add("environment", None, False, f"cannot stage {archive} on {conf.default_fs}: {error}")
+            return
+        command = containers_command(
+            conf, hadoop_lib(), name, probe_command(archive, driver, listener.port),
+            ContainerShape(len(names), memory_mib, 1), {}, archive=shipped, queue=options.queue,
         )  # fmt: skip
         try:
             shell = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
@@ -227,7 +224,7 @@ def _nodes(found: Preflight, conf: HadoopConf, client: YarnClient, options: Yarn
             client.kill_tagged(name)
             found.add("probe", None, False, "the probe application did not finish within 300 s")
             return
-        finally:  # what distributedshell staged under the file system's home: its AM jar, the archive
+        finally:  # what the application staged under the file system's home: its ApplicationMaster's jar
             _remove_staged(conf, hadoop_lib(), name, Path.cwd())
         deadline = time.monotonic() + 5.0
         while len(listener.reports) < len(names) and time.monotonic() < deadline:

@@ -57,10 +57,9 @@ GROUPS: tuple[tuple[tuple[str, ...], str], ...] = (  # (columns, what they mean)
         ("staging_s",),
         (
             "seconds the launch's start spent putting Spark's jars and the packed environment on the "
-            "cluster's file system (YARN with HDFS: the first Spark launch of a sweep uploads them; later "
-            "launches only find them there: 0 to a second), not counted in `cluster_start_s`; null where the "
-            "start staged without timing it apart (Dask through distributedshell, which uploads the archive "
-            "for every application)"
+            "cluster's file system (YARN with HDFS: the first launch of a sweep that needs them uploads them; "
+            "later launches of either engine only find them there: 0 to a second), not counted in "
+            "`cluster_start_s`; null in rows of schema 4 and older"
         ),
     ),
     (

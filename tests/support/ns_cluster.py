@@ -4,7 +4,7 @@
 from the top, under netns_hosts' subnet lock) and a network namespace per member, each with a veth on
 the bridge and a host name:
 
-- ``sw-edge`` (.2): where the driver (sweeper, spark-submit, distributedshell's client) runs;
+- ``sw-edge`` (.2): where the driver (sweeper, spark-submit, the YARN clients) runs;
 - ``sw-node1`` (.3): NameNode, DataNode, ResourceManager, NodeManager;
 - ``sw-node2`` (.4): DataNode, NodeManager.
 

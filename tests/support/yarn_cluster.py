@@ -27,9 +27,8 @@ import psutil
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET = REPO / "deploy" / "yarn" / "target"
-JAR = TARGET / "sweeper-miniyarn.jar"
+JAR = TARGET / "lib" / "sweeper-yarn.jar"
 MAIN_CLASS = "sweeper.yarn.MiniYarn"
-DISTRIBUTED_SHELL_CLIENT = "org.apache.hadoop.yarn.applications.distributedshell.Client"
 BUILD_HINT = "build the MiniYARNCluster first: mvn -q -f deploy/yarn/pom.xml package (part of make setup)"
 
 
@@ -48,7 +47,7 @@ class YarnCluster:
 
     @property
     def environment(self) -> dict[str, str]:
-        """What a YARN client (Spark, distributedshell) needs to find this cluster."""
+        """What a YARN client (Spark, sweeper.yarn.Containers) needs to find this cluster."""
         return {"HADOOP_CONF_DIR": str(self.conf_dir), "YARN_CONF_DIR": str(self.conf_dir)}
 
 
@@ -58,16 +57,9 @@ def built() -> bool:
 
 
 def classpath() -> str:
-    """The Java classpath of the MiniYARNCluster, its Hadoop 3.5 jars and distributedshell."""
+    """The Java classpath of the MiniYARNCluster: sweeper's jar (first: its log4j.properties keeps stdout for READY),
+    then Hadoop 3.5's, in the same directory."""
     return f"{JAR}{os.pathsep}{TARGET / 'lib' / '*'}"
-
-
-def distributed_shell_jar() -> Path:
-    """distributedshell's jar: its ApplicationMaster is shipped to YARN as ``-jar``."""
-    found = sorted((TARGET / "lib").glob("hadoop-yarn-applications-distributedshell-*.jar"))
-    if not found:
-        raise FileNotFoundError(f"no distributedshell jar in {TARGET / 'lib'}; {BUILD_HINT}")
-    return found[-1]
 
 
 def java() -> str:
@@ -175,7 +167,7 @@ CONTAINER_MARKERS = (
     "org.apache.spark.executor.YarnCoarseGrainedExecutorBackend",
     "org.apache.spark.deploy.yarn.ExecutorLauncher",
     "distributed.cli.dask_worker",
-    "distributedshell.ApplicationMaster",
+    "sweeper.yarn.ContainersMaster",
 )
 LIVE_STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
 

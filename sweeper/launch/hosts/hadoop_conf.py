@@ -87,7 +87,7 @@ class HadoopConf:
 
     @property
     def client_environment(self) -> dict[str, str]:
-        """``HADOOP_CONF_DIR`` and ``YARN_CONF_DIR`` for a client process (Spark, distributedshell)."""
+        """``HADOOP_CONF_DIR`` and ``YARN_CONF_DIR`` for a client process (Spark, sweeper.yarn.Containers)."""
         return {
             "HADOOP_CONF_DIR": str(self.core_site_dir or self.yarn_site_dir),
             "YARN_CONF_DIR": str(self.yarn_site_dir),

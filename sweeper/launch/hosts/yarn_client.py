@@ -3,7 +3,7 @@
 Listing and killing applications goes through ``org.apache.hadoop.yarn.client.cli.ApplicationCLI``
 on the client configuration's directories: Hadoop itself then resolves the ResourceManager
 (variables, HA ids with failover, its RPC address and security), where a hand-written REST client
-would miss cases. Each application of a sweep carries tags (``spark.yarn.tags``, distributedshell's
+would miss cases. Each application of a sweep carries tags (``spark.yarn.tags``, sweeper.yarn.Containers'
 ``-application_tags``), so its applications are found again by tag, also after the driver died.
 """
 
@@ -25,16 +25,17 @@ LIVE_STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
 ROW = re.compile(r"^\s*(application_\d+_\d+)\t")
 NODE_ROW = re.compile(r"^\s*(\S+:\d+)\t\s*([A-Z_]+)\t\s*(\S+:\d+)\t")  # Node-Id, Node-State, Node-Http-Address
 _NODE_WEB_ADDRESSES: dict[tuple[str, ...], list[str]] = {}  # by client configuration directories
+SWEEPER_JAR = "sweeper-yarn.jar"  # deploy/yarn's own classes: the Containers client and its ApplicationMaster
 REPO_LIB = Path(__file__).resolve().parents[3] / "deploy" / "yarn" / "target" / "lib"
 
 
 def hadoop_lib() -> Path:
     """The directory of Hadoop's client jars (``deploy/yarn``, built by make setup; or ``SWEEPER_YARN_LIB``)."""
     lib = Path(os.environ.get("SWEEPER_YARN_LIB", REPO_LIB))
-    if not any(lib.glob("hadoop-yarn-client-*.jar")):
+    if not any(lib.glob("hadoop-yarn-client-*.jar")) or not (lib / SWEEPER_JAR).is_file():
         raise LaunchError(
-            f"manager yarn needs Hadoop's client jars in {lib}: run mvn -q -f deploy/yarn/pom.xml package "
-            "(make setup) or set SWEEPER_YARN_LIB"
+            f"manager yarn needs Hadoop's client jars and {SWEEPER_JAR} in {lib}: "
+            "run mvn -q -f deploy/yarn/pom.xml package (make setup) or set SWEEPER_YARN_LIB"
         )
     return lib
 
@@ -46,8 +47,12 @@ def java() -> str:
 
 
 def hadoop_java(conf: HadoopConf, lib: Path, main_class: str, heap_mib: int = 256) -> list[str]:
-    """A JVM with the client configuration and Hadoop's jars on its classpath, running ``main_class``."""
-    classpath = os.pathsep.join([*map(str, conf.conf_dirs), str(lib / "*")])
+    """A JVM with the client configuration and Hadoop's jars on its classpath, running ``main_class``.
+
+    sweeper's own jar comes before the others: its log4j.properties (warnings, to stderr) wins over the ones
+    in Hadoop's jars, so a client's stdout holds only what it prints.
+    """
+    classpath = os.pathsep.join([*map(str, conf.conf_dirs), str(lib / SWEEPER_JAR), str(lib / "*")])
     return [java(), f"-Xmx{heap_mib}m", "-cp", classpath, main_class]
 
 

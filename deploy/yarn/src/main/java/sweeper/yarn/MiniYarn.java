@@ -24,7 +24,7 @@ import org.apache.hadoop.yarn.server.MiniYARNCluster;
  * Hadoop's own logging goes to stderr.
  *
  * <pre>
- * java -cp 'target/sweeper-miniyarn.jar:target/lib/*' sweeper.yarn.MiniYarn CONF_DIR
+ * java -cp 'target/lib/sweeper-yarn.jar:target/lib/*' sweeper.yarn.MiniYarn CONF_DIR
  *      [--node-managers 2] [--nm-memory-mb 4096] [--nm-vcores 2] [--min-allocation-mb 128]
  *      [--enforce-memory true] [--timeout-s 120] [--log-retain-s 0]
  * </pre>
