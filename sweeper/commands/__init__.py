@@ -7,6 +7,6 @@ needs inside ``main``, so building the parser imports no analysis (pandas, scipy
 
 from __future__ import annotations
 
-from sweeper.commands import check, compare, pack_env, plan, recommend, replay, report, run
+from sweeper.commands import check, compare, pack_env, plan, predict, recommend, replay, report, run
 
-COMMANDS = (plan, run, check, report, compare, recommend, replay, pack_env)  # in the order --help lists them
+COMMANDS = (plan, run, check, report, compare, recommend, replay, predict, pack_env)  # in the order --help lists them

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from sweeper.config import load as grid_file
 from sweeper.planning.dry_run import shrink_plan
-from sweeper.planning.plan import make_plan
+from sweeper.planning.plan import Plan, make_plan
 from sweeper.planning.view import beyond_this_machine, plan_json, show_plan
 
 
@@ -22,6 +22,10 @@ def add_parser(commands: Any) -> None:
     plan.add_argument("grid", help="grid file (YAML)")
     plan.add_argument("--json", action="store_true", help="print one JSON object per launch")
     plan.add_argument("--dry-run", action="store_true", help="show the shape each launch will have on this machine")
+    plan.add_argument(
+        "--predict-from", metavar="STORE", help="also predict each launch's batch times and the sweep's cluster time"
+    )
+    plan.add_argument("--sweep", help="the sweep of --predict-from's store to learn from (when it holds several)")
     plan.set_defaults(func=main)
 
 
@@ -36,4 +40,40 @@ def main(args: argparse.Namespace, console: Console) -> int:
         print(plan_json(plan))
     else:
         show_plan(plan, console)
+    if args.predict_from:
+        _show_predictions(plan, args.predict_from, args.sweep, console)
     return 0
+
+
+def _show_predictions(plan: Plan, store: str, sweep: str | None, console: Console) -> None:
+    """The what-if model of ``store``'s sweep on this plan: its validation, each launch's batches, the cost."""
+    from rich.table import Table
+
+    from sweeper.results.predict.forecast import learn, planned_cost
+    from sweeper.results.predict.targets import plan_shapes
+    from sweeper.results.predict.view import PREDICTION_HEADERS, prediction_rows, validation_lines
+    from sweeper.store.parquet import load_sweep
+    from sweeper.text import plain
+
+    rows = load_sweep(store, sweep)
+    learned = learn(rows)
+    predictions = [learned.predict(shape) for shape in plan_shapes(plan, learned.points)]
+    console.print(plain(f"Predicted from {store} (sweep {', '.join(sorted(map(str, rows['sweep'].unique())))}):"))
+    for line in validation_lines(learned):
+        console.print(plain(f"  {line}"), soft_wrap=True)
+    table = Table(title="predicted median batch times")
+    for header in PREDICTION_HEADERS:
+        table.add_column(header)
+    for row in prediction_rows(predictions):
+        table.add_row(*(plain(cell) for cell in row))
+    console.print(table)
+    cost = planned_cost(learned, predictions, plan.grid.workload.trials)
+    console.print(
+        plain(
+            f"Predicted cluster time: {cost.total_node_s:,.0f} node-seconds "
+            f"({cost.total_node_s / 3600:.2f} node-hours), "
+            f"{cost.batches_node_s / cost.total_node_s:.0%} of it in measured batches; starts, warm-ups and "
+            "teardowns as the sweep measured them"
+        ),
+        soft_wrap=True,
+    )

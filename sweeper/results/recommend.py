@@ -61,6 +61,7 @@ from sweeper.errors import UserError
 from sweeper.names import BASELINE_ENGINE
 from sweeper.search.race import LEFT, SETTLED
 from sweeper.results import statistics
+from sweeper.results.predict.worth import WorthMeasuring, worth_measuring
 from sweeper.results.unmeasured import Unmeasured, unmeasured
 from sweeper.results.right_sizing import (
     ARM,
@@ -203,6 +204,7 @@ class Recommendation:
     idle: tuple[IdleSlots, ...]
     idle_threshold: float = LOW_UTILISATION
     unmeasured: tuple[Unmeasured, ...] = ()  # configurations without an ok row at some epochs, and why
+    worth_measuring: tuple[WorthMeasuring, ...] = ()  # untested shapes the what-if model expects to be faster
 
     @property
     def overall(self) -> str:
@@ -313,6 +315,7 @@ def recommend(
         memory=tuple(memory_advice(df)),
         idle=tuple(idle_slots(df)),
         unmeasured=tuple(unmeasured(df)),
+        worth_measuring=tuple(worth_measuring(df)),
     )
 
 

@@ -18,6 +18,7 @@ from sweeper.names import on_spark
 from sweeper.shapes import shape_text
 
 if TYPE_CHECKING:
+    from sweeper.results.predict.worth import WorthMeasuring
     from sweeper.results.recommend import AccuracyCheck, Answer, Arm, EngineAnswer, MemoryAdvice, Recommendation
 
 
@@ -209,6 +210,9 @@ def lines(recommendation: Recommendation) -> list[str]:
         for idle in recommendation.idle:
             label = f"{idle.engine} {shape_text(idle.executors, idle.cores_per_executor)}"
             out.append(f"  {label}: {idle.slot_utilisation:.0%} used; likely {'; '.join(idle.reasons)}")
+    if recommendation.worth_measuring:
+        out.append("Worth measuring next (the what-if model, `sweeper predict`, validates well on this sweep):")
+        out += [f"  {_worth_text(worth)}" for worth in recommendation.worth_measuring]
     return out
 
 
@@ -282,6 +286,21 @@ def to_json(recommendation: Recommendation) -> dict[str, Any]:
         "memory": [{**advice.__dict__, "alternative": advice.alternative} for advice in recommendation.memory],
         "idle_slots": [idle.__dict__ for idle in recommendation.idle],
         "unmeasured": [{**missing.__dict__, "epochs": list(missing.epochs)} for missing in recommendation.unmeasured],
+        "worth_measuring": [
+            {
+                "engine": worth.shape.engine,
+                "cores_per_executor": worth.shape.cores_per_executor,
+                "executors": worth.shape.executors,
+                "executor_memory_gib": worth.shape.executor_memory_gib,
+                "epochs": worth.shape.epochs,
+                "predicted_median_s": worth.predicted_s,
+                "measured_best": worth.measured_best,
+                "measured_best_median_s": worth.measured_best_s,
+                "held_out_median_rel_error": worth.held_out_error,
+                "extrapolated_on": list(worth.extrapolated_on),
+            }
+            for worth in recommendation.worth_measuring
+        ],
         "overall": recommendation.overall,
     }
     return _nulls(document)
@@ -301,5 +320,13 @@ def _nulls(value: Any) -> Any:
 # -- the command -----------------------------------------------------------------------------------
 
 
-
-
+def _worth_text(worth: WorthMeasuring) -> str:
+    """One line of ``recommend``."""
+    s = worth.shape
+    beyond = f"; beyond the measured {', '.join(worth.extrapolated_on)}" if worth.extrapolated_on else ""
+    return (
+        f"{s.epochs} epochs: {s.engine} {s.executors} x {s.cores_per_executor} cores "
+        f"({s.executor_memory_gib:g} GiB): predicted {worth.predicted_s:.3g} s, {worth.gain:.0%} under the measured "
+        f"best {worth.measured_best} ({worth.measured_best_s:.3g} s); the model's held-out error is "
+        f"{worth.held_out_error:.1%}{beyond}"
+    )

@@ -1,0 +1,64 @@
+"""``sweeper predict STORE --grid OTHER.yaml``: another grid's batch times, predicted from a measured sweep."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from sweeper.errors import UserError
+
+
+def add_parser(commands: Any) -> None:
+    """Register ``predict`` on the CLI's subparsers (``commands`` from ``add_subparsers``)."""
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "predict", help="predict another grid's batch times from a measured sweep, with the model's held-out error"
+    )
+    parser.add_argument("store", help="store directory")
+    parser.add_argument("--sweep", help="sweep name (required when the store holds several)")
+    parser.add_argument("--grid", help="grid whose launches and points to predict (other shapes, nodes, epochs)")
+    parser.add_argument(
+        "--validate", action="store_true", help="print only how well each measured configuration is predicted"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object (keys in the README)")
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace, console: Console) -> int:
+    """``sweeper predict STORE [--sweep NAME] (--grid GRID | --validate) [--json]``."""
+    from sweeper.config import load as grid_file
+    from sweeper.planning.plan import make_plan
+    from sweeper.results.predict.forecast import learn
+    from sweeper.results.predict.targets import plan_shapes
+    from sweeper.results.predict.view import (
+        PREDICTION_HEADERS,
+        model_lines,
+        prediction_rows,
+        to_json,
+        validation_lines,
+    )
+    from sweeper.store.parquet import load_sweep
+    from sweeper.text import plain
+
+    if args.grid is None and not args.validate:
+        raise UserError("sweeper predict: pass --grid GRID (the launches to predict) or --validate")
+    plan = make_plan(grid_file.load(args.grid)) if args.grid is not None else None  # a bad grid before any work
+    learned = learn(load_sweep(args.store, args.sweep))
+    shapes = [] if plan is None or args.validate else plan_shapes(plan, learned.points)
+    predictions = [learned.predict(shape) for shape in shapes]
+    if args.json:
+        print(json.dumps(to_json(learned, predictions), indent=2, allow_nan=False))
+        return 0
+    for line in validation_lines(learned) if args.validate else [*model_lines(learned), *validation_lines(learned)]:
+        console.print(plain(line), soft_wrap=True)
+    if predictions:
+        table = Table(title=f"predicted median batch times of {args.grid}")
+        for header in PREDICTION_HEADERS:
+            table.add_column(header)
+        for row in prediction_rows(predictions):
+            table.add_row(*(plain(cell) for cell in row))
+        console.print(table)
+    return 0

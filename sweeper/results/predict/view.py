@@ -1,0 +1,112 @@
+"""``sweeper predict``'s words and JSON: the fitted coefficients, the held-out errors, the predictions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sweeper.results.predict.forecast import Learned, Prediction
+from sweeper.results.predict.model import EngineModel
+from sweeper.results.predict.validation import MIN_CONFIGURATIONS, TRUSTED_MEDIAN_ERROR
+
+
+def model_lines(learned: Learned) -> list[str]:
+    """Each engine's fitted formulas, coefficients in place."""
+    lines = []
+    for engine, m in learned.models.items():
+        lines.append(
+            f"{engine}: one fit = {m.fixed_s:.3g} s + {m.work_s:.3g} s x epochs x rows/1e6 x (1 + {m.contention:.3g} x "
+            f"(fits per executor - 1)); batch = {m.batch_overhead_s:.3g} s + {m.per_executor_s:.3g} s x executors + "
+            f"{m.wave_factor:.3g} x waves x one fit" + _memory_text(m) + f"  [{m.points} medians]"
+        )
+    return lines
+
+
+def _memory_text(model: EngineModel) -> str:
+    if model.base_gib is None or model.per_fit_gib is None:
+        return ""
+    return f"; peak = {model.base_gib:.3g} GiB + {model.per_fit_gib:.3g} GiB x fits per executor"
+
+
+def validation_lines(learned: Learned) -> list[str]:
+    """Per engine: the held-out error, or why there is none; and whether recommend trusts it."""
+    lines = []
+    for engine in learned.models:
+        errors = learned.validation.errors(engine)
+        if not errors.size:
+            lines.append(
+                f"{engine}: not validated: fewer than {MIN_CONFIGURATIONS} configurations measured; "
+                "treat its predictions as untested"
+            )
+            continue
+        median, largest = learned.validation.median_error(engine), learned.validation.max_error(engine)
+        verdict = (
+            "good enough to name shapes worth measuring"
+            if learned.validation.trusted(engine)
+            else f"over {TRUSTED_MEDIAN_ERROR:.0%}: do not rely on its predictions"
+        )
+        lines.append(
+            f"{engine}: each configuration predicted from the others: median error {median:.1%}, largest "
+            f"{largest:.1%} over {errors.size} configuration-points ({verdict})"
+        )
+    return lines
+
+
+def prediction_rows(predictions: list[Prediction]) -> list[list[str]]:
+    """Table cells: engine, shape, epochs, fits, predicted median, interval, memory, extrapolation."""
+    rows = []
+    for p in predictions:
+        s = p.shape
+        memory = "" if p.peak_gib is None else f"{p.peak_gib:.2f} of {s.executor_memory_gib:.2f} GiB"
+        if p.fits_memory is False:
+            memory += " (would not fit)"
+        rows.append(
+            [
+                s.engine,
+                f"{s.executors} x {s.cores_per_executor} cores, {s.nodes} nodes",
+                str(s.epochs),
+                str(s.n_fits),
+                f"{p.predicted_s:.3g} s",
+                f"{p.interval_s[0]:.3g}-{p.interval_s[1]:.3g} s",
+                memory,
+                ", ".join(p.extrapolated_on) if p.extrapolated else "",
+            ]
+        )
+    return rows
+
+
+PREDICTION_HEADERS = ["engine", "shape", "epochs", "fits", "predicted median", "interval", "peak memory", "beyond"]
+
+
+def to_json(learned: Learned, predictions: list[Prediction]) -> dict[str, Any]:
+    """The README's keys: predictions, validation (and per engine), each engine's coefficients."""
+    return {
+        "predictions": [
+            {
+                "engine": p.shape.engine,
+                "cores_per_executor": p.shape.cores_per_executor,
+                "executors": p.shape.executors,
+                "nodes": p.shape.nodes,
+                "executor_memory_gib": p.shape.executor_memory_gib,
+                "epochs": p.shape.epochs,
+                "n_fits": p.shape.n_fits,
+                "n_train": p.shape.n_train,
+                "predicted_median_s": p.predicted_s,
+                "interval_s": list(p.interval_s),
+                "extrapolated": p.extrapolated,
+                "extrapolated_on": list(p.extrapolated_on),
+                "predicted_peak_gib": p.peak_gib,
+                "fits_memory": p.fits_memory,
+            }
+            for p in predictions
+        ],
+        "validation": learned.validation.to_json(),
+        "validation_by_engine": {
+            engine: {
+                "held_out_median_rel_error": learned.validation.median_error(engine),
+                "held_out_max_rel_error": learned.validation.max_error(engine),
+                "n_held_out": int(learned.validation.errors(engine).size),
+            }
+            for engine in learned.models
+        },
+        "models": {engine: model.coefficients() for engine, model in learned.models.items()},
+    }
