@@ -39,7 +39,7 @@ def _race_blocks(df: pd.DataFrame) -> list[Block]:
         Heading("Racing"),
         Paragraph(
             "Every workload point was a race of its configurations: 2 trials each first, then decisions at "
-            f"doubling trial counts. A configuration left the race once it was confidently more than {delta:.0%} "
+            f"trial counts growing by half. A configuration left the race once it was confidently more than {delta:.0%} "
             f"slower than the leader; a race settled once the leader was within {delta:.0%} of every "
             f"configuration still in it, each decision at confidence {confidence:g} (those still in it were not "
             f"shown more than {delta:.0%} slower than the leader). A race that reached its most trials unsettled "
