@@ -16,6 +16,7 @@ from sweeper.search.halving import (
     HalvingResult,
     keep_count,
     kendall_tau,
+    rank_check,
     rung_values,
     successive_halving,
 )
@@ -104,6 +105,28 @@ def test_swaps_within_the_tie_tolerance_are_noise_not_a_lying_proxy() -> None:
             list(medians), 2, lambda r, keys: {k: medians[k][r] for k in keys}, replace(policy, tie_rel=tie_rel)
         )
         assert result.rungs[1].widened == widened
+
+
+def noisy(median_s: float) -> list[float]:
+    """Three trials around ``median_s`` with 4 % noise (log sd 0.04)."""
+    return [median_s * math.exp(0.04 * z) for z in (-1.0, 0.0, 1.0)]
+
+
+@pytest.mark.parametrize(
+    ("apart", "reversal"),
+    [(1.03, False), (1.07, False), (1.30, True)],  # 7 %: medians more than delta apart, not confidently so
+)
+def test_the_rank_check_counts_only_swaps_of_pairs_confidently_apart(apart: float, reversal: bool) -> None:
+    """Two configurations swap between rungs, 3 trials each with 4 % noise: a swap of two 3 % or 7 % apart is not a
+    reversal (their bound on the difference does not clear delta), one of two 30 % apart is; a third, pruned at the
+    first rung, comes back only then."""
+    trials = {"a": [noisy(10.0), noisy(10.0 * apart)], "b": [noisy(10.0 * apart), noisy(10.0)]}
+    trials["c"] = [noisy(100.0), noisy(1.0)]
+    policy = HalvingPolicy(eta=2, min_keep=1)
+    check = rank_check({k: v[0] for k, v in trials.items() if k != "c"}, {k: v[1] for k, v in trials.items()}, policy)
+    assert (check.agreement == -1.0) if reversal else (check.agreement is None and check.passed)
+    result = successive_halving(list(trials), 2, lambda r, keys: {k: trials[k][r] for k in keys}, policy)
+    assert result.rungs[0].promoted == ("a", "b") and result.rungs[1].widened == (("c",) if reversal else ())
 
 
 def test_widen_all_brings_back_every_pruned_configuration() -> None:

@@ -23,7 +23,17 @@ from sweeper.run.race import RaceRun, Recorded
 from sweeper.run.rows import RunRecord
 from sweeper.run.trials import LaunchQueue
 from sweeper.search.adaptive import TrialPolicy
-from sweeper.search.race import LEFT, MAX_TRIALS_REACHED, SETTLED, RacePolicy, RaceState, race_round, run_race, stays
+from sweeper.search.race import (
+    LEFT,
+    MAX_TRIALS_REACHED,
+    RESTING,
+    SETTLED,
+    RacePolicy,
+    RaceState,
+    race_round,
+    run_race,
+    stays,
+)
 from sweeper.store.row import Row
 from sweeper.workload.data import Data
 from tests.conftest import minimal_grid
@@ -52,10 +62,10 @@ def test_a_configuration_confidently_slower_by_more_than_delta_leaves_and_the_ra
     assert settled.leaving == () and settled.settled  # 1 % apart, tightly: either is within 5 %
 
 
-def test_a_race_decides_at_doubling_trial_counts_and_stops_at_its_most() -> None:
-    assert POLICY.schedule == (2, 4, 8, 10)
+def test_a_race_decides_at_trial_counts_growing_by_half_and_stops_at_its_most() -> None:
+    assert POLICY.schedule == (2, 4, 6, 10)
     state = RaceState.start(["a", "b"], POLICY)
-    for level, wanted in ((2, 2), (4, 2), (8, 4), (10, 2)):
+    for level, wanted in ((2, 2), (4, 2), (6, 2), (10, 4)):
         assert state.level == level and [state.wanted("a"), state.wanted("b")] == [wanted, wanted]
         assert state.decide() is None  # not before both have the level's trials
         for trial in range(wanted):
@@ -101,25 +111,29 @@ HARD_RACES = (
 
 def test_settled_races_end_more_than_delta_slower_than_the_best_at_most_one_minus_confidence_of_the_time() -> None:
     """The guarantee, on 6 x 1000 simulated races with known answers. A race that reaches its most trials without
-    settling makes no such promise and says so (stop reason ``max trials``); it is counted apart."""
+    settling makes no such promise and says so (stop reason ``max trials``, or ``within delta of the leader`` for one
+    resting); it is counted apart. Configurations rest in many of these races (fewer trials than the leader, not left),
+    so the guarantee is checked with resting at work."""
     rng = np.random.default_rng(2026)
-    wrong_settled, settled, wrong_unsettled = 0, 0, 0
+    wrong_settled, settled, wrong_unsettled, rested = 0, 0, 0, 0
     for ratios, noise in HARD_RACES:
         wrong_here, settled_here = 0, 0
         for _ in range(1000):
             state = simulated(ratios, noise, rng)
             assert state.leader is not None
             wrong = ratios[state.leader] > min(ratios) * (1 + POLICY.delta)
+            lead = len(state.times_s[state.leader])
+            rested += any(len(times) < lead for key, times in state.times_s.items() if key not in state.left_at)
             if state.settled:
                 settled_here += 1
                 wrong_here += wrong
             else:
                 wrong_unsettled += wrong
-                assert all(state.stop_reason(key) in (MAX_TRIALS_REACHED, LEFT) for key in state.times_s)
+                assert all(state.stop_reason(key) in (MAX_TRIALS_REACHED, LEFT, RESTING) for key in state.times_s)
         slack = 2 * math.sqrt(0.05 * 0.95 / max(settled_here, 1))  # two standard errors of a 5 % share
         assert wrong_here / max(settled_here, 1) <= 1 - POLICY.confidence + slack, (ratios, noise)
         wrong_settled, settled = wrong_settled + wrong_here, settled + settled_here
-    assert settled > 3000 and wrong_settled / settled <= 1 - POLICY.confidence
+    assert settled > 3000 and wrong_settled / settled <= 1 - POLICY.confidence and rested > 300
 
 
 def test_a_near_tie_rarely_leaves_the_race_and_the_clearly_slower_always_does() -> None:
@@ -143,8 +157,8 @@ def test_replayed_race_on_seed_001s_store_chooses_right_at_a_third_of_the_grid(s
     race = replay(seed_store, settings)
     halving = replay(seed_store, ReplaySettings(strategy="halving", repeats=300))
     assert race["within_5pct"] >= 0.95 and race["wrong_engine"] <= 0.05
-    assert race["cluster_s_fraction"] <= 0.33  # 30.6 % here (the issue asks 30 %: see the README)
-    assert race["cluster_s_fraction"] < 0.75 * halving["cluster_s_fraction"]  # halving: 46-48 %
+    assert race["cluster_s_fraction"] <= 0.30  # the issue's 30 %: 28.9 % here (see the README)
+    assert race["cluster_s_fraction"] < 0.75 * halving["cluster_s_fraction"]  # halving: 43.7 %
     assert 2 <= race["trials_mean"] < 5 and race["race_settled"] > 0.5
 
 
@@ -238,10 +252,10 @@ def test_a_clearly_slower_engine_leaves_at_the_first_decision(write_grid: Callab
 
 
 def test_a_near_tie_comes_back_for_each_decision_until_it_settles(write_grid: Callable[..., Path]) -> None:
-    """3 % apart with 5 % noise: no decision at 2 or 4 trials, settled at 8 (the leader within delta of the other)."""
+    """3 % apart with 5 % noise: no decision at 2 or 4 trials, settled at 6 (the leader within delta of the other)."""
     run = raced(write_grid, ScriptedLaunches({"spark": 10.3, "dask": 10.0}, start_s=1.0))
     assert run.launches.visits == {0: 3, 1: 3} and {row["race_round"] for row in run.rows} == {1, 2, 3}
-    assert run.ended() == [("dask", SETTLED, 8, 3)] * 2 + [("spark", SETTLED, 8, 3)] * 2
+    assert run.ended() == [("dask", SETTLED, 6, 3)] * 2 + [("spark", SETTLED, 6, 3)] * 2
     assert all(state.settled and not state.left_at for state in run.race.races.values())
 
 
@@ -339,3 +353,19 @@ def test_a_search_section_without_a_strategy_races_and_says_why(write_grid: Call
     assert search.strategy == "grid" and search.auto_reason and "nothing to decide on" in search.auto_reason
     del spec["search"]
     assert grid_file.load(write_grid(spec)).search.strategy == "grid"  # no search: section, no search
+
+
+def test_a_configuration_the_leader_is_shown_within_delta_of_rests_until_that_no_longer_holds() -> None:
+    """c (4.5 % slower, tightly) is cleared at the first decision while b (1 % slower) is not: c takes no trials of
+    the next round; noisier trials of a and b widen the bound, and c is compared again and takes trials again."""
+    state = RaceState.start(["a", "b", "c"], POLICY)
+    for key, times in {"a": [10.0, 10.17], "b": [10.1, 10.27], "c": [10.45, 10.62]}.items():
+        for time_s in times:
+            state.record(key, time_s)
+    decision = state.decide()
+    assert decision is not None and decision.cleared == ("c",) and not state.settled and not state.left_at
+    assert state.resting == {"c"} and [state.wanted(key) for key in "abc"] == [2, 2, 0] and state.ready("c")
+    for key, times in {"a": [9.0, 12.0], "b": [9.2, 12.2]}.items():
+        for time_s in times:
+            state.record(key, time_s)
+    assert state.decide() is not None and state.resting == set() and state.wanted("c") == 4

@@ -72,13 +72,14 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         "--delta",
         type=float,
         default=RACE_DELTA,
-        help=f"race: the indifference zone; halving: rank swaps within it are ties (default {RACE_DELTA})",
+        help=f"race: the indifference zone; halving: swaps of pairs not confidently further apart are ties "
+        f"(default {RACE_DELTA})",
     )
     parser.add_argument(
         "--confidence",
         type=float,
         default=RACE_CONFIDENCE,
-        help=f"race: how sure each decision is (default {RACE_CONFIDENCE})",
+        help=f"race: how sure each decision is; halving: of a pair confidently apart (default {RACE_CONFIDENCE})",
     )
     parser.add_argument(
         "--compare", action="store_true", help="replay every strategy on the same store and seed, side by side"
@@ -99,7 +100,9 @@ def settings_from(args: argparse.Namespace) -> ReplaySettings:
     return ReplaySettings(
         strategy=args.strategy,
         trials=_trials(args),
-        halving=HalvingPolicy(eta=args.eta, rank_threshold=args.rank_threshold, tie_rel=args.delta),
+        halving=HalvingPolicy(
+            eta=args.eta, rank_threshold=args.rank_threshold, tie_rel=args.delta, confidence=args.confidence
+        ),
         repeats=args.repeats,
         rung_axis=args.rung_axis,
         seed=args.seed,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -36,7 +36,7 @@ from sweeper.search.accounting import POINT, cluster_seconds, one_launch_s
 from sweeper.config.grid import REPLAY_REPEATS, REPLAY_SEED, REPLAY_STRATEGY, RUNG_AXIS
 from sweeper.search.adaptive import ADAPTIVE, TrialPolicy, stopping_trials
 from sweeper.results.race_replay import race_repeat
-from sweeper.search.halving import HalvingPolicy, rung_values, successive_halving
+from sweeper.search.halving import HalvingPolicy, Measured, rung_values, successive_halving
 from sweeper.search.race import RacePolicy
 
 MAX_REPEATS = 100_000
@@ -142,12 +142,18 @@ def recorded_trials(found: Sequence[Race]) -> int:
 
 @dataclass(frozen=True)
 class Simulated:
-    """Per configuration, rung and repeat: the resample's median, its node-seconds, trials, CI reached."""
+    """Per configuration, rung and repeat: the resample's median, its node-seconds, trials, CI reached, and its draws
+    (the first ``trials`` are the ones taken)."""
 
     median_s: np.ndarray
     cost_s: np.ndarray
     trials: np.ndarray
     ci_reached: np.ndarray
+    draws: np.ndarray  # (configurations, rungs, repeats, max trials)
+
+    def taken_s(self, repeat: int) -> Callable[[int, int], list[float]]:
+        """The trials taken in ``repeat``, by (configuration, rung)."""
+        return lambda c, g: self.draws[c, g, repeat, : self.trials[c, g, repeat]].tolist()
 
 
 def simulate(race: Race, policy: TrialPolicy, repeats: int, rng: np.random.Generator) -> Simulated:
@@ -155,16 +161,18 @@ def simulate(race: Race, policy: TrialPolicy, repeats: int, rng: np.random.Gener
     shape = (len(race.labels), len(race.samples[0]), repeats)
     median_s, cost_s = np.empty(shape), np.empty(shape)
     trials, reached = np.empty(shape, dtype=int), np.empty(shape, dtype=bool)
+    all_draws = np.empty((*shape, policy.max_trials))
     rows = np.arange(repeats)
     for c, per_rung in enumerate(race.samples):
         for g, recorded in enumerate(per_rung):
             draws = recorded[rng.integers(0, recorded.size, size=(repeats, policy.max_trials))]
+            all_draws[c, g] = draws
             taken, stopped = stopping_trials(draws, policy)
             for n in np.unique(taken):
                 median_s[c, g, taken == n] = np.median(draws[taken == n, :n], axis=1)
             cost_s[c, g] = np.cumsum(draws, axis=1)[rows, taken - 1] * race.nodes[c]
             trials[c, g], reached[c, g] = taken, stopped
-    return Simulated(median_s, cost_s, trials, reached)
+    return Simulated(median_s, cost_s, trials, reached, all_draws)
 
 
 @dataclass(frozen=True)
@@ -176,16 +184,25 @@ class Outcome:
     widened: bool
 
 
-def run_strategy(strategy: str, medians_s: np.ndarray, policy: HalvingPolicy, engines: Sequence[str]) -> Outcome:
-    """The strategy's decisions on one repeat's medians (configurations x rungs); the best of each engine goes on."""
+def run_strategy(
+    strategy: str,
+    medians_s: np.ndarray,
+    policy: HalvingPolicy,
+    engines: Sequence[str],
+    times_s: Callable[[int, int], Sequence[float]] | None = None,
+) -> Outcome:
+    """The strategy's decisions on one repeat's medians (configurations x rungs); the best of each engine goes on.
+    ``times_s(configuration, rung)``: the repeat's trials there, for halving's rank check (else the medians)."""
     n_configs, n_rungs = medians_s.shape
     measured = np.zeros((n_configs, n_rungs), dtype=bool)
     if strategy == "grid":
         measured[:] = True
         return Outcome(int(np.argmin(medians_s[:, -1])), measured, False)
 
-    def measure(rung: int, keys: Any) -> dict[int, float]:
+    def measure(rung: int, keys: Any) -> dict[int, Measured]:
         measured[list(keys), rung] = True
+        if times_s is not None:
+            return {key: times_s(key, rung) for key in keys}
         return {key: float(medians_s[key, rung]) for key in keys}
 
     result = successive_halving(list(range(n_configs)), n_rungs, measure, policy, group=engines.__getitem__)
@@ -215,7 +232,13 @@ def replay(df: pd.DataFrame, settings: ReplaySettings) -> dict[str, Any]:
         truth_s = race.truth_s
         fastest_engine = _significant_engine(race)
         for repeat in range(settings.repeats):
-            outcome = run_strategy(settings.strategy, simulated.median_s[:, :, repeat], settings.halving, race.engines)
+            outcome = run_strategy(
+                settings.strategy,
+                simulated.median_s[:, :, repeat],
+                settings.halving,
+                race.engines,
+                simulated.taken_s(repeat),
+            )
             spent_s[repeat] += float(simulated.cost_s[:, :, repeat][outcome.measured].sum())
             used = np.nonzero(outcome.measured)
             launches_used[repeat, used[1], race.launches[used]] = True

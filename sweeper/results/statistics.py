@@ -567,18 +567,20 @@ def rungs(df: pd.DataFrame, rung_axis: str) -> pd.DataFrame:
     """Per rung of a halving sweep: what it measured and pruned, and how well the rung before predicted it.
 
     Columns: ``rung``, ``values`` (its sorted values of ``rung_axis``), ``measured`` (configurations
-    with an ok row), ``pruned`` (its ``pruned`` rows), ``agreement`` (Kendall's tau-b of the median
-    times at this rung and the previous one, by :func:`sweeper.search.halving.rank_check` as the
-    runner checks them; NaN at the first rung or with fewer than 2 configurations at both) and
+    with an ok row), ``pruned`` (its ``pruned`` rows), ``agreement`` (Kendall's tau-b of the
+    configurations' times at this rung and the previous one, pairs confidently apart only, by
+    :func:`sweeper.search.halving.rank_check` from the ok trials as the runner checks them; NaN at the first
+    rung, with fewer than 2 configurations at both, or with no pair confidently apart) and
     ``compared`` (the configurations it compares).
     """
     columns = [c for c in configuration_columns(rung_axis) if c in df]
     rows = df[df["rung"].notna()]
     rows = rows.assign(configuration=rows.groupby(columns, dropna=False, sort=False).ngroup())
     lines: list[dict[str, Any]] = []
-    previous: dict[Any, float] | None = None
+    previous: dict[Any, list[float]] | None = None
     for rung, at in rows.groupby("rung", sort=True):
-        medians = at[ok_mask(at)].groupby("configuration")["fit_wall_s"].median().astype(float).to_dict()
+        ok = at[ok_mask(at)]
+        medians = {key: [float(t) for t in times] for key, times in ok.groupby("configuration")["fit_wall_s"]}
         check = None if previous is None else rank_check(previous, medians, HalvingPolicy())
         lines.append(
             {

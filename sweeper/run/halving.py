@@ -19,7 +19,7 @@ from sweeper.planning.measurements import Todo, measurement_key
 from sweeper.planning.plan import Launch, Plan, Point
 from sweeper.run.rows import RunRecord, measurement_row
 from sweeper.run.trials import LaunchQueue, TrialQueue, trial_policy
-from sweeper.search.halving import HalvingPolicy, HalvingResult, rung_values, successive_halving
+from sweeper.search.halving import HalvingPolicy, HalvingResult, Measured, rung_values, successive_halving
 from sweeper.store.row import Row
 from sweeper.workload.data import Data
 
@@ -66,7 +66,8 @@ class HalvingRun:
             if launch.engine == BASELINE_ENGINE:
                 self._measure(launch, self.plan.points[launch.index], None)
         candidates = self.candidates()
-        policy = HalvingPolicy(eta=self.plan.grid.search.eta, tie_rel=self.plan.grid.search.delta)
+        search = self.plan.grid.search
+        policy = HalvingPolicy(eta=search.eta, tie_rel=search.delta, confidence=search.confidence)
         engine_of = self._engine_of  # the best configuration of each engine always goes on
         result = successive_halving(candidates, len(self.rungs), self._measure_rung, policy, group=engine_of)
         self.unmeasured = result.unmeasured(candidates)
@@ -75,9 +76,9 @@ class HalvingRun:
     def _engine_of(self, key: Configuration) -> str:
         return self.launches[key[0]].engine
 
-    def _measure_rung(self, rung: int, keys: Sequence[Configuration]) -> dict[Configuration, float]:
-        """The median time of each configuration of ``keys`` at rung ``rung``, launches in plan order."""
-        medians: dict[Configuration, float] = {}
+    def _measure_rung(self, rung: int, keys: Sequence[Configuration]) -> dict[Configuration, Measured]:
+        """The ok times of each configuration of ``keys`` at rung ``rung``, launches in plan order."""
+        medians: dict[Configuration, Measured] = {}
         for index in sorted({index for index, _ in keys}):
             launch = self.launches[index]
             wanted = {point for i, point in keys if i == index}
@@ -89,12 +90,12 @@ class HalvingRun:
             medians.update(self._measure(launch, points, rung))
         return medians
 
-    def _measure(self, launch: Launch, points: Sequence[Point], rung: int | None) -> dict[Configuration, float]:
+    def _measure(self, launch: Launch, points: Sequence[Point], rung: int | None) -> dict[Configuration, Measured]:
         queue = TrialQueue(self.plan, launch, points, self.done_s, trial_policy(self.plan.grid.workload), rung)
         for row in self.run_launch(launch, queue):
             self.emit(row)
         self.skipped += queue.skipped
-        return {configuration(launch, point, self.axis): median for point, median in queue.medians_s().items()}
+        return {configuration(launch, state.point, self.axis): list(state.times_s) for state in queue.points}
 
     def pruned_rows(self, run: RunRecord, recorded: set[str], data: Mapping[float, Data]) -> list[Row]:
         """A ``pruned`` row for each (configuration, rung) never measured (one the store holds is not written again)."""

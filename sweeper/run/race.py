@@ -22,7 +22,7 @@ from sweeper.planning.measurements import Todo, measurement_key
 from sweeper.planning.plan import Launch, Plan, Point
 from sweeper.run.rows import RunRecord, measurement_row
 from sweeper.run.trials import LaunchQueue, TrialQueue, trial_policy
-from sweeper.search.race import LEFT, MAX_TRIALS_REACHED, SETTLED, RacePolicy, RaceState, stays
+from sweeper.search.race import LEFT, MAX_TRIALS_REACHED, RESTING, SETTLED, RacePolicy, RaceState, stays
 from sweeper.store.row import Row, SearchColumns
 from sweeper.workload.data import Data
 
@@ -131,13 +131,14 @@ class RaceRun:
 
     def decision_rows(self) -> list[Row]:
         """A ``pruned`` row for each configuration and point that stopped before its most trials since the last
-        call (it left the race, or the race settled), saying why; none twice, none the store holds."""
+        call (it left the race, the race settled, or it ended unsettled with this one resting), saying why; none
+        twice, none the store holds."""
         rows = []
         for point, state in self.races.items():
             leader = self._leader(state)
             for index in state.times_s:
                 reason = state.stop_reason(index)
-                if reason not in (LEFT, SETTLED) or state.exhausted(index):
+                if reason not in (LEFT, SETTLED, RESTING) or state.exhausted(index):
                     continue
                 trial = state.taken[index]
                 key = self._key(index, point, trial)
@@ -160,6 +161,8 @@ class RaceRun:
             if reason == LEFT
             else f"the race settled at decision {decided}: {leader} is within {delta} of every configuration "
             "still in it"
+            if reason == SETTLED
+            else f"the race ended unsettled at decision {decided}; {leader} is within {delta} of this one"
         )
         todo = Todo(self.launches[index], point, trial, key)
         search = SearchColumns(stop_reason=reason, race_round=decided)

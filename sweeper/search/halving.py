@@ -11,9 +11,13 @@ their order than swap) the cheaper rungs were a poor proxy for this one, so prun
 undone in part: configurations pruned so far come back and are measured at this rung before its
 promotion, as many as are already there (``widen="double"``, the default) or all of them
 (``"all"``); those that survived more rungs come first, then the faster at the rung they were
-pruned. Medians within ``tie_rel`` (default 1 %) of each other count as tied in the check: two
-near-equal configurations swap by noise alone, which says nothing about the proxy. ``min_keep``
-(default 2) keeps two configurations up to the last rung, so a reversal there is still seen.
+pruned. Only pairs *confidently apart* at a rung count in the check there; the others are ties:
+two near-equal configurations swap by noise alone, which says nothing about the proxy. With the
+rung's trials, a pair is confidently apart when the one-sided bound at ``confidence`` on its
+log-time difference (the spread pooled over the rung's configurations) clears ``tie_rel`` (default
+delta, 5 %); without a spread (one trial each), when the medians differ by more than ``tie_rel``.
+``min_keep`` (default 2) keeps two configurations up to the last rung, so a reversal there is still
+seen.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import numpy as np
+from scipy import stats
 
-from sweeper.config.grid import ETA, RACE_DELTA, RANK_THRESHOLD
+from sweeper.config.grid import ETA, RACE_CONFIDENCE, RACE_DELTA, RANK_THRESHOLD
 from sweeper.errors import UserError
 
 K = TypeVar("K", bound=Hashable)
@@ -43,6 +48,7 @@ class HalvingPolicy:
     min_keep: int = MIN_KEEP
     widen: str = "double"
     tie_rel: float = TIE_REL
+    confidence: float = RACE_CONFIDENCE
 
     def __post_init__(self) -> None:
         problems = []
@@ -56,6 +62,8 @@ class HalvingPolicy:
             problems.append(f"min_keep must be at least 1, got {self.min_keep}")
         if not 0 <= self.tie_rel < 1:
             problems.append(f"tie_rel must be in [0, 1), got {self.tie_rel}")
+        if not 0.5 <= self.confidence < 1:
+            problems.append(f"search.confidence (--confidence) must be in [0.5, 1), got {self.confidence}")
         if self.widen not in WIDEN:
             problems.append(f"widen must be one of {', '.join(WIDEN)}, got {self.widen!r}")
         if problems:
@@ -103,7 +111,8 @@ class HalvingResult(Generic[K]):
         return [(key, rung.index) for rung in self.rungs for key in configurations if key not in rung.measured]
 
 
-Measure = Callable[[int, Sequence[K]], Mapping[K, float]]
+Measured = float | Sequence[float]  # a median, or every ok trial's time
+Measure = Callable[[int, Sequence[K]], Mapping[K, Measured]]
 Group = Callable[[K], Hashable]
 
 
@@ -150,17 +159,66 @@ def _order_signs(values: np.ndarray, tie_rel: float) -> np.ndarray:
     return np.where(tied, 0.0, np.sign(difference))
 
 
+def apart_signs(times_s: Sequence[Sequence[float]], tie_rel: float, confidence: float) -> np.ndarray:
+    """sign of the log-time difference for every pair of configurations (their ok trials), 0 where the pair is not
+    confidently apart: the one-sided bound at ``confidence`` on ``|difference|`` (spread pooled) is not above
+    ``log1p(tie_rel)``. Without a spread (every configuration one trial): medians more than ``tie_rel`` apart.
+
+    >>> apart_signs([[10.0, 10.4, 9.6], [10.3, 10.7, 9.9], [13.0, 13.5, 12.5]], 0.05, 0.95)
+    array([[ 0.,  0., -1.],
+           [ 0.,  0., -1.],
+           [ 1.,  1.,  0.]])
+    """
+    logs = [np.log(np.asarray(times, dtype=float)) for times in times_s]
+    df = sum(values.size - 1 for values in logs)
+    if df < 1:
+        return _order_signs(np.array([float(np.median(times)) for times in times_s]), tie_rel)
+    pooled_sd = math.sqrt(sum(float(((values - values.mean()) ** 2).sum()) for values in logs) / df)
+    means, inverse_n = np.array([v.mean() for v in logs]), np.array([1 / v.size for v in logs])
+    difference = means[:, None] - means[None, :]
+    margin = float(stats.t.ppf(confidence, df)) * pooled_sd * np.sqrt(inverse_n[:, None] + inverse_n[None, :])
+    return np.where(np.abs(difference) - margin > math.log1p(tie_rel), np.sign(difference), 0.0)
+
+
+def _tau_of_signs(da: np.ndarray, db: np.ndarray) -> float:
+    """Kendall's tau-b from the pair signs at two rungs (NaN when either has every pair tied)."""
+    upper = np.triu_indices(da.shape[0], 1)
+    a, b = da[upper], db[upper]
+    denominator = math.sqrt(float(np.count_nonzero(a)) * float(np.count_nonzero(b)))
+    return float(np.sum(a * b) / denominator) if denominator > 0 else math.nan
+
+
+def _as_times(measured: Mapping[K, Measured]) -> dict[K, list[float]]:
+    """Every configuration's finite ok times (a median: one)."""
+    times = {k: [float(v)] if isinstance(v, (int, float)) else [float(x) for x in v] for k, v in measured.items()}
+    return {k: [x for x in values if math.isfinite(x)] for k, values in times.items()}
+
+
+def _median(measured: Measured) -> float:
+    values = _as_times({0: measured})[0]
+    return float(np.median(values)) if values else math.nan
+
+
 def ranked(medians_s: Mapping[K, float]) -> list[K]:
     """Configurations fastest first; a NaN median (no ok trial) ranks last; ties keep their given order."""
     order = sorted(enumerate(medians_s.items()), key=lambda item: (math.isnan(item[1][1]), item[1][1], item[0]))
     return [key for _, (key, _) in order]
 
 
-def rank_check(previous_s: Mapping[K, float], current_s: Mapping[K, float], policy: HalvingPolicy) -> RankCheck:
-    """Rank agreement of the configurations with a finite median at both rungs."""
-    both = [k for k in current_s if k in previous_s and np.isfinite(current_s[k]) and np.isfinite(previous_s[k])]
-    previous, current = [previous_s[k] for k in both], [current_s[k] for k in both]
-    tau = kendall_tau(previous, current, policy.tie_rel) if len(both) >= 2 else math.nan
+def rank_check(previous_s: Mapping[K, Measured], current_s: Mapping[K, Measured], policy: HalvingPolicy) -> RankCheck:
+    """Rank agreement of the configurations measured at both rungs (medians, or every ok trial's time: then only
+    pairs confidently apart at a rung count there, see :func:`apart_signs`).
+
+    >>> near = {"a": [10.0, 10.4, 9.6], "b": [10.3, 10.7, 9.9]}  # 3 % apart with 4 % noise, swapped: a tie
+    >>> rank_check(near, {"a": near["b"], "b": near["a"]}, HalvingPolicy()).agreement is None
+    True
+    """
+    previous_t, current_t = _as_times(previous_s), _as_times(current_s)
+    both = [k for k in current_t if k in previous_t and current_t[k] and previous_t[k]]
+    tau = math.nan
+    if len(both) >= 2:
+        signs = [apart_signs([t[k] for k in both], policy.tie_rel, policy.confidence) for t in (previous_t, current_t)]
+        tau = _tau_of_signs(*signs)
     agreement = None if math.isnan(tau) else tau
     return RankCheck(agreement, len(both), agreement is None or agreement >= policy.rank_threshold)
 
@@ -206,7 +264,8 @@ def successive_halving(
     policy: HalvingPolicy,
     group: Group[K] | None = None,
 ) -> HalvingResult[K]:
-    """Run halving: ``measure(rung, keys)`` measures those configurations at that rung, returning median times.
+    """Run halving: ``measure(rung, keys)`` measures those configurations at that rung, returning their median times
+    or every ok trial's time (the rank check then counts only pairs confidently apart).
 
     ``measure`` is called once per rung with the promoted configurations, and once more when the
     rank check fails, with the ones it brings back. ``group`` (the engine): the best of each group
@@ -215,25 +274,26 @@ def successive_halving(
     if n_rungs < 1 or not configurations:
         raise ValueError("halving needs at least one rung and one configuration")
     candidates = list(configurations)
-    previous_s: dict[K, float] | None = None
+    previous: dict[K, Measured] | None = None
     pruned: dict[K, tuple[int, float]] = {}
     rungs: list[Rung[K]] = []
     for index in range(n_rungs):
-        medians_s = dict(measure(index, candidates))
+        measured = dict(measure(index, candidates))
         check: RankCheck | None = None
         extra: list[K] = []
-        if previous_s is not None:
-            check = rank_check(previous_s, medians_s, policy)
+        if previous is not None:
+            check = rank_check(previous, measured, policy)
             extra = [] if check.passed else widened(pruned, candidates, policy)
             if extra:
-                medians_s.update(measure(index, extra))
+                measured.update(measure(index, extra))
                 for key in extra:
                     del pruned[key]
+        medians_s = {key: _median(value) for key, value in measured.items()}
         order = ranked(medians_s)
         kept = len(order) if index == n_rungs - 1 else keep_count(len(order), policy)
         going_on = promoted(order, kept, medians_s, group)
         dropped = [key for key in order if key not in going_on]
         pruned.update((key, (index, medians_s[key])) for key in dropped)
         rungs.append(Rung(index, tuple(order), tuple(going_on), tuple(dropped), check, tuple(extra)))
-        previous_s, candidates = medians_s, going_on
+        previous, candidates = measured, going_on
     return HalvingResult(tuple(rungs))

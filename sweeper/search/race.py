@@ -5,17 +5,27 @@ All start with ``min_trials`` trials; after each round of trials a configuration
 once it is *confidently more than delta slower* than the current leader, and the race is settled
 once the leader is *confidently at most delta slower* than every configuration still in it (so at
 most delta slower than the best; the others still in it were not shown more than delta slower than
-the leader: a near-tie), or every one has ``max_trials``.
+the leader: a near-tie), or every one has ``max_trials``. A configuration the leader is already
+confidently at most delta slower than, while others are not yet, *rests*: it takes no trials while
+that holds, stays in the race and is compared again at every decision on the trials it has, and
+takes trials again once the leader is no longer shown within delta of it (settling still needs
+that bound against it, and it may still lead). A race that ends unsettled with
+configurations resting gives them the stop reason ``within delta of the leader``.
 
 Times are compared as logarithms, so delta is relative (0.05: 5 %) and run-to-run noise, which
 scales with the time, is alike across configurations; the spread is pooled over the race (every
-configuration's trials around its own mean). Each comparison with the leader is a one-sided
-bound at ``1 - (1 - confidence) / (m x looks)``: m the comparisons of a round, looks the decisions a race
-may take (Bonferroni over both). Decisions come at ``min_trials`` and then at doubling trial counts
-(2, 4, 8, 10), so there are few looks to pay for and few visits to a launch.
+configuration's trials around its own mean, those that left the race included). Each comparison
+with the leader is a one-sided bound at ``1 - (1 - confidence) / (m x looks)``: m the comparisons
+of a round, looks the decisions a race may take (Bonferroni over both). Decisions come at
+``min_trials`` and then at trial counts growing by half, rounded up to a multiple of ``min_trials``
+(2, 4, 6, 10): few looks to pay for and few visits to a launch, with one at 6, where near-ties
+within delta often settle.
 This is the indifference-zone logic of Kim and Nelson's KN procedure (2001) with Maron and
-Moore's elimination of the confidently worse (Hoeffding races, 1994); the share of races that end
-on a configuration more than delta slower than the best is checked by simulation in the tests.
+Moore's elimination of the confidently worse (Hoeffding races, 1994). A race errs only when some
+bound on the best configuration's difference to another fails at some look (a wrong exit, a wrong
+settle and a wrong rest are all that event), so the union over the comparisons and looks bounds it
+by 1 - confidence; the share of settled races that end on a configuration more than delta slower
+than the best is checked by simulation in the tests.
 
 Engines: a Spark-vs-Dask verdict stays possible because the best of each engine leaves only by
 the same rule (confidently more than delta slower), which settles the engine question too.
@@ -44,6 +54,7 @@ from sweeper.errors import UserError
 K = TypeVar("K", bound=Hashable)
 LEFT = "left the race"  # stop reasons of a configuration's last row at a point
 SETTLED = "race settled"
+RESTING = "within delta of the leader"  # rested when the race ended unsettled
 MAX_TRIALS_REACHED = "max trials"
 
 
@@ -75,24 +86,28 @@ class RacePolicy:
 
     @property
     def schedule(self) -> tuple[int, ...]:
-        """The trials a configuration has at each decision: ``min_trials``, doubling, ending at ``max_trials``.
+        """The trials a configuration has at each decision: ``min_trials``, then growing by half (rounded up to a
+        multiple of ``min_trials``), ending at ``max_trials``.
 
-        >>> RacePolicy(min_trials=2, max_trials=10).schedule
-        (2, 4, 8, 10)
+        >>> RacePolicy(min_trials=2, max_trials=10).schedule, RacePolicy(min_trials=2, max_trials=30).schedule
+        ((2, 4, 6, 10), (2, 4, 6, 10, 16, 24, 30))
         """
-        sizes = [self.min_trials]
+        step = self.min_trials
+        sizes = [step]
         while sizes[-1] < self.max_trials:
-            sizes.append(min(2 * sizes[-1], self.max_trials))
+            sizes.append(min(step * math.ceil(1.5 * sizes[-1] / step), self.max_trials))
         return tuple(sizes)
 
 
 @dataclass(frozen=True)
 class Round(Generic[K]):
-    """One round's decision: the leader, who leaves, whether the race is settled (the leader within delta of all)."""
+    """One round's decision: the leader, who leaves, whether the race is settled (the leader within delta of all),
+    and those the leader is already shown within delta of (they rest while others are not)."""
 
     leader: K
     leaving: tuple[K, ...]
     settled: bool
+    cleared: tuple[K, ...] = ()
 
 
 @lru_cache(maxsize=4096)
@@ -100,8 +115,11 @@ def _t_quantile(level: float, df: int) -> float:
     return float(stats.t.ppf(level, df))
 
 
-def race_round(times_s: Mapping[K, Sequence[float]], policy: RacePolicy) -> Round[K]:
-    """Decide one round from every trial so far of the configurations still in the race (at least one each).
+def race_round(
+    times_s: Mapping[K, Sequence[float]], policy: RacePolicy, spread_from: Iterable[Sequence[float]] = ()
+) -> Round[K]:
+    """Decide one round from every trial so far of the configurations still in the race (at least one each);
+    ``spread_from``: the trials of those that left, which count in the pooled spread only.
 
     >>> clear = race_round({"a": [10.0, 10.2, 9.9], "b": [30.0, 31.0, 29.5]}, RacePolicy())
     >>> clear.leader, clear.leaving, clear.settled
@@ -116,13 +134,14 @@ def race_round(times_s: Mapping[K, Sequence[float]], policy: RacePolicy) -> Roun
     leader = min(keys, key=lambda key: (means[key], keys.index(key)))
     if len(keys) == 1:
         return Round(leader, (), True)
-    df = sum(values.size - 1 for values in logs.values())
+    spread = [*logs.values(), *(np.log(np.asarray(times, dtype=float)) for times in spread_from if len(times))]
+    df = sum(values.size - 1 for values in spread)
     if df < 1:
         return Round(leader, (), False)
-    pooled_sd = math.sqrt(sum(float(((values - values.mean()) ** 2).sum()) for values in logs.values()) / df)
+    pooled_sd = math.sqrt(sum(float(((values - values.mean()) ** 2).sum()) for values in spread) / df)
     looks = len(policy.schedule)  # every decision may err: the error is shared out over them all, and the pairs
     t = _t_quantile(1 - (1 - policy.confidence) / (looks * (len(keys) - 1)), df)
-    leaving, within = [], True
+    leaving, cleared, within = [], [], True
     for key in keys:
         if key == leader:
             continue
@@ -132,7 +151,9 @@ def race_round(times_s: Mapping[K, Sequence[float]], policy: RacePolicy) -> Roun
             leaving.append(key)  # confidently more than delta slower than the leader
         elif margin - gap >= policy.delta_log:
             within = False  # the leader may still be more than delta slower than this one
-    return Round(leader, tuple(leaving), within)
+        else:
+            cleared.append(key)  # the leader is confidently at most delta slower than this one
+    return Round(leader, tuple(leaving), within, tuple(cleared))
 
 
 def stays(visit_s: float, rest_s: float) -> bool:
@@ -148,12 +169,13 @@ def stays(visit_s: float, rest_s: float) -> bool:
 @dataclass
 class RaceState(Generic[K]):
     """One race as it goes: each configuration's ok times and trials taken (failed ones too), who left and at which
-    decision, whether it is settled."""
+    decision, who rests (see the module), whether it is settled."""
 
     times_s: dict[K, list[float]]
     taken: dict[K, int]
     policy: RacePolicy
     left_at: dict[K, int] = field(default_factory=dict)
+    resting: set[K] = field(default_factory=set)
     rounds: int = 0
     settled: bool = False
     leader: K | None = None
@@ -179,8 +201,8 @@ class RaceState(Generic[K]):
 
     @property
     def done(self) -> bool:
-        """Settled, or every configuration still in the race took its most trials."""
-        return self.settled or all(self.exhausted(key) for key in self.alive)
+        """Settled, or every configuration still in the race took its most trials or rests."""
+        return self.settled or all(self.exhausted(key) or key in self.resting for key in self.alive)
 
     @property
     def level(self) -> int:
@@ -188,20 +210,20 @@ class RaceState(Generic[K]):
         return self.policy.schedule[min(self.rounds, len(self.policy.schedule) - 1)]
 
     def wanted(self, key: K) -> int:
-        """Trials ``key`` takes before the next decision: up to :attr:`level` ok trials (0: it left, took its most
-        trials, has enough, or the race is done)."""
-        if self.done or key in self.left_at or self.exhausted(key):
+        """Trials ``key`` takes before the next decision: up to :attr:`level` ok trials (0: it left, rests, took its
+        most trials, has enough, or the race is done)."""
+        if self.done or key in self.left_at or key in self.resting or self.exhausted(key):
             return 0
         return max(0, min(self.level - len(self.times_s[key]), self.policy.max_trials - self.taken[key]))
 
     def ready(self, key: K) -> bool:
-        """``key`` has what the next decision needs: :attr:`level` ok trials, or its most trials taken."""
-        return len(self.times_s[key]) >= self.level or self.exhausted(key)
+        """``key`` has what the next decision needs: :attr:`level` ok trials, or its most trials taken, or it rests."""
+        return len(self.times_s[key]) >= self.level or self.exhausted(key) or key in self.resting
 
     def resumed(self) -> None:
         """After an earlier run's trials and decisions are restored: count the decisions it took, one per count of
         the schedule below the ok trials of every configuration still racing (the next is at the count above)."""
-        counts = [len(self.times_s[key]) for key in self.alive if not self.exhausted(key)]
+        counts = [len(self.times_s[key]) for key in self.alive if not self.exhausted(key) and key not in self.resting]
         if counts:
             self.rounds = max(self.rounds, sum(1 for size in self.policy.schedule if size < min(counts)))
 
@@ -223,10 +245,12 @@ class RaceState(Generic[K]):
         if not timed:
             return None
         self.rounds += 1
-        decision = race_round({key: self.times_s[key] for key in timed}, self.policy)
+        gone = [self.times_s[key] for key in self.left_at]
+        decision = race_round({key: self.times_s[key] for key in timed}, self.policy, gone)
         for key in decision.leaving:
             self.left_at[key] = self.rounds
         self.settled = decision.settled and len(timed) == len(alive)
+        self.resting = set(decision.cleared)
         self.leader = decision.leader
         return decision
 
@@ -236,11 +260,14 @@ class RaceState(Generic[K]):
         return (self.policy.max_trials - self.taken[key]) * float(np.median(times)) if times else 0.0
 
     def restore(self, key: K, reason: str, decision: int) -> None:
-        """A decision an earlier run of the sweep recorded (its ``pruned`` row): ``key`` left, or the race settled."""
+        """A decision an earlier run of the sweep recorded (its ``pruned`` row): ``key`` left, or the race settled,
+        or it ended unsettled with ``key`` resting."""
         if reason == LEFT:
             self.left_at[key] = decision
         elif reason == SETTLED:
             self.settled = True
+        elif reason == RESTING:
+            self.resting.add(key)
         self.rounds = max(self.rounds, decision)
 
     def stop_reason(self, key: K) -> str | None:
@@ -249,7 +276,9 @@ class RaceState(Generic[K]):
             return LEFT
         if self.settled:
             return SETTLED
-        return MAX_TRIALS_REACHED if self.exhausted(key) else None
+        if self.exhausted(key):
+            return MAX_TRIALS_REACHED
+        return RESTING if key in self.resting and self.done else None
 
 
 def run_race(

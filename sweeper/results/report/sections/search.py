@@ -39,7 +39,7 @@ def _race_blocks(df: pd.DataFrame) -> list[Block]:
         Heading("Racing"),
         Paragraph(
             "Every workload point was a race of its configurations: 2 trials each first, then decisions at "
-            f"doubling trial counts. A configuration left the race once it was confidently more than {delta:.0%} "
+            f"trial counts growing by half. A configuration left the race once it was confidently more than {delta:.0%} "
             f"slower than the leader; a race settled once the leader was within {delta:.0%} of every "
             f"configuration still in it, each decision at confidence {confidence:g} (those still in it were not "
             f"shown more than {delta:.0%} slower than the leader). A race that reached its most trials unsettled "
@@ -81,7 +81,7 @@ def _halving_blocks(df: pd.DataFrame) -> list[Block]:
             f"measured batches; the full grid would have taken about {full.total_s:,.0f}{share}."
         ),
         Rows(
-            "Rungs (rank agreement: Kendall's tau of the medians at this rung and the previous one)",
+            "Rungs (rank agreement: Kendall's tau of the pairs confidently apart at this rung and the previous one)",
             ("Rung", axis.capitalize(), "Configurations measured", "Pruned", "Rank agreement"),
             tuple(_rung_lines(statistics.rungs(df, axis))),
         ),
@@ -111,7 +111,19 @@ def _rung_lines(table: pd.DataFrame) -> list[tuple[str, ...]]:
             ", ".join(str(v) for v in row["values"]),
             str(row["measured"]),
             str(row["pruned"]),
-            "-" if pd.isna(row["agreement"]) else f"{row['agreement']:.2f} ({row['compared']} configurations)",
+            _agreement_text(row["agreement"], int(row["compared"])),
         )
         for _, row in table.iterrows()
     ]
+
+
+def _agreement_text(agreement: float, compared: int) -> str:
+    """Kendall's tau of a rung with the one before, or that no pair compared was confidently apart.
+
+    >>> _agreement_text(0.5, 3), _agreement_text(float("nan"), 2), _agreement_text(float("nan"), 0)
+    ('0.50 (3 configurations)', 'no pair confidently apart (2 configurations)', '-')
+    """
+    if compared < 2:
+        return "-"
+    text = "no pair confidently apart" if pd.isna(agreement) else f"{agreement:.2f}"
+    return f"{text} ({compared} configurations)"
