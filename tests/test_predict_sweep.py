@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from sweeper import load_results
 from tests.conftest import REPO, minimal_grid
 
 pytestmark = pytest.mark.integration
@@ -67,3 +68,48 @@ def test_each_measured_shape_is_predicted_from_the_other_two(three_shapes: tuple
     assert len(predictions) == 3 * 2  # the grid it learned from: every launch and epochs, none beyond it
     assert not any(p["extrapolated"] for p in predictions)
     assert all(0 < p["predicted_median_s"] < 60 for p in predictions)
+
+
+def test_a_sweep_run_with_predictions_keeps_them_and_its_report_compares(
+    three_shapes: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """sweeper run --predict-from: every row carries the batch time predicted before the run (predicted_s), and the
+    report has a "Predicted vs measured" section and figure. One launch (1 x 2 cores), 1 trial at 20 epochs."""
+    store, _ = three_shapes
+    grid = minimal_grid(
+        name="whatif-next",
+        store=str(tmp_path / "next"),
+        cluster={"manager": "local", "nodes": 1, "cores_per_node": 2, "memory_per_node": "12GiB"},
+        sizing={"cores_per_executor": [2], "reserve": {"cores": 0, "memory": "1GiB"}, "application_master": 0},
+        engines=["dask"],
+        baseline=False,
+        workload={"dataset": "digits", "epochs": [20], "trials": 1, "n_fits": 6},
+    )
+    path = tmp_path / "next.yaml"
+    path.write_text(yaml.safe_dump(grid))
+    sweeper = [sys.executable, "-m", "sweeper"]
+    done = subprocess.run(
+        [*sweeper, "run", str(path), "--predict-from", str(store)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"predicted from {store}: dask: each configuration predicted from the others" in done.stdout
+    rows = load_results(tmp_path / "next")
+    assert len(rows) == 1 and rows["status"].tolist() == ["ok"]
+    predicted = json.loads(
+        subprocess.run(
+            [*sweeper, "predict", str(store), "--grid", str(path), "--json"], capture_output=True, text=True, cwd=REPO
+        ).stdout
+    )["predictions"]
+    assert rows["predicted_s"].tolist() == [pytest.approx(predicted[0]["predicted_median_s"])]
+    out = tmp_path / "report"
+    report = subprocess.run(
+        [*sweeper, "report", str(tmp_path / "next"), "--out", str(out)], capture_output=True, text=True, cwd=REPO
+    )
+    assert report.returncode == 0, report.stderr
+    markdown = (out / "report.md").read_text()
+    assert "## Predicted vs measured" in markdown and "predicted_vs_measured.png" in markdown
+    assert (out / "predicted_vs_measured.png").read_bytes().startswith(b"\x89PNG")

@@ -34,6 +34,11 @@ def add_parser(commands: Any) -> None:
     run.add_argument("--fresh", action="store_true", help="delete this sweep's rows first instead of resuming")
     run.add_argument("--store", help="store directory (default: the grid's store)")
     run.add_argument("--skip-check", action="store_true", help="do not run sweeper check's preflight first")
+    run.add_argument(
+        "--predict-from", metavar="STORE",
+        help="predict each batch from this store's sweep first; rows keep it (predicted_s), the report compares",
+    )  # fmt: skip
+    run.add_argument("--predict-sweep", metavar="NAME", help="the sweep of --predict-from's store (if several)")
     run.set_defaults(func=main)
 
 
@@ -43,6 +48,8 @@ def main(args: argparse.Namespace, console: Console) -> int:
     from sweeper.run.view import measurement_line, progress_bar, summary_table
 
     plan = make_plan(grid_file.load(args.grid))
+    if args.predict_from:
+        plan = _predicted(plan, args, console)
     grid = plan.grid
     for warning in grid.warnings if args.dry_run else [*grid.warnings, *beyond_this_machine(plan)]:
         console.print(warning_line(warning), soft_wrap=True)
@@ -99,6 +106,20 @@ def main(args: argparse.Namespace, console: Console) -> int:
         console.print(plain("interrupted", "red") + plain(": the running launch was torn down; finished rows are kept"))
         return result.exit_status
     return 0
+
+
+def _predicted(plan: Plan, args: argparse.Namespace, console: Console) -> Plan:
+    """The plan with the batch times the what-if model of ``--predict-from``'s sweep predicts (and its error)."""
+    from sweeper.results.predict.forecast import learn, with_predictions
+    from sweeper.results.predict.view import validation_lines
+    from sweeper.store.parquet import load_sweep
+
+    if args.dry_run:
+        raise UserError("--predict-from predicts the planned launches, a dry run measures shrunk ones: drop one")
+    learned = learn(load_sweep(args.predict_from, args.predict_sweep))
+    for line in validation_lines(learned):
+        console.print(plain(f"predicted from {args.predict_from}: {line}"), soft_wrap=True)
+    return with_predictions(plan, learned)
 
 
 def _print_closing(store: Path, grid: Grid, run_id: str, console: Console) -> None:

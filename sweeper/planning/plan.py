@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -88,6 +88,8 @@ class Plan:
     n_fits: int
     epochs_cap: int | None = None
     max_train_rows: int | None = None
+    # (launch index, point) -> the batch time the what-if model predicts (sweeper run --predict-from)
+    predicted_s: dict[tuple[int, Point], float] = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def n_measurements(self) -> int:

@@ -107,6 +107,7 @@ def measurement_row(
         **outcome,
         **(result or ResultColumns()),
         **(search or SearchColumns()),
+        predicted_s=plan.predicted_s.get((item.launch.index, item.point)),
     )
 
 

@@ -132,6 +132,13 @@ GROUPS: tuple[tuple[tuple[str, ...], str], ...] = (  # (columns, what they mean)
         ),
     ),
     (
+        ("predicted_s",),
+        (
+            "the median batch time the what-if model predicted for this launch and point before the run "
+            '(`sweeper run --predict-from STORE`; null otherwise): the report\'s "Predicted vs measured"'
+        ),
+    ),
+    (
         ("dry_run", "dry_run_epochs", "dry_run_train_rows", "reused_from"),
         (
             "a dry run (shrunk to the machine it ran on): the epochs and training rows it ran with, the "

@@ -148,6 +148,12 @@ class SearchColumns(TypedDict, total=False):
     reused_from: str | None
 
 
+class PredictionColumns(TypedDict, total=False):
+    """What the plan predicted of the batch (``sweeper run --predict-from``)."""
+
+    predicted_s: float | None
+
+
 class Row(
     StoreColumns,
     RunColumns,
@@ -157,6 +163,7 @@ class Row(
     OutcomeColumns,
     ResultColumns,
     SearchColumns,
+    PredictionColumns,
     total=False,
 ):
     """One stored measurement: every column, each in one group."""

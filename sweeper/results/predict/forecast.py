@@ -6,13 +6,14 @@ where no configuration could be held out), twice that where the shape lies outsi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
 from sweeper.errors import UserError
+from sweeper.planning.plan import Plan
 from sweeper.results.predict.model import EngineModel, Shape, fit_engine, medians, shape_of
-from sweeper.results.predict.targets import PREDICTED_ENGINES, outside
+from sweeper.results.predict.targets import PREDICTED_ENGINES, outside, plan_targets
 from sweeper.results.predict.validation import Validation, validate
 
 MIN_RELATIVE_WIDTH = 0.02  # no interval narrower than +-2 %: run-to-run noise on a quiet cluster
@@ -111,3 +112,11 @@ def planned_cost(learned: Learned, predictions: list[Prediction], trials: int) -
              for p in predictions}  # fmt: skip
     starts = sum(learned.launch_overhead_s.get(s.engine, 0.0) * s.nodes for s in first.values())
     return PlannedCost(starts, batches)
+
+
+def with_predictions(plan: Plan, learned: Learned) -> Plan:
+    """The plan with each Spark and Dask launch's predicted batch time at each replicas point, written with its rows."""
+    predicted = {
+        (index, point): learned.predict(shape).predicted_s for index, point, shape in plan_targets(plan, learned.points)
+    }
+    return replace(plan, predicted_s=predicted)

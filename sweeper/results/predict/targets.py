@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from sweeper.errors import UserError
-from sweeper.planning.plan import Plan
+from sweeper.planning.plan import Plan, Point
 from sweeper.results.predict.model import Shape
 
 PREDICTED_ENGINES = ("spark", "dask")
@@ -27,6 +27,11 @@ RANGES = {  # the name an extrapolation is reported under -> what of a shape it 
 
 def plan_shapes(plan: Plan, points: pd.DataFrame) -> list[Shape]:
     """The plan's Spark and Dask launches x replicas points, with the rows each would train on."""
+    return [shape for _, _, shape in plan_targets(plan, points)]
+
+
+def plan_targets(plan: Plan, points: pd.DataFrame) -> list[tuple[int, Point, Shape]]:
+    """:func:`plan_shapes` with the launch index and point each shape stands for."""
     workload = plan.grid.workload
     shapes = []
     for launch in plan.launches:
@@ -36,16 +41,20 @@ def plan_shapes(plan: Plan, points: pd.DataFrame) -> list[Shape]:
             if point.mode != "replicas":
                 continue
             shapes.append(
-                Shape(
-                    engine=launch.engine,
-                    nodes=launch.nodes,
-                    cores_per_executor=launch.cores_per_executor,
-                    executors=launch.executors,
-                    executor_memory_gib=launch.executor_memory_mib / 1024,
-                    threads_per_fit=workload.threads_per_fit,
-                    epochs=point.epochs,
-                    n_train=training_rows(points, workload.dataset.name, point.fraction),
-                    n_fits=plan.fits(point.mode),
+                (
+                    launch.index,
+                    point,
+                    Shape(
+                        engine=launch.engine,
+                        nodes=launch.nodes,
+                        cores_per_executor=launch.cores_per_executor,
+                        executors=launch.executors,
+                        executor_memory_gib=launch.executor_memory_mib / 1024,
+                        threads_per_fit=workload.threads_per_fit,
+                        epochs=point.epochs,
+                        n_train=training_rows(points, workload.dataset.name, point.fraction),
+                        n_fits=plan.fits(point.mode),
+                    ),
                 )
             )
     if not shapes:

@@ -82,4 +82,3 @@ def _candidates(learned: Learned, point: pd.DataFrame, engine: str, best: pd.Ser
                 )
             )
     return found
-

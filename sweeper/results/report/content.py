@@ -16,7 +16,16 @@ import pandas as pd
 from sweeper.results import statistics
 from sweeper.results.report.blocks import Block, Bullets, Heading, Paragraph, Picture, Rows
 from sweeper.results.report.formatting import distinct
-from sweeper.results.report.sections import configurations, engines, failures, measured, method, scaling, search
+from sweeper.results.report.sections import (
+    configurations,
+    engines,
+    failures,
+    measured,
+    method,
+    predicted,
+    scaling,
+    search,
+)
 from sweeper.results.report.sections.answer import answer_blocks
 
 __all__ = ["Block", "Bullets", "Heading", "Paragraph", "Picture", "Rows", "build_report"]
@@ -38,6 +47,7 @@ def build_report(df: pd.DataFrame, machine: str = "", cost_per_node_hour: float 
         blocks += [Heading(f"Results: {configurations.workload_label(rows)}")]
         blocks += _workload_blocks(rows.reset_index(drop=True), prefix, cost_per_node_hour)
     blocks += search.search_blocks(df)
+    blocks += predicted.predicted_blocks(df)
     blocks += failures.failure_blocks(df)
     return blocks
 

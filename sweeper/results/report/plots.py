@@ -320,3 +320,21 @@ def memory_vs_granted(memory: pd.DataFrame) -> bytes:
     axis.grid(axis="x", alpha=0.3)
     axis.legend(fontsize=7)
     return png(figure)
+
+
+def predicted_vs_measured(table: pd.DataFrame) -> bytes:
+    """Each configuration and epochs value's median batch time against what the plan predicted (log-log, y = x).
+
+    ``table`` columns: ``engine``, ``predicted_s``, ``measured_s``.
+    """
+    figure = Figure(figsize=(5.5, 4.5), layout="constrained")
+    axis = figure.subplots()
+    for engine, rows in table.groupby("engine", sort=True):
+        axis.scatter(rows["predicted_s"], rows["measured_s"], color=engine_color(str(engine)), label=shown(engine))
+    values = pd.concat([table["predicted_s"], table["measured_s"]]).astype(float)
+    low, high = float(values.min()) / 1.2, float(values.max()) * 1.2
+    axis.plot([low, high], [low, high], color="#999999", linewidth=1, label="measured = predicted")
+    axis.set_xscale("log")
+    axis.set_yscale("log")
+    _label_panel(axis, "Predicted vs measured median batch time", "predicted (s)", "measured (s)")
+    return png(figure)

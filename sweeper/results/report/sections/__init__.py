@@ -3,6 +3,6 @@
 :mod:`.answer` and :mod:`.memory` (the answer, memory and idle slots), :mod:`.measured` (the dry-run
 banner, what was measured), :mod:`.method`, per workload :mod:`.configurations` (time and accuracy
 per configuration, configurations compared), :mod:`.engines` (Spark vs Dask) and :mod:`.scaling`
-(speedup, COST, time vs cost); then :mod:`.search` (adaptive trials, successive halving) and
+(speedup, COST, time vs cost); then :mod:`.search` (adaptive trials, successive halving), :mod:`.predicted` and
 :mod:`.failures`. :func:`sweeper.results.report.content.build_report` puts them in order.
 """
