@@ -172,7 +172,8 @@ def test_replayed_race_with_a_clear_winner_costs_a_fifth_of_the_grid() -> None:
 class ScriptedLaunches:
     """Stands in for :class:`sweeper.run.launches.Launches` (the racing driver's view of a cluster: no cluster here;
     real sweeps with racing are in tests/test_search_sweep.py): each measurement takes its engine's scripted time
-    (trial t: times 1, 1.05, 1.1, 1, ...), each start ``start_s``; ``failing`` trials (engine, epochs, trial) fail;
+    (trial t: times ``factors[t % 3]``, by default 1, 1.05, 1.1), each start ``start_s``; ``failing`` trials
+    (engine, epochs, trial) fail;
     ``refused`` starts (engine, visit) do not start, as Launches records them: the queue's rest fails."""
 
     def __init__(
@@ -181,9 +182,10 @@ class ScriptedLaunches:
         start_s: float,
         failing: frozenset[Any] = frozenset(),
         refused: frozenset[Any] = frozenset(),
+        factors: tuple[float, float, float] = (1.0, 1.05, 1.1),
     ) -> None:
         self.times_s, self.start_s, self.visits = times_s, start_s, Counter[int]()
-        self.failing, self.refused = failing, refused
+        self.failing, self.refused, self.factors = failing, refused, factors
 
     def run(self, launch: Launch, queue: LaunchQueue) -> Iterator[Row]:
         self.visits[launch.index] += 1
@@ -193,7 +195,7 @@ class ScriptedLaunches:
             return
         while (item := queue.next()) is not None:
             failed = (launch.engine, item.point.epochs, item.trial) in self.failing
-            time_s = self.times_s[launch.engine] * (1 + 0.05 * (item.trial % 3))
+            time_s = self.times_s[launch.engine] * self.factors[item.trial % 3]
             columns = queue.record(item, None if failed else time_s)
             status = "failed" if failed else "ok"
             row = {"cluster_start_s": self.start_s, "warmup_s": 0.0, "fit_wall_s": time_s, "status": status}
@@ -231,10 +233,11 @@ def raced(
     write_grid: Callable[..., Path],
     launches: ScriptedLaunches,
     recorded: Recorded = NOTHING_RECORDED,
+    strategy: str = "race",
 ) -> Raced:
     spec = minimal_grid(engines=["spark", "dask"], baseline=False)
     spec["workload"] = {"dataset": "digits", "epochs": [5, 10], "trials": 10}
-    spec["search"] = {"strategy": "race"}
+    spec["search"] = {"strategy": strategy}
     plan = make_plan(grid_file.load(write_grid(spec)))
     rows, decisions = list[Row](), list[Row]()
     no_data = cast(dict[float, Data], {1.0: None})  # decision rows of a launch that never loaded data: sizes null
@@ -347,7 +350,7 @@ def test_a_search_section_without_a_strategy_races_and_says_why(write_grid: Call
     spec["workload"] = {"dataset": "digits", "epochs": [5], "trials": 4}
     spec["search"] = {}
     search = grid_file.load(write_grid(spec)).search
-    assert search.strategy == "race" and search.auto_reason and "costs at most the grid" in search.auto_reason
+    assert search.strategy == "race" and search.auto_reason and "every remaining trial at once" in search.auto_reason
     spec["workload"]["trials"] = 1
     search = grid_file.load(write_grid(spec)).search
     assert search.strategy == "grid" and search.auto_reason and "nothing to decide on" in search.auto_reason
@@ -369,3 +372,32 @@ def test_a_configuration_the_leader_is_shown_within_delta_of_rests_until_that_no
         for time_s in times:
             state.record(key, time_s)
     assert state.decide() is not None and state.resting == set() and state.wanted("c") == 4
+
+
+
+def test_auto_races_on_where_the_first_round_expects_that_cheaper(write_grid: Callable[..., Path]) -> None:
+    """Starts of 1 s: coming back for each decision costs little, and the near-tie settles at 6 trials."""
+    run = raced(write_grid, ScriptedLaunches({"spark": 10.3, "dask": 10.0}, start_s=1.0), strategy="auto")
+    choice = run.race.choice
+    assert choice is not None and choice.race and choice.race_s < choice.all_at_once_s
+    assert run.launches.visits == {0: 3, 1: 3}
+    assert run.ended() == [("dask", SETTLED, 6, 3)] * 2 + [("spark", SETTLED, 6, 3)] * 2
+    assert run.race.lines()[0].startswith("auto, after the first round: racing on; expected cluster time")
+
+
+def test_auto_measures_everything_at_once_where_racing_on_is_expected_to_cost_more(
+    write_grid: Callable[..., Path],
+) -> None:
+    """Starts of 100 s against batches of about 11.5 s, and two configurations alike with noise far above delta
+    (trials x1, x1.3, x1.15: no decision settles them): racing on comes back at 4 and 6 trials (until then the rest
+    of 2 points costs more than a start), 2 more visits a launch; everything at once is 1 more visit."""
+    noisy = ScriptedLaunches({"spark": 10.0, "dask": 10.0}, start_s=100.0, factors=(1.0, 1.3, 1.15))
+    run = raced(write_grid, noisy, strategy="auto")
+    choice = run.race.choice
+    assert choice is not None and not choice.race and choice.race_s > 1.2 * choice.all_at_once_s, choice
+    medians = 2 * 11.5  # the rest is priced at the median of each one's 2 trials (10 and 13 s)
+    assert choice.all_at_once_s == pytest.approx(2 * 100.0 + 2 * 8 * medians)
+    assert run.launches.visits == {0: 2, 1: 2}
+    assert Counter(r["engine"] for r in run.rows) == {"spark": 20, "dask": 20}  # every trial of both, 2 points
+    assert run.ended() == []  # nothing stopped early
+    assert "measuring every remaining trial now, no more decisions" in run.race.lines()[0]

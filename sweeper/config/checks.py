@@ -373,8 +373,9 @@ def auto_strategy(search: Search, measured: Workload) -> Search:
         return replace(search, strategy=FULL_GRID, auto_reason=reason)
     reason = (
         "race: it measures each point only until the best is known within delta, and a started launch takes "
-        "every trial it may still need where that costs less than starting again, so it costs at most the grid "
-        "(`sweeper replay --compare` shows it against halving on a full sweep)"
+        "every trial it may still need where that costs less than starting again; after the first round it "
+        "races on only where the first round's times expect that to cost less than measuring every remaining "
+        "trial at once (`sweeper replay --compare` shows racing against halving on a full sweep)"
     )
     return replace(search, strategy=RACE, auto_reason=reason)
 

@@ -366,7 +366,8 @@ SEARCH = Section(
                 "every configuration still in the race with `confidence`; a configuration confidently more than "
                 "`delta` slower leaves it; "
                 "`auto` (the default of a `search:` section; without one: `grid`) races where `trials` is 2 or "
-                "more, and `sweeper run` says why"
+                "more and, after the first round, races on only where that is expected to cost less than "
+                "measuring every remaining trial at once; `sweeper run` says why"
             ),
         ),
         Field(

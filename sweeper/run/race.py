@@ -16,6 +16,8 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
+import numpy as np
+
 from sweeper.config.grid import RACE_MIN_TRIALS
 from sweeper.names import BASELINE_ENGINE, PRUNED
 from sweeper.planning.measurements import Todo, measurement_key
@@ -23,6 +25,7 @@ from sweeper.planning.plan import Launch, Plan, Point
 from sweeper.run.rows import RunRecord, measurement_row
 from sweeper.run.trials import LaunchQueue, TrialQueue, trial_policy
 from sweeper.search.race import LEFT, MAX_TRIALS_REACHED, RESTING, SETTLED, RacePolicy, RaceState, stays
+from sweeper.search.race_choice import Choice, choose
 from sweeper.store.row import Row, SearchColumns
 from sweeper.workload.data import Data
 
@@ -68,6 +71,8 @@ class RaceRun:
         self.races: dict[Point, RaceState[int]] = {}
         self.written: set[str] = set(recorded.decided)
         self.skipped = 0
+        self.visit_s: dict[int, float] = {}  # each launch's start, staging and warm-up, as this run measured them
+        self.choice: Choice | None = None  # auto's, after the first round
         for launch in plan.launches:
             if launch.engine == BASELINE_ENGINE:
                 continue
@@ -115,10 +120,25 @@ class RaceRun:
                 for row in self.run_launch(self.launches[index], visit):
                     visit.observe(row)
                     self.emit(row)
+                if visit.visit_s is not None:
+                    self.visit_s.setdefault(index, visit.visit_s)
             for point in {point for points in wants.values() for point in points}:
                 self.races[point].decide()
             self.write_decisions(self.decision_rows())
+            if self.plan.grid.search.auto_reason and self.choice is None:
+                self._choose()
         return rounds
+
+    def _choose(self) -> None:
+        """``auto``: race on, or measure every remaining trial now, whichever the first round expects cheaper."""
+        known = list(self.visit_s.values())
+        fallback = float(np.median(known)) if known else 0.0
+        visit_s = {index: self.visit_s.get(index, fallback) for index in self.launches}
+        nodes = {index: launch.nodes for index, launch in self.launches.items()}
+        self.choice = choose(self.races, visit_s, nodes)
+        if not self.choice.race:
+            for state in self.races.values():
+                state.measure_all()
 
     def _wanted(self) -> dict[int, list[Point]]:
         """The points each launch has trials to take at in the next round, launches in plan order."""
@@ -174,7 +194,7 @@ class RaceRun:
     def lines(self) -> list[str]:
         """What each race decided, for the end of ``sweeper run``."""
         several = len({(point.mode, point.params) for point in self.races}) > 1
-        lines = []
+        lines = [self.choice.text()] if self.choice is not None else []
         for point, state in self.races.items():
             alive = [self.launches[index].label for index in state.alive]
             text = f"epochs {point.epochs}" + (f", fraction {point.fraction:g}" if point.fraction != 1 else "")

@@ -179,6 +179,7 @@ class RaceState(Generic[K]):
     rounds: int = 0
     settled: bool = False
     leader: K | None = None
+    measuring_all: bool = False  # auto chose to stop deciding: every configuration still in takes its most trials
 
     @classmethod
     def start(cls, configurations: Iterable[K], policy: RacePolicy) -> RaceState[K]:
@@ -202,7 +203,16 @@ class RaceState(Generic[K]):
     @property
     def done(self) -> bool:
         """Settled, or every configuration still in the race took its most trials or rests."""
+        if self.measuring_all:
+            return all(self.exhausted(key) for key in self.alive)
         return self.settled or all(self.exhausted(key) or key in self.resting for key in self.alive)
+
+    def measure_all(self) -> None:
+        """No more decisions: every configuration still in the race (resting ones included) takes its most trials;
+        one that left stays out, a race already done stays as it ended."""
+        if not self.done:
+            self.measuring_all = True
+            self.resting.clear()
 
     @property
     def level(self) -> int:
@@ -214,6 +224,8 @@ class RaceState(Generic[K]):
         most trials, has enough, or the race is done)."""
         if self.done or key in self.left_at or key in self.resting or self.exhausted(key):
             return 0
+        if self.measuring_all:
+            return self.policy.max_trials - self.taken[key]
         return max(0, min(self.level - len(self.times_s[key]), self.policy.max_trials - self.taken[key]))
 
     def ready(self, key: K) -> bool:
@@ -235,7 +247,7 @@ class RaceState(Generic[K]):
         confidence assumes. A configuration without an ok time cannot lead or leave; while one can still take trials the
         race is not settled; one that took its most trials without any leaves.
         """
-        if not all(self.ready(key) for key in self.alive):
+        if self.measuring_all or not all(self.ready(key) for key in self.alive):
             return None
         for key in self.alive:
             if not self.times_s[key] and self.exhausted(key):
