@@ -374,7 +374,6 @@ def test_a_configuration_the_leader_is_shown_within_delta_of_rests_until_that_no
     assert state.decide() is not None and state.resting == set() and state.wanted("c") == 4
 
 
-
 def test_auto_races_on_where_the_first_round_expects_that_cheaper(write_grid: Callable[..., Path]) -> None:
     """Starts of 1 s: coming back for each decision costs little, and the near-tie settles at 6 trials."""
     run = raced(write_grid, ScriptedLaunches({"spark": 10.3, "dask": 10.0}, start_s=1.0), strategy="auto")
