@@ -200,7 +200,7 @@ MALFORMED = [
     ),
     pytest.param(
         _with("workload", fraction=1.5),
-        r"workload.fraction: must be a number in \(0.0, 1.0\], got 1.5",
+        r"workload.fraction: must be a number in \(0, 1\], got 1.5",
         id="fraction-over-one",
     ),
     pytest.param(
@@ -263,7 +263,7 @@ MALFORMED = [
     ),
     pytest.param(
         _with("workload", start_timeout_s=-5),
-        r"workload.start_timeout_s: must be a number in \(0.0, 86400.0\], got -5",
+        r"workload.start_timeout_s: must be a number in \(0, 86400\], got -5",
         id="start-timeout-negative",
     ),
     pytest.param("name: t\ncluster: {nodes: 1\n", r"YAML syntax error at line 3", id="yaml-syntax"),
@@ -630,9 +630,7 @@ def test_user_names_of_posix_sssd_and_active_directory_are_accepted(user: str) -
         pytest.param({"port": "22"}, r"cluster.ssh.port: must be an integer .*got '22'", id="port-string"),
         pytest.param({"port": 22.0}, r"cluster.ssh.port: must be an integer .*got 22.0", id="port-float"),
         pytest.param({"port": True}, r"cluster.ssh.port: must be an integer .*got True", id="port-bool"),
-        pytest.param(
-            {"connect_timeout_s": 0}, r"connect_timeout_s: must be a number in \(0.0, 3600.0\], got 0", id="t0"
-        ),
+        pytest.param({"connect_timeout_s": 0}, r"connect_timeout_s: must be a number in \(0, 3600\], got 0", id="t0"),
         pytest.param({"connect_timeout_s": 3601}, r"connect_timeout_s: must be a number .*got 3601", id="t-big"),
         pytest.param({"connect_timeout_s": "10"}, r"connect_timeout_s: must be a number .*got '10'", id="t-string"),
         pytest.param(

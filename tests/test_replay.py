@@ -12,6 +12,7 @@ import pytest
 
 from sweeper import cli
 from sweeper.commands.replay import add_parser
+from sweeper.config.sections import SEARCH
 from sweeper.results.replay import KEYS, ReplaySettings, replay
 from sweeper.search.accounting import cluster_seconds, full_grid_estimate, launch_seconds, rung_axis_of
 from sweeper.search.adaptive import TrialPolicy
@@ -222,6 +223,11 @@ def test_a_race_needs_two_trials_and_a_delta_in_range(
         ["replay", str(store), "--sweep", "easy", "--strategy", "race", "--delta", "0"], monkeypatch, capsys
     )
     assert code == 2 and "--delta" in err
+    for flag, value in (("--delta", "0.7"), ("--confidence", "1")):  # the grid keys' ranges, in the grid's words
+        code, err = run_cli(["replay", str(store), "--sweep", "easy", flag, value], monkeypatch, capsys)
+        key = f"search.{flag[2:]}"
+        allowed = str(SEARCH.field(flag[2:]).kind.describe())
+        assert code == 2 and f"{key} ({flag}): must be a number in {allowed}, got {value}" in err, err
     code, err = run_cli(
         ["replay", str(store), "--sweep", "easy", "--strategy", "race", "--trials", "1"], monkeypatch, capsys
     )

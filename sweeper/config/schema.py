@@ -6,7 +6,7 @@ import difflib
 import math
 import os
 import stat
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -92,8 +92,8 @@ def item_key(key: str, index: int, length: int) -> str:
 class Problems:
     """Collects problems with their key paths, so one run reports them all (the first MAX_PROBLEMS)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path | None) -> None:
+        self.path = path  # None: values from outside a grid file (flags, policies), named by key alone
         self.problems: list[str] = []
         self.warnings: list[str] = []
         self.unlisted = 0
@@ -101,7 +101,7 @@ class Problems:
 
     def fail(self, key: str, message: str) -> None:
         if len(self.problems) < MAX_PROBLEMS:
-            self.problems.append(f"{self.path}: {key}: {message}")
+            self.problems.append(f"{key}: {message}" if self.path is None else f"{self.path}: {key}: {message}")
         else:
             self.unlisted += 1
 
@@ -138,7 +138,7 @@ class Problems:
 
     def number(self, value: Any, key: str, low: float, high: float, open_low: bool = True) -> float | None:
         """A finite number in (low, high] (``[low, high]`` unless ``open_low``)."""
-        allowed = f"a number in {'(' if open_low else '['}{low}, {high}]"
+        allowed = f"a number in {'(' if open_low else '['}{_number_text(low)}, {_number_text(high)}]"
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             self.fail(key, f"must be {allowed}, got {shown(value)}")
             return None
@@ -451,3 +451,12 @@ class Section:
         if raw is not None:
             problems.known_keys(raw, self.key, self.keys)
         return raw
+
+
+def key_problems(checks: Iterable[tuple[Field, Any, str]]) -> list[str]:
+    """Values given outside a grid file (a command-line flag, a policy built in code), each checked by the kind of
+    the grid key it stands for, ``label`` naming both (``search.delta (--delta)``): the grid's ranges and words."""
+    problems = Problems(None)
+    for field, value, label in checks:
+        field.kind.check(value, label, problems)
+    return problems.problems

@@ -19,7 +19,6 @@ again per rung), and once for the grid. The reference is the full grid as the ro
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -28,14 +27,28 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sweeper.config.grid import AUTO, FULL_GRID, RACE, RACE_CONFIDENCE, RACE_DELTA, RACE_MIN_TRIALS, RUNG_AXES, SEARCH_STRATEGIES
+from sweeper.config.grid import (
+    AUTO,
+    FULL_GRID,
+    RACE,
+    RACE_CONFIDENCE,
+    RACE_DELTA,
+    RACE_MIN_TRIALS,
+    REPLAY_REPEATS,
+    REPLAY_SEED,
+    REPLAY_STRATEGY,
+    RUNG_AXES,
+    RUNG_AXIS,
+    SEARCH_STRATEGIES,
+)
+from sweeper.config.schema import key_problems
+from sweeper.config.sections import SEARCH
 from sweeper.errors import UserError
 from sweeper.names import BASELINE_ENGINE, CONFIG
+from sweeper.results.race_replay import race_repeat
 from sweeper.results.statistics import FASTER, INCONCLUSIVE, config_label, ok_mask, pair_verdict
 from sweeper.search.accounting import POINT, cluster_seconds, one_launch_s
-from sweeper.config.grid import REPLAY_REPEATS, REPLAY_SEED, REPLAY_STRATEGY, RUNG_AXIS
 from sweeper.search.adaptive import ADAPTIVE, TrialPolicy, stopping_trials
-from sweeper.results.race_replay import race_repeat
 from sweeper.search.halving import HalvingPolicy, Measured, rung_values, successive_halving
 from sweeper.search.race import RacePolicy
 
@@ -57,7 +70,12 @@ class ReplaySettings:
     confidence: float = RACE_CONFIDENCE
 
     def __post_init__(self) -> None:
-        problems = []
+        problems = key_problems(
+            [
+                (SEARCH.field("delta"), self.delta, "search.delta (--delta)"),
+                (SEARCH.field("confidence"), self.confidence, "search.confidence (--confidence)"),
+            ]
+        )
         if self.strategy not in SEARCH_STRATEGIES:
             problems.append(f"--strategy must be one of {', '.join(SEARCH_STRATEGIES)}, got {self.strategy!r}")
         if not 1 <= self.repeats <= MAX_REPEATS:

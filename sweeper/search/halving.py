@@ -31,6 +31,8 @@ import numpy as np
 from scipy import stats
 
 from sweeper.config.grid import ETA, RACE_CONFIDENCE, RACE_DELTA, RANK_THRESHOLD
+from sweeper.config.schema import key_problems
+from sweeper.config.sections import SEARCH
 from sweeper.errors import UserError
 
 K = TypeVar("K", bound=Hashable)
@@ -51,19 +53,18 @@ class HalvingPolicy:
     confidence: float = RACE_CONFIDENCE
 
     def __post_init__(self) -> None:
-        problems = []
-        if isinstance(self.eta, bool) or not isinstance(self.eta, int) or self.eta < 2:
-            problems.append(
-                f"search.eta (--eta) must be an integer of at least 2 (keep 1/eta per rung), got {self.eta!r}"
-            )
+        problems = key_problems(
+            [
+                (SEARCH.field("eta"), self.eta, "search.eta (--eta)"),
+                (SEARCH.field("confidence"), self.confidence, "search.confidence (--confidence)"),
+            ]
+        )
         if not -1 <= self.rank_threshold <= 1:
             problems.append(f"rank threshold (--rank-threshold) must be in [-1, 1], got {self.rank_threshold}")
         if self.min_keep < 1:
             problems.append(f"min_keep must be at least 1, got {self.min_keep}")
         if not 0 <= self.tie_rel < 1:
             problems.append(f"tie_rel must be in [0, 1), got {self.tie_rel}")
-        if not 0.5 <= self.confidence < 1:
-            problems.append(f"search.confidence (--confidence) must be in [0.5, 1), got {self.confidence}")
         if self.widen not in WIDEN:
             problems.append(f"widen must be one of {', '.join(WIDEN)}, got {self.widen!r}")
         if problems:

@@ -49,6 +49,8 @@ import numpy as np
 from scipy import stats
 
 from sweeper.config.grid import RACE_CONFIDENCE, RACE_DELTA, RACE_MIN_TRIALS
+from sweeper.config.schema import key_problems
+from sweeper.config.sections import SEARCH
 from sweeper.errors import UserError
 
 K = TypeVar("K", bound=Hashable)
@@ -68,11 +70,12 @@ class RacePolicy:
     max_trials: int = 10
 
     def __post_init__(self) -> None:
-        problems = []
-        if not 0 < self.delta < 1:
-            problems.append(f"search.delta (--delta) must be in (0, 1) (0.05: within 5 %), got {self.delta}")
-        if not 0.5 < self.confidence < 1:
-            problems.append(f"search.confidence (--confidence) must be in (0.5, 1), got {self.confidence}")
+        problems = key_problems(
+            [
+                (SEARCH.field("delta"), self.delta, "search.delta (--delta)"),
+                (SEARCH.field("confidence"), self.confidence, "search.confidence (--confidence)"),
+            ]
+        )
         if self.min_trials < 2:
             problems.append(f"the race's first round needs at least 2 trials (a spread), got {self.min_trials}")
         if self.max_trials < self.min_trials:
