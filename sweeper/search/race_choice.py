@@ -40,6 +40,11 @@ class Choice:
         return self.race_s <= self.all_at_once_s
 
     def text(self) -> str:
+        if self.race_s == self.all_at_once_s == 0:
+            return (
+                "auto, after the first round: nothing left to choose; every launch took all its trials in its first "
+                "start (a start costs more than the rest of them)"
+            )
         chosen = "racing on" if self.race else "measuring every remaining trial now, no more decisions"
         return (
             f"auto, after the first round: {chosen}; expected cluster time of the rest: racing on "
