@@ -212,8 +212,10 @@ def test_auto_replays_what_a_grid_s_auto_chooses(
     store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     fixtures = {"monkeypatch": monkeypatch, "capsys": capsys}
-    assert replayed(store, "easy", "--strategy", "auto", "--trials", "10", **fixtures)["strategy"] == "race"
-    assert replayed(store, "easy", "--strategy", "auto", "--trials", "1", **fixtures)["strategy"] == "grid"
+    raced = replayed(store, "easy", "--strategy", "auto", "--trials", "10", **fixtures)
+    assert raced["strategy"] == "race" and 0 <= raced["auto_all_at_once"] <= 1
+    gridded = replayed(store, "easy", "--strategy", "auto", "--trials", "1", **fixtures)
+    assert gridded["strategy"] == "grid" and gridded["auto_all_at_once"] is None
 
 
 def test_a_race_needs_two_trials_and_a_delta_in_range(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -400,3 +400,17 @@ def test_auto_measures_everything_at_once_where_racing_on_is_expected_to_cost_mo
     assert Counter(r["engine"] for r in run.rows) == {"spark": 20, "dask": 20}  # every trial of both, 2 points
     assert run.ended() == []  # nothing stopped early
     assert "measuring every remaining trial now, no more decisions" in run.race.lines()[0]
+
+
+def test_replayed_auto_measures_everything_at_once_where_racing_on_would_come_back_for_little() -> None:
+    """Two alike configurations with 20 % noise (no decision settles them early) and starts of 100 s against a rest of
+    8 x 10 s at each of 2 points: racing on comes back for each look; auto measures the rest at once in most repeats,
+    for less (still above the grid's: its first round is a visit of its own)."""
+    arms = [Arm("spark", 1, 2, 10.0, 0.0, spread=0.2), Arm("dask", 1, 2, 10.0, 0.0, spread=0.2)]
+    starts = Overhead(start_s=100.0, warmup_s=0.0, teardown_s=0.0)
+    df = frame(budget_rows(arms, epochs=(10, 100), trials=10, seed=1, overhead=starts))
+    settings = ReplaySettings(strategy="auto", trials=TrialPolicy.fixed(10), repeats=50)
+    auto, race = replay(df, settings), replay(df, replace(settings, strategy="race"))
+    assert auto["strategy"] == "race" and auto["auto_all_at_once"] >= 0.6
+    assert race["auto_all_at_once"] is None
+    assert auto["cluster_s_fraction"] < 0.9 * race["cluster_s_fraction"]

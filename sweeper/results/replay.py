@@ -231,8 +231,11 @@ def replay(df: pd.DataFrame, settings: ReplaySettings) -> dict[str, Any]:
     """Replay ``settings.strategy`` on a fully measured sweep; the result has stable keys (see :data:`KEYS`).
 
     ``auto`` replays what a grid's ``auto`` chooses (:func:`sweeper.config.checks.auto_strategy`): a race where a
-    point has 2 trials or more to decide on, else the grid; the result names the strategy chosen."""
-    if settings.strategy == AUTO:
+    point has 2 trials or more to decide on, else the grid, and after the race's first look racing on or
+    measuring everything at once as :mod:`sweeper.search.race_choice` expects cheaper (``auto_all_at_once``: the
+    share of repeats that chose the latter); the result names the strategy chosen."""
+    auto = settings.strategy == AUTO
+    if auto:
         settings = replace(settings, strategy=RACE if settings.trials.max_trials >= RACE_MIN_TRIALS else FULL_GRID)
     found, rungs, left_out = races(df, settings.rung_axis)
     rng = np.random.default_rng(settings.seed)
@@ -240,7 +243,7 @@ def replay(df: pd.DataFrame, settings: ReplaySettings) -> dict[str, Any]:
     overhead = one_launch_s(scope).sum(axis=1)
     reference_s = cluster_seconds(scope).total_s
     if settings.strategy == RACE:
-        return _replay_race(settings, found, rungs, left_out, overhead, reference_s, rng)
+        return _replay_race(settings, found, rungs, left_out, overhead, reference_s, rng, auto)
     spent_s = np.zeros(settings.repeats)
     launches_used = np.zeros((settings.repeats, len(rungs), int(overhead.index.max()) + 1), dtype=bool)
     regrets, wrong, widened = [], [], np.zeros(settings.repeats, dtype=bool)
@@ -271,6 +274,7 @@ def replay(df: pd.DataFrame, settings: ReplaySettings) -> dict[str, Any]:
         "trials_mean": float(np.concatenate(trials_taken).mean()),
         "ci_reached": float(np.concatenate(reached).mean()) if settings.trials.adaptive else None,
         "race_settled": None,
+        "auto_all_at_once": None,
     }
 
 
@@ -282,6 +286,7 @@ def _replay_race(
     overhead: pd.Series,
     reference_s: float,
     rng: np.random.Generator,
+    auto: bool = False,
 ) -> dict[str, Any]:
     """:func:`replay` of ``race``: every (model point, rung value) raced, launches visited per look."""
     policy = settings.race(recorded_trials(found))
@@ -291,8 +296,10 @@ def _replay_race(
     launches, nodes = [race.launches for race in found], [race.nodes for race in found]
     engines = [_significant_engine(race) for race in found]
     spent_s, regrets, wrong, trials, settled = np.zeros(settings.repeats), [], [], [], []
+    all_at_once = np.zeros(settings.repeats, dtype=bool)
     for repeat in range(settings.repeats):
-        outcome = race_repeat(samples, launches, nodes, visit_s, policy, rng)
+        outcome = race_repeat(samples, launches, nodes, visit_s, policy, rng, auto)
+        all_at_once[repeat] = outcome.all_at_once
         spent_s[repeat] = outcome.spent_s
         trials += outcome.trials
         settled += outcome.settled
@@ -305,6 +312,7 @@ def _replay_race(
         "trials_mean": float(np.mean(trials)),
         "ci_reached": None,
         "race_settled": float(np.mean(settled)),
+        "auto_all_at_once": float(all_at_once.mean()) if auto else None,
     }
 
 
@@ -335,7 +343,7 @@ KEYS = (
     "configurations", "left_out", "full_grid_best", "full_grid_best_s", "within_5pct", "within_10pct",
     "regret_median", "regret_p95", "cluster_s_fraction", "cluster_s_fraction_p95", "full_grid_cluster_s",
     "strategy_cluster_s_median", "engine_verdict", "wrong_engine", "rank_check_widened", "trials_mean",
-    "ci_reached", "delta", "confidence", "race_settled",
+    "ci_reached", "delta", "confidence", "race_settled", "auto_all_at_once",
 )  # fmt: skip
 
 
@@ -350,7 +358,7 @@ def _summary(
     spent_s: np.ndarray,
     reference_s: float,
 ) -> dict[str, Any]:
-    """The replay's figures, with the stable keys of :data:`KEYS` (the last two are added by :func:`replay`)."""
+    """The replay's figures, with the stable keys of :data:`KEYS` (each strategy's own added by :func:`replay`)."""
     first = found[0]
     best = int(np.argmin(first.truth_s))
     verdicts = [_significant_engine(race) for race in found]
