@@ -59,17 +59,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
     elif grid.manager != "local" and not args.skip_check:
         _check_first(plan, console)
     store = Path(args.store) if args.store else grid.store
-    kind = "dry run" if args.dry_run else "sweep"
-    console.print(
-        plain(f"{kind} ")
-        + plain(grid.name, "bold")
-        + plain(
-            f": {counted(plan.n_measurements, 'measurement')} in {counted(len(plan.launches), 'launch', 'launches')}, "
-            f"{counted(plan.n_fits, 'fit')} each, store {store}"
-        )
-    )
-    if grid.search.auto_reason:
-        console.print(plain(f"search: auto chose {grid.search.auto_reason}"), soft_wrap=True)
+    _print_opening(plan, "dry run" if args.dry_run else "sweep", store, console)
     with progress_bar(console, plan.n_measurements) as bar:
 
         def report(row: Row) -> None:
@@ -106,6 +96,21 @@ def main(args: argparse.Namespace, console: Console) -> int:
         console.print(plain("interrupted", "red") + plain(": the running launch was torn down; finished rows are kept"))
         return result.exit_status
     return 0
+
+
+def _print_opening(plan: Plan, kind: str, store: Path, console: Console) -> None:
+    """What the run will do, and why ``auto`` chose its strategy."""
+    grid = plan.grid
+    console.print(
+        plain(f"{kind} ")
+        + plain(grid.name, "bold")
+        + plain(
+            f": {counted(plan.n_measurements, 'measurement')} in {counted(len(plan.launches), 'launch', 'launches')}, "
+            f"{counted(plan.n_fits, 'fit')} each, store {store}"
+        )
+    )
+    if grid.search.auto_reason:
+        console.print(plain(f"search: auto chose {grid.search.auto_reason}"), soft_wrap=True)
 
 
 def _predicted(plan: Plan, args: argparse.Namespace, console: Console) -> Plan:
