@@ -1,8 +1,9 @@
 """The layer contract holds (setup.cfg [importlinter], run by ``make lint``), breaks on an import against it,
-and no module of ``sweeper`` imports itself back through others (lazy imports included)."""
+no module of ``sweeper`` imports itself back through others (lazy imports included), and no function is long."""
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -14,6 +15,7 @@ import grimp
 from tests.conftest import REPO
 
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+MAX_FUNCTION_LINES = 60
 
 
 def lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
@@ -53,3 +55,16 @@ def test_no_module_imports_itself_back() -> None:
             if chain is not None and imported != module:
                 cycles.append(" -> ".join((module, *chain)))
     assert not cycles, "\n".join(cycles)
+
+
+def test_no_function_in_the_package_is_over_60_lines() -> None:
+    """#22: a function that grows past a screen does several jobs; split it along them."""
+    longest = MAX_FUNCTION_LINES
+    found = []
+    for path in sorted((REPO / "sweeper").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > longest:
+                    found.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name}: {lines} lines")
+    assert not found, found
