@@ -17,8 +17,7 @@ import pytest
 from sweeper.cli import main as sweeper_main
 from sweeper.config import load as grid_file
 from sweeper.planning.plan import make_plan
-from sweeper.results.predict.forecast import learn, planned_cost
-from sweeper.results.predict.targets import plan_shapes
+from sweeper.results.predict.forecast import learn, planned_cost, predicted_targets
 from sweeper.results.predict.worth import worth_measuring
 from sweeper.results.recommend import recommend
 from sweeper.results.recommend_view import lines
@@ -59,7 +58,7 @@ def test_untested_shapes_and_a_4x_cluster_are_predicted_within_10_percent(
         truth = LAWS[engine].median_s(target)
         errors.append(abs(prediction.predicted_s / truth - 1))
         assert prediction.extrapolated  # more executors, slots or cores than measured: said so
-        assert prediction.interval_s[0] <= truth <= prediction.interval_s[1]
+        assert prediction.interval_s is not None and prediction.interval_s[0] <= truth <= prediction.interval_s[1]
     assert max(errors) <= 0.10, errors
 
 
@@ -78,7 +77,7 @@ def test_a_step_at_a_memory_limit_shows_a_large_held_out_error_and_names_nothing
     df = frame(law_rows(laws, memory_gib=4.0))
     validation = learn(df).validation
     for engine in laws:
-        assert (validation.median_error(engine) or 0) > 0.10 and not validation.trusted(engine)
+        assert (validation.median_error(engine) or 0) > 0.40 and not validation.trusted(engine)
     assert worth_measuring(df) == []
     assert not [line for line in lines(recommend(df)) if "Worth measuring" in line]
 
@@ -176,9 +175,21 @@ def test_plan_predicts_each_launch_and_the_sweeps_cluster_time(
     out, err = capsys.readouterr()
     assert code == 0, err
     plan = make_plan(grid_file.load(grid))
-    predictions = [learned.predict(shape) for shape in plan_shapes(plan, learned.points)]
-    cost = planned_cost(learned, predictions, trials=1)
+    predictions = [learned.predict(shape) for _, _, shape in predicted_targets(learned, plan)]
+    cost = planned_cost(learned, plan)
     assert cost.starts_node_s == 4 * 24.0
     assert cost.batches_node_s == pytest.approx(sum(p.predicted_s for p in predictions))
     assert f"Predicted cluster time: {cost.total_node_s:,.0f} node-seconds" in out
     assert "each configuration predicted from the others" in out
+
+
+def test_one_measured_epochs_value_keeps_contention_and_flags_other_epochs() -> None:
+    """One work value cannot tell a fit's fixed cost from its work: the fit's contention between fits sharing an
+    executor must still come through (a 12-core Dask worker runs 12 fits at once), and other epochs are beyond it."""
+    df = frame(law_rows({"dask": DASK}, epochs=(100,)))
+    learned = learn(df)
+    crowded = shape("dask", 12, 1, 100)
+    assert learned.predict(crowded).predicted_s == pytest.approx(DASK.median_s(crowded), rel=0.10)
+    assert "epochs" in learned.predict(shape("dask", 2, 6, 1000)).extrapolated_on
+    for worth in worth_measuring(df):  # anything named is faster indeed
+        assert DASK.median_s(worth.shape) < worth.measured_best_s

@@ -202,14 +202,14 @@ def test_the_containers_application_ends_with_its_commands_and_names_a_failure(
     fails, saying how many, when one does not; the client exits 0 or 1 accordingly. Two containers each."""
     conf = read_hadoop_conf(yarn.conf_dir, {})
     ended = {}
-    for shell in ("true", "test -n $CONTAINER_ID && exit 3"):
+    for shell in ("test $ANSWER = 42", "test -n $CONTAINER_ID && exit 3"):  # the environment reaches every container
         name = f"sweeper-containers-{uuid.uuid4().hex[:8]}"
         command = containers_command(conf, hadoop_lib(), name, shell, ContainerShape(2, 256, 1), {"ANSWER": "42"})
         done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
         ended[shell] = (done.returncode, done.stderr)
         shutil.rmtree(Path.home() / name, ignore_errors=True)  # the application's jar (fs.defaultFS file:)
-    assert ended["true"][0] == 0, ended["true"][1][-2000:]
-    assert "ended SUCCEEDED" in ended["true"][1]
+    code, stderr = ended["test $ANSWER = 42"]
+    assert code == 0 and "ended SUCCEEDED" in stderr, stderr[-2000:]
     code, stderr = ended["test -n $CONTAINER_ID && exit 3"]
     assert code == 1 and "ended FAILED" in stderr and "2 of 2 containers failed" in stderr, stderr[-2000:]
     assert_no_containers()

@@ -49,17 +49,16 @@ def _show_predictions(plan: Plan, store: str, sweep: str | None, console: Consol
     """The what-if model of ``store``'s sweep on this plan: its validation, each launch's batches, the cost."""
     from rich.table import Table
 
-    from sweeper.results.predict.forecast import learn, planned_cost
-    from sweeper.results.predict.targets import plan_shapes
-    from sweeper.results.predict.view import PREDICTION_HEADERS, prediction_rows, validation_lines
+    from sweeper.results.predict.forecast import learn, planned_cost, predicted_targets, unpredicted_engines
+    from sweeper.results.predict.view import PREDICTION_HEADERS, prediction_rows, unpredicted_lines, validation_lines
     from sweeper.store.parquet import load_sweep
     from sweeper.text import plain
 
     rows = load_sweep(store, sweep)
     learned = learn(rows)
-    predictions = [learned.predict(shape) for shape in plan_shapes(plan, learned.points)]
+    predictions = [learned.predict(shape) for _, _, shape in predicted_targets(learned, plan)]
     console.print(plain(f"Predicted from {store} (sweep {', '.join(sorted(map(str, rows['sweep'].unique())))}):"))
-    for line in validation_lines(learned):
+    for line in [*validation_lines(learned), *unpredicted_lines(unpredicted_engines(learned, plan))]:
         console.print(plain(f"  {line}"), soft_wrap=True)
     table = Table(title="predicted median batch times")
     for header in PREDICTION_HEADERS:
@@ -67,7 +66,7 @@ def _show_predictions(plan: Plan, store: str, sweep: str | None, console: Consol
     for row in prediction_rows(predictions):
         table.add_row(*(plain(cell) for cell in row))
     console.print(table)
-    cost = planned_cost(learned, predictions, plan.grid.workload.trials)
+    cost = planned_cost(learned, plan)
     console.print(
         plain(
             f"Predicted cluster time: {cost.total_node_s:,.0f} node-seconds "

@@ -31,13 +31,13 @@ def main(args: argparse.Namespace, console: Console) -> int:
     """``sweeper predict STORE [--sweep NAME] (--grid GRID | --validate) [--json]``."""
     from sweeper.config import load as grid_file
     from sweeper.planning.plan import make_plan
-    from sweeper.results.predict.forecast import learn
-    from sweeper.results.predict.targets import plan_shapes
+    from sweeper.results.predict.forecast import learn, predicted_targets, unpredicted_engines
     from sweeper.results.predict.view import (
         PREDICTION_HEADERS,
         model_lines,
         prediction_rows,
         to_json,
+        unpredicted_lines,
         validation_lines,
     )
     from sweeper.store.parquet import load_sweep
@@ -47,12 +47,14 @@ def main(args: argparse.Namespace, console: Console) -> int:
         raise UserError("sweeper predict: pass --grid GRID (the launches to predict) or --validate")
     plan = make_plan(grid_file.load(args.grid)) if args.grid is not None else None  # a bad grid before any work
     learned = learn(load_sweep(args.store, args.sweep))
-    shapes = [] if plan is None or args.validate else plan_shapes(plan, learned.points)
-    predictions = [learned.predict(shape) for shape in shapes]
+    targets = [] if plan is None or args.validate else predicted_targets(learned, plan)
+    predictions = [learned.predict(shape) for _, _, shape in targets]
+    skipped = unpredicted_lines(unpredicted_engines(learned, plan)) if plan is not None and not args.validate else []
     if args.json:
         print(json.dumps(to_json(learned, predictions), indent=2, allow_nan=False))
         return 0
-    for line in validation_lines(learned) if args.validate else [*model_lines(learned), *validation_lines(learned)]:
+    shown = validation_lines(learned) if args.validate else [*model_lines(learned), *validation_lines(learned)]
+    for line in [*shown, *skipped]:
         console.print(plain(line), soft_wrap=True)
     if predictions:
         table = Table(title=f"predicted median batch times of {args.grid}")

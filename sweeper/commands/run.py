@@ -115,14 +115,14 @@ def _print_opening(plan: Plan, kind: str, store: Path, console: Console) -> None
 
 def _predicted(plan: Plan, args: argparse.Namespace, console: Console) -> Plan:
     """The plan with the batch times the what-if model of ``--predict-from``'s sweep predicts (and its error)."""
-    from sweeper.results.predict.forecast import learn, with_predictions
-    from sweeper.results.predict.view import validation_lines
+    from sweeper.results.predict.forecast import learn, unpredicted_engines, with_predictions
+    from sweeper.results.predict.view import unpredicted_lines, validation_lines
     from sweeper.store.parquet import load_sweep
 
     if args.dry_run:
         raise UserError("--predict-from predicts the planned launches, a dry run measures shrunk ones: drop one")
     learned = learn(load_sweep(args.predict_from, args.predict_sweep))
-    for line in validation_lines(learned):
+    for line in [*validation_lines(learned), *unpredicted_lines(unpredicted_engines(learned, plan))]:
         console.print(plain(f"predicted from {args.predict_from}: {line}"), soft_wrap=True)
     return with_predictions(plan, learned)
 

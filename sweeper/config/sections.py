@@ -388,14 +388,16 @@ SEARCH = Section(
             default=RACE_DELTA,
             doc=(
                 "`race`: the indifference zone, a share of the best time (0.05: any configuration within 5 % is "
-                "a right answer); `halving`: rank swaps between medians this close are ties, {kind}"
+                "a right answer); `halving`: a rank swap counts only between configurations confidently more than "
+                "this apart, {kind}"
             ),
         ),
         Field(
             "confidence",
             Number(0.5, 0.999),
             default=RACE_CONFIDENCE,
-            doc="`race`: how sure each of its decisions is, {kind}",
+            doc="`race`: how sure each of its decisions is; `halving`: how sure its rank check is that two "
+            "configurations are apart, {kind}",
         ),
     ),
 )

@@ -169,7 +169,8 @@ def probe_memory_mib(free_mib: list[int], step_mib: int, largest_mib: int, room_
 
 
 def probe_command(archive: Path | None, driver: str, port: int) -> str:
-    """The container's shell: unpack the environment if shipped, then run the probe with its node's id."""
+    """The container's shell: the probe, run by the environment's Python (YARN unpacked a shipped one), with its
+    node's id."""
     script = base64.b64encode(PROBE.encode()).decode()
     python = shlex.quote(container_python(archive))
     # no double quote: the NodeManager runs the command as /bin/bash -c "COMMAND", where one would end the string

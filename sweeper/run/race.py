@@ -205,7 +205,8 @@ class RaceRun:
                 ended = f"settled after {state.rounds} decision(s): {leader} is within {self.policy.delta:.0%} of "
                 ended += f"every configuration still in it ({', '.join(alive)})"
             else:
-                ended = f"not settled at its most trials; still in it: {', '.join(alive)}"
+                how = "measured in full after auto's choice" if state.measuring_all else "not settled"
+                ended = f"{how} at its most trials; still in it: {', '.join(alive)}"
             lines.append(f"{text}: {ended}; {len(state.left_at)} left")
         return lines
 

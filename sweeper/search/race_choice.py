@@ -42,8 +42,8 @@ class Choice:
     def text(self) -> str:
         if self.race_s == self.all_at_once_s == 0:
             return (
-                "auto, after the first round: nothing left to choose; every launch took all its trials in its first "
-                "start (a start costs more than the rest of them)"
+                "auto, after the first round: nothing left to choose (every race ended in it, or every launch took "
+                "all its trials at its first start, a start costing more than the rest of them)"
             )
         chosen = "racing on" if self.race else "measuring every remaining trial now, no more decisions"
         return (

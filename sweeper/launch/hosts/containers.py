@@ -34,8 +34,9 @@ class ContainerShape:
 def shipped_archive(conf: HadoopConf, lib: Path, archive: Path | None) -> tuple[str | None, float]:
     """``URI#environment`` of the packed environment for the containers, and the seconds spent staging it here.
 
-    On a cluster with a file system of its own the archive is staged there once (0 s when an earlier launch,
-    Spark's included, or sweep staged it); on ``file:`` (one machine) the NodeManagers read it where it is.
+    On a cluster with a file system of its own the archive is staged there once (0 s when an earlier launch of this
+    run, Spark's included, staged or found it; one look when an earlier sweep did); on ``file:`` (one machine) the
+    NodeManagers read it where it is.
     """
     if archive is None:
         return None, 0.0

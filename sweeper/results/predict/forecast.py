@@ -1,17 +1,19 @@
 """A sweep's what-if models and their predictions for the shapes of another grid (``sweeper predict``).
 
-Each prediction's interval is its engine's largest held-out relative error around it (the in-sample largest
-where no configuration could be held out), twice that where the shape lies outside what was measured.
+Each prediction's interval is its engine's largest held-out error around it, as a factor either way
+(``predicted x/÷ exp(max |log(predicted / measured)|)``), twice that (in log) where the shape lies outside what
+was measured; an engine without a held-out error (fewer than 3 configurations) gets no interval: it is untested.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import pandas as pd
 
 from sweeper.errors import UserError
-from sweeper.planning.plan import Plan
+from sweeper.planning.plan import Plan, Point
 from sweeper.results.predict.model import EngineModel, Shape, fit_engine, medians, shape_of
 from sweeper.results.predict.targets import PREDICTED_ENGINES, outside, plan_targets
 from sweeper.results.predict.validation import Validation, validate
@@ -25,7 +27,7 @@ class Prediction:
 
     shape: Shape
     predicted_s: float
-    interval_s: tuple[float, float]
+    interval_s: tuple[float, float] | None  # None: the engine's model could not be validated
     extrapolated_on: tuple[str, ...]
     peak_gib: float | None
 
@@ -52,23 +54,17 @@ class Learned:
     def measured(self) -> list[Shape]:
         return [shape_of(row) for _, row in self.points.iterrows()]
 
-    def in_sample_error(self, engine: str) -> float:
-        mine = self.points[self.points["engine"] == engine]
-        model = self.models[engine]
-        errors = [abs(model.batch_s(shape_of(row)) / float(row["wall_s"]) - 1) for _, row in mine.iterrows()]
-        return max(errors, default=0.0)
-
     def predict(self, shape: Shape) -> Prediction:
         model = self.models.get(shape.engine)
         if model is None:
             raise UserError(f"the sweep measured no {shape.engine} batch: its times cannot be predicted")
         predicted = model.batch_s(shape)
-        held_out = self.validation.max_error(shape.engine)
-        width = max(held_out if held_out is not None else self.in_sample_error(shape.engine), MIN_RELATIVE_WIDTH)
         extrapolated_on = tuple(outside(shape, self.measured))
-        if extrapolated_on:
-            width *= 2
-        interval = (predicted / (1 + width), predicted * (1 + width))
+        held_out = self.validation.max_log_error(shape.engine)
+        interval = None
+        if held_out is not None:
+            width = max(held_out, math.log1p(MIN_RELATIVE_WIDTH)) * (2 if extrapolated_on else 1)
+            interval = (predicted * math.exp(-width), predicted * math.exp(width))
         return Prediction(shape, predicted, interval, extrapolated_on, model.peak_gib(shape))
 
 
@@ -86,7 +82,7 @@ def learn(df: pd.DataFrame) -> Learned:
 def _launch_overheads(df: pd.DataFrame) -> dict[str, float]:
     """Per engine, the median over its launches of the first start's start, warm-up and teardown seconds."""
     parts = ["cluster_start_s", "warmup_s", "teardown_s"]
-    started = df[df["cluster_start_s"].notna()]
+    started = df[df["cluster_start_s"].notna() & ~df["dry_run"].fillna(False).astype(bool)]
     launches = started.groupby(["engine", "run_id", "launch_index"], sort=True)[parts].first().fillna(0.0)
     total = launches.astype(float).sum(axis=1)
     return {str(engine): float(seconds.median()) for engine, seconds in total.groupby(level="engine")}
@@ -104,19 +100,30 @@ class PlannedCost:
         return self.starts_node_s + self.batches_node_s
 
 
-def planned_cost(learned: Learned, predictions: list[Prediction], trials: int) -> PlannedCost:
-    """What running the predicted launches would cost: each launch's nodes x (its engine's measured start, warm-up
-    and teardown + ``trials`` x its predicted batches)."""
-    batches = sum(p.predicted_s * trials * p.shape.nodes for p in predictions)
-    first = {(p.shape.engine, p.shape.executors, p.shape.cores_per_executor, p.shape.executor_memory_gib): p.shape
-             for p in predictions}  # fmt: skip
-    starts = sum(learned.launch_overhead_s.get(s.engine, 0.0) * s.nodes for s in first.values())
+def planned_cost(learned: Learned, plan: Plan) -> PlannedCost:
+    """What running the plan's predicted launches would cost: each launch's nodes x (its engine's measured start,
+    warm-up and teardown + the grid's trials x its predicted batches)."""
+    trials = plan.grid.workload.trials
+    targets = predicted_targets(learned, plan)
+    batches = sum(learned.predict(shape).predicted_s * trials * shape.nodes for _, _, shape in targets)
+    launches = {index: shape for index, _, shape in targets}
+    starts = sum(learned.launch_overhead_s.get(s.engine, 0.0) * s.nodes for s in launches.values())
     return PlannedCost(starts, batches)
+
+
+def predicted_targets(learned: Learned, plan: Plan) -> list[tuple[int, Point, Shape]]:
+    """The plan's launches and points the sweep can predict: those of an engine it measured."""
+    return [target for target in plan_targets(plan, learned.points) if target[2].engine in learned.models]
+
+
+def unpredicted_engines(learned: Learned, plan: Plan) -> list[str]:
+    """The plan's Spark and Dask engines the sweep measured no batch of: their launches are not predicted."""
+    return sorted({shape.engine for _, _, shape in plan_targets(plan, learned.points)} - set(learned.models))
 
 
 def with_predictions(plan: Plan, learned: Learned) -> Plan:
     """The plan with each Spark and Dask launch's predicted batch time at each replicas point, written with its rows."""
     predicted = {
-        (index, point): learned.predict(shape).predicted_s for index, point, shape in plan_targets(plan, learned.points)
+        (index, point): learned.predict(shape).predicted_s for index, point, shape in predicted_targets(learned, plan)
     }
     return replace(plan, predicted_s=predicted)

@@ -4,13 +4,15 @@ A batch is ``n_fits`` independent fits that joblib schedules over the launch's s
 threads per fit). The model has three parts, each fitted to the medians of a sweep's configurations and
 workload points by non-negative least squares on relative errors:
 
-- **one fit**: ``fit_s = fixed_s + work_s x epochs x training rows / 1e6 x (1 + contention x (c - 1))``,
+- **one fit**: ``fit_s = fixed_s + work_s x w + contention_s x w x (c - 1)``, ``w`` = epochs x training rows / 1e6,
   from ``fit_task_sum_s / n_fits``; ``c`` is the fits one executor runs at once (its cores / threads per fit,
   at most the batch's fits per executor), so fits that share an executor (a Dask worker's threads share one
-  interpreter) can slow each other;
+  interpreter) can slow each other. Where the sweep measured a single ``w``, ``fixed_s`` and ``work_s`` are not
+  told apart (all goes to ``fixed_s``): other epochs or rows are then beyond what it can say, and flagged so;
 - **the schedule**: ``batch_s = batch_overhead_s + per_executor_s x executors + wave_factor x waves x fit_s``,
-  ``waves = ceil(n_fits / slots)``: the last partial wave costs a whole one, and ``wave_factor`` (1 or more)
-  holds what waits on the slowest fit of each wave (stragglers) and the dispatch of each fit;
+  ``waves = ceil(n_fits / slots)``: the last partial wave costs a whole one, and ``wave_factor`` (1 or more: a
+  batch waits at least for its waves of fits) holds what waits on the slowest fit of each wave (stragglers) and
+  the dispatch of each fit;
 - **memory**: ``peak_gib = base_gib + per_fit_gib x c``, the largest worker's peak, where measured.
 
 It assumes fits run their planned epochs (``exact_epochs``), time linear in epochs x rows, and a cluster of
@@ -73,7 +75,7 @@ class EngineModel:
     engine: str
     fixed_s: float
     work_s: float
-    contention: float
+    contention_s: float
     batch_overhead_s: float
     per_executor_s: float
     wave_factor: float
@@ -82,7 +84,7 @@ class EngineModel:
     points: int  # configuration x workload medians it was fitted to
 
     def fit_s(self, shape: Shape) -> float:
-        return self.fixed_s + self.work_s * shape.work * (1 + self.contention * (shape.concurrent - 1))
+        return self.fixed_s + (self.work_s + self.contention_s * (shape.concurrent - 1)) * shape.work
 
     def batch_s(self, shape: Shape) -> float:
         return (
@@ -100,7 +102,7 @@ class EngineModel:
         return {
             "fixed_s": self.fixed_s,
             "work_s": self.work_s,
-            "contention": self.contention,
+            "contention_s": self.contention_s,
             "batch_overhead_s": self.batch_overhead_s,
             "per_executor_s": self.per_executor_s,
             "wave_factor": self.wave_factor,
@@ -115,7 +117,8 @@ def medians(df: pd.DataFrame) -> pd.DataFrame:
     keys = [*SHAPE, "threads_per_fit", "dataset", "fraction", *POINT]
     wanted = (df["status"] == "ok") & (df["mode"] == "replicas") & ~df["dry_run"].fillna(False).astype(bool)
     wanted &= df["engine"].isin(("spark", "dask")) & df["fit_wall_s"].notna() & df["fit_task_sum_s"].notna()
-    ok = df[wanted & df[keys].notna().all(axis=1) & (df["n_fits"].fillna(0) > 0)]
+    positive = (df["n_fits"].fillna(0) > 0) & (df["fit_wall_s"].fillna(0) > 0) & (df["fit_task_sum_s"].fillna(0) > 0)
+    ok = df[wanted & df[keys].notna().all(axis=1) & positive]
     ok = ok.assign(fit_s=ok["fit_task_sum_s"].astype(float) / ok["n_fits"].astype(float))
     grouped = ok.groupby(keys, dropna=False, sort=True)
     out = grouped.agg(
@@ -151,11 +154,12 @@ def fit_engine(points: pd.DataFrame, engine: str) -> EngineModel | None:
     fixed_s, work_s, contention_s = _relative_nnls(
         [[1.0, s.work, s.work * (s.concurrent - 1)] for s in shapes], fit_s, fallback=(float(np.median(fit_s)), 0, 0)
     )
-    contention = contention_s / work_s if work_s > 0 else 0.0
     wall_s = mine["wall_s"].astype(float).to_numpy()
-    overhead_s, per_executor_s, wave_factor = _relative_nnls(
-        [[1.0, s.executors, s.waves * f] for s, f in zip(shapes, fit_s, strict=True)], wall_s, fallback=(0, 0, 1)
+    waited = np.array([s.waves * f for s, f in zip(shapes, fit_s, strict=True)])  # a batch waits at least this
+    overhead_s, per_executor_s, straggle = _relative_nnls(
+        [[1.0, s.executors, w] for s, w in zip(shapes, waited, strict=True)], wall_s, fallback=(0, 0, 0), less=waited
     )
+    wave_factor = 1.0 + straggle
     peaks = mine["peak_gib"].astype(float).to_numpy()
     has_peak = ~np.isnan(peaks)
     base_gib: float | None = None
@@ -166,16 +170,20 @@ def fit_engine(points: pd.DataFrame, engine: str) -> EngineModel | None:
             [[1.0, c] for c in concurrent], peaks[has_peak], fallback=(float(np.median(peaks[has_peak])), 0)
         )
     return EngineModel(
-        engine, fixed_s, work_s, contention, overhead_s, per_executor_s, wave_factor, base_gib, per_fit_gib, len(mine)
+        engine, fixed_s, work_s, contention_s, overhead_s, per_executor_s, wave_factor, base_gib, per_fit_gib, len(mine)
     )
 
 
-def _relative_nnls(columns: list[list[float]], target: np.ndarray, fallback: tuple[float, ...]) -> tuple[float, ...]:
-    """Non-negative coefficients minimising the squared relative error of ``columns @ x`` against ``target``."""
+def _relative_nnls(
+    columns: list[list[float]], target: np.ndarray, fallback: tuple[float, ...], less: np.ndarray | None = None
+) -> tuple[float, ...]:
+    """Non-negative coefficients minimising the squared relative error of ``less + columns @ x`` against ``target``
+    (``less``: a known part of it, 0 by default)."""
     matrix = np.asarray(columns, dtype=float)
-    usable = np.isfinite(target) & (target > 0) & np.isfinite(matrix).all(axis=1)
+    known = np.zeros(len(target)) if less is None else np.asarray(less, dtype=float)
+    usable = np.isfinite(target) & (target > 0) & np.isfinite(matrix).all(axis=1) & np.isfinite(known)
     if not usable.any():
         return tuple(float(v) for v in fallback)
     weights = 1.0 / target[usable]
-    solution, _ = nnls(matrix[usable] * weights[:, None], np.ones(int(usable.sum())))
+    solution, _ = nnls(matrix[usable] * weights[:, None], (target[usable] - known[usable]) * weights)
     return tuple(float(v) for v in solution)

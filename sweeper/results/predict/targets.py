@@ -25,13 +25,9 @@ RANGES = {  # the name an extrapolation is reported under -> what of a shape it 
 }
 
 
-def plan_shapes(plan: Plan, points: pd.DataFrame) -> list[Shape]:
-    """The plan's Spark and Dask launches x replicas points, with the rows each would train on."""
-    return [shape for _, _, shape in plan_targets(plan, points)]
-
-
 def plan_targets(plan: Plan, points: pd.DataFrame) -> list[tuple[int, Point, Shape]]:
-    """:func:`plan_shapes` with the launch index and point each shape stands for."""
+    """The plan's Spark and Dask launches x replicas points, with the rows each would train on: (launch index,
+    point, shape)."""
     workload = plan.grid.workload
     shapes = []
     for launch in plan.launches:

@@ -1,6 +1,7 @@
 """How far to trust the what-if model: each measured configuration predicted from the others.
 
-Leave-one-configuration-out: for every configuration (engine and executor shape) of an engine with at least
+Leave-one-configuration-out: for every configuration (engine, executors and cores: the model has no term for
+memory or nodes, so configurations that differ only there are held out together) of an engine with at least
 :data:`MIN_CONFIGURATIONS` measured, the model is fitted to that engine's other configurations and predicts
 the held-out one's median batch time at each of its workload points. The relative errors
 ``|predicted / measured - 1|`` are what ``sweeper predict`` shows (median and largest), and what
@@ -9,6 +10,7 @@ the held-out one's median batch time at each of its workload points. The relativ
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,6 +36,11 @@ class HeldOut:
     def relative_error(self) -> float:
         return abs(self.predicted_s / self.measured_s - 1)
 
+    @property
+    def log_error(self) -> float:
+        """``|log(predicted / measured)|``: the same factor either way, what an interval is built from."""
+        return abs(math.log(self.predicted_s / self.measured_s))
+
 
 @dataclass(frozen=True)
 class Validation:
@@ -43,6 +50,10 @@ class Validation:
 
     def errors(self, engine: str | None = None) -> np.ndarray:
         return np.array([h.relative_error for h in self.held_out if engine is None or h.engine == engine])
+
+    def max_log_error(self, engine: str) -> float | None:
+        errors = [h.log_error for h in self.held_out if h.engine == engine]
+        return max(errors) if errors else None
 
     def median_error(self, engine: str | None = None) -> float | None:
         errors = self.errors(engine)
@@ -64,19 +75,25 @@ class Validation:
         }
 
 
+HELD_OUT = ["engine", "executors", "cores_per_executor"]  # what the model tells configurations apart by
+
+
 def configuration_label(row: pd.Series) -> str:
-    return f"{row['engine']} {int(row['executors'])} x {int(row['cores_per_executor'])} cores"
+    return (
+        f"{row['engine']} {int(row['executors'])} x {int(row['cores_per_executor'])} cores "
+        f"x {float(row['executor_memory_gib']):g} GiB on {int(row['nodes'])} node(s)"
+    )
 
 
 def validate(points: pd.DataFrame) -> Validation:
     """Leave-one-configuration-out over the medians (:func:`sweeper.results.predict.model.medians`)."""
     held: list[HeldOut] = []
     for engine, mine in points.groupby("engine", sort=True):
-        configurations = mine.groupby(list(SHAPE), sort=True)
+        configurations = mine.groupby(HELD_OUT, sort=True)  # memory and nodes apart, the model has no term for them
         if configurations.ngroups < MIN_CONFIGURATIONS:
             continue
         for key, out in configurations:
-            rest = mine[~mine.set_index(list(SHAPE)).index.isin([key])]
+            rest = mine[~mine.set_index(HELD_OUT).index.isin([key])]
             model = fit_engine(rest, str(engine))
             if model is None:
                 continue

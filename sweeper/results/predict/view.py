@@ -14,8 +14,8 @@ def model_lines(learned: Learned) -> list[str]:
     lines = []
     for engine, m in learned.models.items():
         lines.append(
-            f"{engine}: one fit = {m.fixed_s:.3g} s + {m.work_s:.3g} s x epochs x rows/1e6 x (1 + {m.contention:.3g} x "
-            f"(fits per executor - 1)); batch = {m.batch_overhead_s:.3g} s + {m.per_executor_s:.3g} s x executors + "
+            f"{engine}: one fit = {m.fixed_s:.3g} s + ({m.work_s:.3g} s + {m.contention_s:.3g} s x (fits per executor "
+            f"- 1)) x epochs x rows/1e6; batch = {m.batch_overhead_s:.3g} s + {m.per_executor_s:.3g} s x executors + "
             f"{m.wave_factor:.3g} x waves x one fit" + _memory_text(m) + f"  [{m.points} medians]"
         )
     return lines
@@ -51,6 +51,11 @@ def validation_lines(learned: Learned) -> list[str]:
     return lines
 
 
+def unpredicted_lines(engines: list[str]) -> list[str]:
+    """The grid's engines the sweep measured no batch of."""
+    return [f"{engine}: the sweep measured no {engine} batch: its launches are not predicted" for engine in engines]
+
+
 def prediction_rows(predictions: list[Prediction]) -> list[list[str]]:
     """Table cells: engine, shape, epochs, fits, predicted median, interval, memory, extrapolation."""
     rows = []
@@ -66,7 +71,7 @@ def prediction_rows(predictions: list[Prediction]) -> list[list[str]]:
                 str(s.epochs),
                 str(s.n_fits),
                 f"{p.predicted_s:.3g} s",
-                f"{p.interval_s[0]:.3g}-{p.interval_s[1]:.3g} s",
+                "-" if p.interval_s is None else f"{p.interval_s[0]:.3g}-{p.interval_s[1]:.3g} s",
                 memory,
                 ", ".join(p.extrapolated_on) if p.extrapolated else "",
             ]
@@ -91,7 +96,7 @@ def to_json(learned: Learned, predictions: list[Prediction]) -> dict[str, Any]:
                 "n_fits": p.shape.n_fits,
                 "n_train": p.shape.n_train,
                 "predicted_median_s": p.predicted_s,
-                "interval_s": list(p.interval_s),
+                "interval_s": None if p.interval_s is None else list(p.interval_s),
                 "extrapolated": p.extrapolated,
                 "extrapolated_on": list(p.extrapolated_on),
                 "predicted_peak_gib": p.peak_gib,

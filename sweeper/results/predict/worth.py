@@ -67,6 +67,8 @@ def _candidates(learned: Learned, point: pd.DataFrame, engine: str, best: pd.Ser
     for per_executor in range(1, cores + 1):
         if cores % per_executor or (per_executor, cores // per_executor) in measured:
             continue
+        if per_executor < template.threads_per_fit:  # an executor that cannot hold one fit
+            continue
         shape = replace(
             template,
             cores_per_executor=per_executor,

@@ -10,7 +10,10 @@ from sweeper.results.report.blocks import Block, Heading, Paragraph, Picture, Ro
 from sweeper.results.statistics import ok_mask
 from sweeper.shapes import shape_text
 
-KEYS = ["engine", "cores_per_executor", "executors", "executor_memory_gib", "epochs"]
+KEYS = [  # a configuration and workload point: rows of one point only are pooled into a median
+    "engine", "nodes", "cores_per_executor", "executors", "executor_memory_gib",
+    "dataset", "fraction", "n_fits", "threads_per_fit", "epochs",
+]  # fmt: skip
 
 
 def predicted_blocks(df: pd.DataFrame) -> list[Block]:
@@ -19,7 +22,7 @@ def predicted_blocks(df: pd.DataFrame) -> list[Block]:
     if rows.empty:
         return []
     table = (
-        rows.groupby(KEYS, sort=True)
+        rows.groupby(KEYS, sort=True, dropna=False)
         .agg(predicted_s=("predicted_s", "median"), measured_s=("fit_wall_s", "median"))
         .reset_index()
     )
