@@ -211,7 +211,17 @@ def test_the_containers_application_ends_with_its_commands_and_names_a_failure(
     code, stderr = ended["test $ANSWER = 42"]
     assert code == 0 and "ended SUCCEEDED" in stderr, stderr[-2000:]
     code, stderr = ended["test -n $CONTAINER_ID && exit 3"]
-    assert code == 1 and "ended FAILED" in stderr and "2 of 2 containers failed" in stderr, stderr[-2000:]
+    assert code == 1 and "ended FAILED" in stderr and "2 of 2 containers failed; first: " in stderr, stderr[-2000:]
+    assert "exited 3" in stderr  # the first failure's own exit status and diagnostics
+    name = f"sweeper-containers-{uuid.uuid4().hex[:8]}"
+    missing = str(tmp_path / "no-such-env.tar.gz") + "#environment"
+    command = containers_command(conf, hadoop_lib(), name, "true", ContainerShape(1, 256, 1), {}, archive=missing)
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    shutil.rmtree(Path.home() / name, ignore_errors=True)
+    assert done.returncode == 1 and "ended FAILED" in done.stderr and "no-such-env" in done.stderr, done.stderr
+    bad = containers_command(conf, hadoop_lib(), name, "true", ContainerShape(0, 256, 1), {})
+    refused = subprocess.run(bad, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "--containers must be a positive integer, got 0" in refused.stderr
     assert_no_containers()
 
 

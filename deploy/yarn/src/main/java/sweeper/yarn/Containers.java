@@ -65,26 +65,34 @@ public final class Containers {
     String tags = "";
     String queue = null;
     int amMemoryMib = 512;
+    if (args.length % 2 != 0) {
+      usage("every option takes one value");
+    }
     for (int i = 0; i + 1 < args.length; i += 2) {
       String value = args[i + 1];
       switch (args[i]) {
         case "--name": name = value; break;
         case "--tags": tags = value; break;
         case "--queue": queue = value; break;
-        case "--am-memory-mib": amMemoryMib = Integer.parseInt(value); break;
-        case "--containers": case "--memory-mib": case "--vcores": case "--command": case "--archive":
+        case "--am-memory-mib": amMemoryMib = positive(args[i], value); break;
+        case "--containers": case "--memory-mib": case "--vcores":
+          spec.setProperty(args[i].substring(2), Integer.toString(positive(args[i], value)));
+          break;
+        case "--command": case "--archive":
           spec.setProperty(args[i].substring(2), value);
           break;
         case "--env": env.add(value); break;
         default:
-          System.err.println("Containers: unknown option " + args[i]);
-          System.exit(2);
+          usage("unknown option " + args[i]);
       }
     }
-    if (name == null || !spec.containsKey("containers") || !spec.containsKey("command")) {
-      System.err.println("usage: Containers --name NAME --containers N --memory-mib M --vcores V --command SHELL "
-          + "[--archive URI#LINK] [--env KEY=VALUE ...] [--tags a,b] [--queue Q] [--am-memory-mib M]");
-      System.exit(2);
+    for (String required : new String[] {"containers", "memory-mib", "vcores", "command"}) {
+      if (!spec.containsKey(required)) {
+        usage("--" + required + " is required");
+      }
+    }
+    if (name == null) {
+      usage("--name is required");
     }
     spec.setProperty("env", String.join("\n", env));
     System.exit(run(name, tags, queue, amMemoryMib, spec));
@@ -128,7 +136,7 @@ public final class Containers {
           Map.of(JAR, amJar), amEnv, List.of(command), null, null, null));
       context.setApplicationName(name);
       context.setApplicationType("SWEEPER");
-      context.setApplicationTags(new HashSet<>(Arrays.asList(tags.split(","))));
+      context.setApplicationTags(new HashSet<>(Arrays.stream(tags.split(",")).filter(t -> !t.isEmpty()).toList()));
       context.setResource(Resource.newInstance(amMemoryMib, 1));
       context.setMaxAppAttempts(1);
       if (queue != null) {
@@ -162,6 +170,26 @@ public final class Containers {
       }
       Thread.sleep(500);
     }
+  }
+
+  private static void usage(String problem) {
+    System.err.println("Containers: " + problem + "\nusage: Containers --name NAME --containers N --memory-mib M "
+        + "--vcores V --command SHELL [--archive URI#LINK] [--env KEY=VALUE ...] [--tags a,b] [--queue Q] "
+        + "[--am-memory-mib M]");
+    System.exit(2);
+  }
+
+  private static int positive(String option, String value) {
+    try {
+      int number = Integer.parseInt(value);
+      if (number > 0) {
+        return number;
+      }
+    } catch (NumberFormatException error) {
+      // named below
+    }
+    usage(option + " must be a positive integer, got " + value);
+    return 0;
   }
 
   private static File ownJar() throws IOException {

@@ -32,8 +32,10 @@ import org.apache.hadoop.yarn.conf.YarnConfiguration;
 /**
  * The ApplicationMaster of {@link Containers}: asks for N containers of one shape, runs the command in
  * each (the archive, if any, localized as a private YARN archive under its link name), and ends when
- * every container has ended: succeeded when each command exited 0. Killing the application (the
- * sweeper's teardown) ends it and its containers at once.
+ * every container has ended: succeeded when each command exited 0, failed (with the first failure's
+ * diagnostics) otherwise. A container that cannot be started fails the application at once: the
+ * others would wait for a worker that never comes. Killing the application (the sweeper's teardown)
+ * ends it and its containers at once.
  */
 public final class ContainersMaster {
   private ContainersMaster() {}
@@ -71,6 +73,7 @@ public final class ContainersMaster {
     int asked = 0; // allocations handled: started or failed to start
     int ended = 0;
     int failed = 0;
+    String firstFailure = null;
     while (ended < wanted) {
       AllocateResponse response = rm.allocate(ended / (float) wanted);
       if (response.getAMCommand() != null) { // the ResourceManager no longer knows this attempt
@@ -90,10 +93,11 @@ public final class ContainersMaster {
           started.add(container.getId());
           System.out.println("started " + container.getId() + " on " + container.getNodeId());
         } catch (Exception error) {
-          System.err.println("could not start " + container.getId() + ": " + error);
+          String reason = "could not start " + container.getId() + " on " + container.getNodeId() + ": " + error;
+          System.err.println(reason);
           rm.releaseAssignedContainer(container.getId());
-          ended++;
-          failed++;
+          rm.unregisterApplicationMaster(FinalApplicationStatus.FAILED, reason, "");
+          System.exit(1);
         }
       }
       for (ContainerStatus status : response.getCompletedContainersStatuses()) {
@@ -103,13 +107,16 @@ public final class ContainersMaster {
         ended++;
         if (status.getExitStatus() != 0) {
           failed++;
-          System.err.println(status.getContainerId() + " exited " + status.getExitStatus() + ": "
-              + status.getDiagnostics());
+          String reason = status.getContainerId() + " exited " + status.getExitStatus() + ": "
+              + status.getDiagnostics();
+          System.err.println(reason);
+          firstFailure = firstFailure == null ? reason : firstFailure;
         }
       }
       Thread.sleep(500);
     }
-    String message = failed + " of " + wanted + " containers failed";
+    String message = failed + " of " + wanted + " containers failed" + (firstFailure == null ? "" : "; first: "
+        + firstFailure.substring(0, Math.min(firstFailure.length(), 2000)));
     rm.unregisterApplicationMaster(
         failed == 0 ? FinalApplicationStatus.SUCCEEDED : FinalApplicationStatus.FAILED, message, "");
     nm.stop();
