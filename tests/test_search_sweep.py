@@ -28,7 +28,7 @@ def write(tmp: Path, name: str, trials: Any, search: dict[str, Any] | None, core
     spec = minimal_grid(name=name, store=str(tmp / "store"))
     spec["sizing"]["cores_per_executor"] = list(cores)
     spec["workload"] = {"dataset": "digits", "epochs": EPOCHS, "trials": trials, "model": {"hidden_layer_sizes": [32]}}
-    if search:
+    if search is not None:
         spec["search"] = search
     path = tmp / f"{name}.yaml"
     path.write_text(yaml.safe_dump(spec))
@@ -111,10 +111,10 @@ def test_the_report_shows_the_rungs_the_pruned_and_the_cluster_time(
 
 @pytest.fixture(scope="module")
 def raced(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str], Any]:
-    """A race sweep of Spark and Dask (2 to 4 trials a point), then the same command again (a resume: nothing left to
-    take)."""
+    """A race sweep of Spark and Dask (2 to 4 trials a point) through ``search: {}`` (auto: a race, and its choice
+    after the first round), then the same command again (a resume: nothing left to take)."""
     tmp = tmp_path_factory.mktemp("race")
-    grid = write(tmp, "raced", 4, {"strategy": "race"}, cores=(2,))
+    grid = write(tmp, "raced", 4, {}, cores=(2,))
     first, again = sweeper("run", str(grid)), sweeper("run", str(grid))
     assert_no_launch_processes()
     return tmp / "store", first, again
@@ -140,7 +140,9 @@ def test_a_race_measures_every_configuration_at_every_point_and_records_how_each
     assert len(cluster.drop_duplicates(["engine", "cores_per_executor", "epochs"])) == 2 * len(EPOCHS)
     assert re.search(r"Race: \d round\(s\) of launches", first.stdout), first.stdout
     assert "the full grid would have taken about" in first.stdout
-    assert re.search(r"Race: epochs 5: (settled|not settled at its most trials) after", first.stdout), first.stdout
+    ended = r"(settled after|not settled at its most trials|measured in full after auto's choice)"
+    assert re.search(rf"Race: epochs 5: {ended}", first.stdout), first.stdout
+    assert "search: auto chose race" in first.stdout and "Race: auto, after the first round: " in first.stdout
     assert again.returncode == 0 and "0 rows written" in again.stdout, again.stdout + again.stderr
     assert len(load_results(store)) == len(frame)
 
