@@ -264,6 +264,17 @@ def test_bad_options_are_user_errors(
     assert code == 2 and err.startswith("error: ") and message in err
 
 
+def test_every_bad_option_is_named_at_once(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    options = ["--sweep", "easy", "--eta", "1", "--delta", "0.7", "--confidence", "1", "--trials", "many"]
+    code, err = run_cli(["replay", str(store), *options], monkeypatch, capsys)
+    assert code == 2
+    for named in ("search.eta (--eta)", "search.delta (--delta)", "search.confidence (--confidence)", "--trials"):
+        assert named in err, err
+    assert err.count("search.confidence (--confidence)") == 1  # checked by halving and replay alike, said once
+
+
 def test_a_sweep_with_one_configuration_cannot_be_replayed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

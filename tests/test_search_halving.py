@@ -186,3 +186,29 @@ def test_the_best_of_each_engine_always_goes_on_so_an_engine_reversal_is_measure
 
 def engine(key: str) -> str:
     return key.split("-")[0]
+
+
+def test_the_reports_rung_table_checks_ranks_with_the_sweeps_own_delta() -> None:
+    """Three configurations 10 % apart whose order reverses between rungs: with delta 5 % every pair is confidently
+    apart (agreement -1); a sweep run with delta 0.5 recorded it, and then none is (no agreement)."""
+    from sweeper.results.statistics import rungs
+    from tests.support.budget_stores import RUN_ID, WORKLOAD, frame
+    from tests.support.stored_rows import VERSIONS, stored_row
+
+    def rows(delta: float) -> list[dict[str, object]]:
+        made = []
+        for rung, epochs in ((0, 10), (1, 100)):
+            for index, base in enumerate((10.0, 11.0, 12.1)):
+                median = base if rung == 0 else 12.1 * 11.0 / base
+                for trial, noise in enumerate((0.99, 1.0, 1.01)):
+                    made.append(stored_row(
+                        **WORKLOAD, **VERSIONS, sweep="s", run_id=RUN_ID, launch_index=index, engine="dask",
+                        cores_per_executor=index + 1, executors=1, total_cores=index + 1, nodes=1,
+                        executor_memory_gib=2.0, epochs=epochs, trial=trial, rung=rung, status="ok",
+                        fit_wall_s=median * noise, race_delta=delta, race_confidence=0.95,
+                        measurement_key=f"{index}-{epochs}-{trial}",
+                    ))  # fmt: skip
+        return made
+
+    assert rungs(frame(rows(0.05)), "epochs")["agreement"].tolist()[1] == pytest.approx(-1.0)
+    assert math.isnan(rungs(frame(rows(0.5)), "epochs")["agreement"].tolist()[1])

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rich.console import Console
 from rich.table import Table
@@ -32,6 +33,9 @@ from sweeper.text import plain
 
 if TYPE_CHECKING:
     from sweeper.results.replay import ReplaySettings
+
+
+T = TypeVar("T")
 
 
 def add_parser(commands: Any) -> argparse.ArgumentParser:
@@ -94,21 +98,36 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
 
 
 def settings_from(args: argparse.Namespace) -> ReplaySettings:
-    """The replay's settings from the options; a bad value is a UserError naming its option."""
+    """The replay's settings from the options; every bad value at once, one UserError naming each option."""
     from sweeper.results.replay import ReplaySettings
 
-    return ReplaySettings(
-        strategy=args.strategy,
-        trials=_trials(args),
-        halving=HalvingPolicy(
+    problems: list[str] = []
+    trials = _checked(problems, lambda: _trials(args)) or TrialPolicy.fixed(1)
+    halving = _checked(
+        problems,
+        lambda: HalvingPolicy(
             eta=args.eta, rank_threshold=args.rank_threshold, tie_rel=args.delta, confidence=args.confidence
         ),
-        repeats=args.repeats,
-        rung_axis=args.rung_axis,
-        seed=args.seed,
-        delta=args.delta,
-        confidence=args.confidence,
     )
+    settings = _checked(
+        problems,
+        lambda: ReplaySettings(
+            strategy=args.strategy, trials=trials, halving=halving or HalvingPolicy(), repeats=args.repeats,
+            rung_axis=args.rung_axis, seed=args.seed, delta=args.delta, confidence=args.confidence,
+        ),
+    )  # fmt: skip
+    if problems or settings is None:
+        raise UserError(problems)
+    return settings
+
+
+def _checked(problems: list[str], make: Callable[[], T]) -> T | None:
+    """``make()``, or None with its UserError's problems added to ``problems`` (each once)."""
+    try:
+        return make()
+    except UserError as error:
+        problems.extend(problem for problem in error.problems if problem not in problems)
+        return None
 
 
 def _trials(args: argparse.Namespace) -> TrialPolicy:

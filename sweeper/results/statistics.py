@@ -563,6 +563,14 @@ def race_standings(df: pd.DataFrame) -> pd.DataFrame:
     return table.sort_values(["epochs", "fraction", "median_s"], kind="stable").reset_index(drop=True)
 
 
+def _rung_policy(rows: pd.DataFrame) -> HalvingPolicy:
+    """The rank check's delta and confidence as the sweep's rows record them (the defaults for rows before they did)."""
+    delta, confidence = rows["race_delta"].dropna(), rows["race_confidence"].dropna()
+    if delta.empty or confidence.empty:
+        return HalvingPolicy()
+    return HalvingPolicy(tie_rel=float(delta.iloc[0]), confidence=float(confidence.iloc[0]))
+
+
 def rungs(df: pd.DataFrame, rung_axis: str) -> pd.DataFrame:
     """Per rung of a halving sweep: what it measured and pruned, and how well the rung before predicted it.
 
@@ -578,10 +586,11 @@ def rungs(df: pd.DataFrame, rung_axis: str) -> pd.DataFrame:
     rows = rows.assign(configuration=rows.groupby(columns, dropna=False, sort=False).ngroup())
     lines: list[dict[str, Any]] = []
     previous: dict[Any, list[float]] | None = None
+    policy = _rung_policy(rows)
     for rung, at in rows.groupby("rung", sort=True):
         ok = at[ok_mask(at)]
         medians = {key: [float(t) for t in times] for key, times in ok.groupby("configuration")["fit_wall_s"]}
-        check = None if previous is None else rank_check(previous, medians, HalvingPolicy())
+        check = None if previous is None else rank_check(previous, medians, policy)
         lines.append(
             {
                 "rung": int(rung),

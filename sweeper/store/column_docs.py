@@ -126,7 +126,8 @@ GROUPS: tuple[tuple[tuple[str, ...], str], ...] = (  # (columns, what they mean)
     (
         ("race_delta", "race_confidence", "race_max_trials", "race_round"),
         (
-            "race: its `search.delta`, `confidence` and most trials of a point; the decision (1, 2, ...) a row "
+            "race: its `search.delta`, `confidence` (halving: the same two, its rank check's) and most trials of a "
+            "point; the decision (1, 2, ...) a row "
             "was measured for. A configuration that stopped at a point before its most trials has one `pruned` "
             "row there, its `stop_reason` `left the race` or `race settled`"
         ),
