@@ -5,6 +5,8 @@ The functions of :mod:`sweeper.config.checks` read the sections; :mod:`sweeper.c
 
 from __future__ import annotations
 
+from typing import Any
+
 from sweeper.config.grid import (
     ETA,
     RACE_CONFIDENCE,
@@ -26,6 +28,7 @@ from sweeper.config.schema import (
     Size,
     Text,
     Trials,
+    key_problems,
 )
 from sweeper.config.sizing import RULES
 from sweeper.names import DEFAULT_ENGINES, MANAGERS, MODES
@@ -490,3 +493,9 @@ WORKLOAD_SETTINGS = tuple(
     for field in WORKLOAD.fields
     if isinstance(field.kind, kind) and not field.axis
 )
+
+
+def search_problems(**values: Any) -> list[str]:
+    """Values of ``search`` keys given outside a grid (a flag, a policy built in code), checked by the keys' own kinds:
+    ``search.NAME (--NAME): ...``, the grid's ranges and words."""
+    return key_problems([(SEARCH.field(name), value, f"search.{name} (--{name})") for name, value in values.items()])

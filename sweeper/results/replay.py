@@ -41,8 +41,7 @@ from sweeper.config.grid import (
     RUNG_AXIS,
     SEARCH_STRATEGIES,
 )
-from sweeper.config.schema import key_problems
-from sweeper.config.sections import SEARCH
+from sweeper.config.sections import search_problems
 from sweeper.errors import UserError
 from sweeper.names import BASELINE_ENGINE, CONFIG
 from sweeper.results.race_replay import race_repeat
@@ -70,12 +69,7 @@ class ReplaySettings:
     confidence: float = RACE_CONFIDENCE
 
     def __post_init__(self) -> None:
-        problems = key_problems(
-            [
-                (SEARCH.field("delta"), self.delta, "search.delta (--delta)"),
-                (SEARCH.field("confidence"), self.confidence, "search.confidence (--confidence)"),
-            ]
-        )
+        problems = search_problems(delta=self.delta, confidence=self.confidence)
         if self.strategy not in SEARCH_STRATEGIES:
             problems.append(f"--strategy must be one of {', '.join(SEARCH_STRATEGIES)}, got {self.strategy!r}")
         if not 1 <= self.repeats <= MAX_REPEATS:

@@ -31,9 +31,9 @@ import numpy as np
 from scipy import stats
 
 from sweeper.config.grid import ETA, RACE_CONFIDENCE, RACE_DELTA, RANK_THRESHOLD
-from sweeper.config.schema import key_problems
-from sweeper.config.sections import SEARCH
+from sweeper.config.sections import search_problems
 from sweeper.errors import UserError
+from sweeper.search.spread import pooled_log_sd
 
 K = TypeVar("K", bound=Hashable)
 MIN_KEEP = 2
@@ -53,12 +53,7 @@ class HalvingPolicy:
     confidence: float = RACE_CONFIDENCE
 
     def __post_init__(self) -> None:
-        problems = key_problems(
-            [
-                (SEARCH.field("eta"), self.eta, "search.eta (--eta)"),
-                (SEARCH.field("confidence"), self.confidence, "search.confidence (--confidence)"),
-            ]
-        )
+        problems = search_problems(eta=self.eta, confidence=self.confidence)
         if not -1 <= self.rank_threshold <= 1:
             problems.append(f"rank threshold (--rank-threshold) must be in [-1, 1], got {self.rank_threshold}")
         if self.min_keep < 1:
@@ -171,10 +166,9 @@ def apart_signs(times_s: Sequence[Sequence[float]], tie_rel: float, confidence: 
            [ 1.,  1.,  0.]])
     """
     logs = [np.log(np.asarray(times, dtype=float)) for times in times_s]
-    df = sum(values.size - 1 for values in logs)
+    pooled_sd, df = pooled_log_sd(logs)
     if df < 1:
         return _order_signs(np.array([float(np.median(times)) for times in times_s]), tie_rel)
-    pooled_sd = math.sqrt(sum(float(((values - values.mean()) ** 2).sum()) for values in logs) / df)
     means, inverse_n = np.array([v.mean() for v in logs]), np.array([1 / v.size for v in logs])
     difference = means[:, None] - means[None, :]
     margin = float(stats.t.ppf(confidence, df)) * pooled_sd * np.sqrt(inverse_n[:, None] + inverse_n[None, :])

@@ -49,9 +49,9 @@ import numpy as np
 from scipy import stats
 
 from sweeper.config.grid import RACE_CONFIDENCE, RACE_DELTA, RACE_MIN_TRIALS
-from sweeper.config.schema import key_problems
-from sweeper.config.sections import SEARCH
+from sweeper.config.sections import search_problems
 from sweeper.errors import UserError
+from sweeper.search.spread import pooled_log_sd
 
 K = TypeVar("K", bound=Hashable)
 LEFT = "left the race"  # stop reasons of a configuration's last row at a point
@@ -70,12 +70,7 @@ class RacePolicy:
     max_trials: int = 10
 
     def __post_init__(self) -> None:
-        problems = key_problems(
-            [
-                (SEARCH.field("delta"), self.delta, "search.delta (--delta)"),
-                (SEARCH.field("confidence"), self.confidence, "search.confidence (--confidence)"),
-            ]
-        )
+        problems = search_problems(delta=self.delta, confidence=self.confidence)
         if self.min_trials < 2:
             problems.append(f"the race's first round needs at least 2 trials (a spread), got {self.min_trials}")
         if self.max_trials < self.min_trials:
@@ -138,10 +133,9 @@ def race_round(
     if len(keys) == 1:
         return Round(leader, (), True)
     spread = [*logs.values(), *(np.log(np.asarray(times, dtype=float)) for times in spread_from if len(times))]
-    df = sum(values.size - 1 for values in spread)
+    pooled_sd, df = pooled_log_sd(spread)
     if df < 1:
         return Round(leader, (), False)
-    pooled_sd = math.sqrt(sum(float(((values - values.mean()) ** 2).sum()) for values in spread) / df)
     looks = len(policy.schedule)  # every decision may err: the error is shared out over them all, and the pairs
     t = _t_quantile(1 - (1 - policy.confidence) / (looks * (len(keys) - 1)), df)
     leaving, cleared, within = [], [], True

@@ -21,6 +21,7 @@ from typing import TypeVar
 import numpy as np
 
 from sweeper.search.race import RaceState, stays
+from sweeper.search.spread import pooled_log_sd
 
 P = TypeVar("P", bound=Hashable)
 REPEATS = 64  # simulated continuations
@@ -109,8 +110,8 @@ def _race_on_s(
 def _laws(state: RaceState[int], rng: np.random.Generator) -> dict[int, tuple[float, float]]:
     """Each configuration's drawn true mean log-time and the race's spread (log seconds)."""
     logs = {launch: np.log(np.asarray(times, dtype=float)) for launch, times in state.times_s.items() if times}
-    df = sum(values.size - 1 for values in logs.values())
-    spread = math.sqrt(sum(float(((v - v.mean()) ** 2).sum()) for v in logs.values()) / df) if df else FALLBACK_SPREAD
+    pooled, df = pooled_log_sd(logs.values())
+    spread = pooled if df else FALLBACK_SPREAD
     overall = float(np.mean([v.mean() for v in logs.values()])) if logs else 0.0
     return {
         launch: (

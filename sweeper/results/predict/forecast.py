@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import pandas as pd
 
@@ -50,7 +51,7 @@ class Learned:
     validation: Validation
     launch_overhead_s: dict[str, float]  # per engine: a launch's median start + warm-up + teardown
 
-    @property
+    @cached_property
     def measured(self) -> list[Shape]:
         return [shape_of(row) for _, row in self.points.iterrows()]
 
