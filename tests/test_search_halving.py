@@ -100,7 +100,7 @@ def test_without_the_rank_check_the_reversal_picks_the_wrong_configuration() -> 
 def test_swaps_within_the_tie_tolerance_are_noise_not_a_lying_proxy() -> None:
     medians = {"a": [1.0, 100.0], "b": [2.0, 99.5], "c": [3.0, 300.0]}  # a and b swap by 0.5 %
     policy = HalvingPolicy(eta=2, min_keep=1)
-    for tie_rel, widened in ((0.01, ()), (0.0, ("c",))):
+    for tie_rel, widened in ((0.01, ()), (0.001, ("c",))):
         result = successive_halving(
             list(medians), 2, lambda r, keys: {k: medians[k][r] for k in keys}, replace(policy, tie_rel=tie_rel)
         )
@@ -159,7 +159,8 @@ def test_a_configuration_without_an_ok_trial_ranks_last() -> None:
 @pytest.mark.parametrize(
     ("options", "named"),
     [({"eta": 1}, "--eta"), ({"eta": 2.5}, "--eta"), ({"rank_threshold": 2.0}, "--rank-threshold"),
-     ({"widen": "some"}, "widen"), ({"min_keep": 0}, "min_keep"), ({"tie_rel": 1.0}, "tie_rel")],
+     ({"widen": "some"}, "widen"), ({"min_keep": 0}, "min_keep"),
+     ({"tie_rel": 1.0}, r"search.delta \(--delta\): must be a number in \(0, 0.5\], got 1.0")],
 )  # fmt: skip
 def test_bad_policies_are_user_errors(options: dict[str, object], named: str) -> None:
     with pytest.raises(UserError, match=named):

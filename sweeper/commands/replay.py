@@ -12,23 +12,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from sweeper.config.grid import (
-    FULL_GRID,
-    HALVING,
-    RACE,
-    RACE_CONFIDENCE,
-    RACE_DELTA,
-    RANK_THRESHOLD,
-    REPLAY_REPEATS,
-    REPLAY_SEED,
-    REPLAY_STRATEGY,
-    RUNG_AXES,
-    RUNG_AXIS,
-    SEARCH_STRATEGIES,
-)
+from sweeper.commands.flags import add_key_flag, add_kind_flag
+from sweeper.config.grid import ADAPTIVE, FULL_GRID, HALVING, RACE, REPLAY_STRATEGY
+from sweeper.config.sections import REPLAY, SEARCH, TRIALS
 from sweeper.errors import UserError
-from sweeper.search.adaptive import ADAPTIVE, TrialPolicy
-from sweeper.search.halving import ETA, HalvingPolicy
+from sweeper.search.adaptive import TrialPolicy
+from sweeper.search.halving import HalvingPolicy
 from sweeper.text import plain
 
 if TYPE_CHECKING:
@@ -45,53 +34,29 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("store", help="store directory")
     parser.add_argument("--sweep", help="sweep name (required when the store holds several)")
-    parser.add_argument(
-        "--strategy", choices=SEARCH_STRATEGIES, default=REPLAY_STRATEGY, help=f"default: {REPLAY_STRATEGY}"
-    )
-    parser.add_argument("--eta", type=int, default=ETA, help=f"halving keeps the best 1/eta per rung (default {ETA})")
+    add_key_flag(parser, SEARCH, "strategy", "what to replay", default=REPLAY_STRATEGY)
+    add_key_flag(parser, SEARCH, "eta", "halving keeps the best 1/eta per rung")
     parser.add_argument("--trials", default="adaptive", help="'adaptive' or a fixed number per point")
-    parser.add_argument(
-        "--min-trials",
-        type=int,
-        default=ADAPTIVE.min_trials,
-        help=f"adaptive: at least (default {ADAPTIVE.min_trials})",
+    adaptive = TRIALS.adaptive_kinds
+    add_kind_flag(parser, "--min-trials", adaptive["min"], ADAPTIVE.min_trials, "adaptive: at least")
+    add_kind_flag(parser, "--max-trials", adaptive["max"], ADAPTIVE.max_trials, "adaptive: at most")
+    add_kind_flag(
+        parser, "--target-rel-ci", adaptive["target_rel_ci"], ADAPTIVE.target_rel_ci, "adaptive: stop at a CI of +-this"
     )
-    parser.add_argument(
-        "--max-trials", type=int, default=ADAPTIVE.max_trials, help=f"adaptive: at most (default {ADAPTIVE.max_trials})"
+    add_key_flag(parser, REPLAY, "rank_threshold", "halving: promote more below this Kendall tau")
+    add_key_flag(parser, SEARCH, "rung_axis", "halving: the axis whose values are the rungs")
+    add_key_flag(
+        parser,
+        SEARCH,
+        "delta",
+        "race: the indifference zone; halving: swaps of pairs not confidently further apart are ties",
     )
-    parser.add_argument(
-        "--target-rel-ci",
-        type=float,
-        default=ADAPTIVE.target_rel_ci,
-        help="adaptive: stop at a CI of +-this (%(default)s)",
-    )
-    parser.add_argument(
-        "--rank-threshold",
-        type=float,
-        default=RANK_THRESHOLD,
-        help=f"promote more below this Kendall tau ({RANK_THRESHOLD})",
-    )
-    parser.add_argument("--rung-axis", choices=RUNG_AXES, default=RUNG_AXIS, help=f"default: {RUNG_AXIS}")
-    parser.add_argument(
-        "--delta",
-        type=float,
-        default=RACE_DELTA,
-        help=f"race: the indifference zone; halving: swaps of pairs not confidently further apart are ties "
-        f"(default {RACE_DELTA})",
-    )
-    parser.add_argument(
-        "--confidence",
-        type=float,
-        default=RACE_CONFIDENCE,
-        help=f"race: how sure each decision is; halving: of a pair confidently apart (default {RACE_CONFIDENCE})",
-    )
+    add_key_flag(parser, SEARCH, "confidence", "race: how sure each decision is; halving: of a pair confidently apart")
     parser.add_argument(
         "--compare", action="store_true", help="replay every strategy on the same store and seed, side by side"
     )
-    parser.add_argument(
-        "--repeats", type=int, default=REPLAY_REPEATS, help=f"bootstrap repeats (default {REPLAY_REPEATS})"
-    )
-    parser.add_argument("--seed", type=int, default=REPLAY_SEED, help=f"seed of the resampling (default {REPLAY_SEED})")
+    add_key_flag(parser, REPLAY, "repeats", "bootstrap repeats")
+    add_key_flag(parser, REPLAY, "seed", "seed of the resampling")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     parser.set_defaults(func=main)
     return parser
@@ -134,8 +99,8 @@ def _trials(args: argparse.Namespace) -> TrialPolicy:
     text = str(args.trials).strip()
     if text == "adaptive":
         return TrialPolicy(args.min_trials, args.max_trials, args.target_rel_ci)
-    if not text.isdigit() or int(text) < 1:
-        raise UserError(f"--trials must be 'adaptive' or a number of trials of at least 1, got {args.trials!r}")
+    if not text.isdigit():
+        raise UserError(f"workload.trials (--trials): must be 'adaptive' or a number of trials, got {args.trials!r}")
     return TrialPolicy.fixed(int(text))
 
 

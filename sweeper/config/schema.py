@@ -296,19 +296,30 @@ class Trials:
 
     maximum: int
 
+    @property
+    def adaptive_kinds(self) -> dict[str, Kind]:
+        """The kind of each key of the adaptive mapping, in the order they are checked."""
+        low, high = TARGET_REL_CI_LIMITS
+        return {"min": Integer(self.maximum), "max": Integer(self.maximum), "target_rel_ci": Number(low, high, False)}
+
     def check(self, value: Any, key: str, problems: Problems) -> int | AdaptiveTrials | None:
         if not isinstance(value, dict):
             return problems.integer(value, key, maximum=self.maximum)
-        problems.known_keys(value, key, ("min", "max", "target_rel_ci"))
-        low = problems.integer(value.get("min", ADAPTIVE.min_trials), f"{key}.min", maximum=self.maximum)
-        high = problems.integer(value.get("max", ADAPTIVE.max_trials), f"{key}.max", maximum=self.maximum)
-        low_ci, high_ci = TARGET_REL_CI_LIMITS
-        target_ci = value.get("target_rel_ci", ADAPTIVE.target_rel_ci)
-        target = problems.number(target_ci, f"{key}.target_rel_ci", low_ci, high_ci, False)
+        problems.known_keys(value, key, tuple(self.adaptive_kinds))
+        defaults = {"min": ADAPTIVE.min_trials, "max": ADAPTIVE.max_trials, "target_rel_ci": ADAPTIVE.target_rel_ci}
+        values = {name: value.get(name, default) for name, default in defaults.items()}
+        return self.check_adaptive(values, {name: f"{key}.{name}" for name in values}, problems)
+
+    def check_adaptive(
+        self, values: dict[str, Any], labels: dict[str, str], problems: Problems
+    ) -> AdaptiveTrials | None:
+        """An adaptive policy's ``min``, ``max`` and ``target_rel_ci``, each named by its label; max at least min."""
+        checked = {name: kind.check(values[name], labels[name], problems) for name, kind in self.adaptive_kinds.items()}
+        low, high, target = checked["min"], checked["max"], checked["target_rel_ci"]
         if low is None or high is None or target is None:
             return None
         if high < low:
-            problems.fail(f"{key}.max", f"must be at least {key}.min ({low}), got {high}")
+            problems.fail(labels["max"], f"must be at least {labels['min']} ({low}), got {high}")
             return None
         return AdaptiveTrials(low, high, target)
 

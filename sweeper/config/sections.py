@@ -11,6 +11,9 @@ from sweeper.config.grid import (
     ETA,
     RACE_CONFIDENCE,
     RACE_DELTA,
+    RANK_THRESHOLD,
+    REPLAY_REPEATS,
+    REPLAY_SEED,
     RUNG_AXES,
     RUNG_AXIS,
     SEARCH_STRATEGIES,
@@ -24,6 +27,7 @@ from sweeper.config.schema import (
     Field,
     Integer,
     Number,
+    Problems,
     Section,
     Size,
     Text,
@@ -63,6 +67,8 @@ MAX_APPLICATION_MASTER = 1000
 MAX_EPOCHS = 1_000_000
 MAX_PORT = 65535
 MAX_CONNECT_TIMEOUT_S = 3600.0
+MAX_REPLAY_REPEATS = 100_000
+TRIALS = Trials(TRIALS_LIMIT)  # workload.trials, and replay's trial flags
 
 DATASET = Section(
     "workload.dataset",
@@ -269,7 +275,7 @@ WORKLOAD = Section(
         ),
         Field(
             "trials",
-            Trials(TRIALS_LIMIT),
+            TRIALS,
             default=3,
             doc="repetitions of every measurement, {kind}",
         ),
@@ -495,7 +501,49 @@ WORKLOAD_SETTINGS = tuple(
 )
 
 
+REPLAY = Section(
+    "replay",  # `sweeper replay`'s own flags: no grid key stands for them
+    (
+        Field("repeats", Integer(MAX_REPLAY_REPEATS), default=REPLAY_REPEATS, doc="bootstrap repeats, {kind}"),
+        Field("seed", Integer(2**32 - 1, minimum=0), default=REPLAY_SEED, doc="seed of the resampling, {kind}"),
+        Field(
+            "rank_threshold",
+            Number(-1.0, 1.0, open_low=False),
+            default=RANK_THRESHOLD,
+            doc="`halving`: promote more configurations where two rungs' orders agree less (Kendall tau), {kind}",
+        ),
+    ),
+)
+
+
+def flag_name(name: str) -> str:
+    """The command-line flag of key ``name``: ``rung_axis`` -> ``--rung-axis``."""
+    return "--" + name.replace("_", "-")
+
+
+def flag_problems(section: Section, **values: Any) -> list[str]:
+    """Values given outside a grid (a flag, a policy built in code), checked by their keys' own kinds: the grid's
+    ranges and words, named ``search.delta (--delta)`` (``--repeats`` for a flag no grid key stands for)."""
+
+    def label(name: str) -> str:
+        return flag_name(name) if section is REPLAY else f"{section.key}.{name} ({flag_name(name)})"
+
+    return key_problems([(section.field(name), value, label(name)) for name, value in values.items()])
+
+
 def search_problems(**values: Any) -> list[str]:
-    """Values of ``search`` keys given outside a grid (a flag, a policy built in code), checked by the keys' own kinds:
-    ``search.NAME (--NAME): ...``, the grid's ranges and words."""
-    return key_problems([(SEARCH.field(name), value, f"search.{name} (--{name})") for name, value in values.items()])
+    """``search`` keys given outside a grid (:func:`flag_problems`)."""
+    return flag_problems(SEARCH, **values)
+
+
+def trials_problems(min_trials: int, max_trials: int, target_rel_ci: float | None) -> list[str]:
+    """A trial policy given outside a grid, checked by ``workload.trials``' kind: a fixed count (``--trials N``)
+    when ``target_rel_ci`` is None, else adaptive (``--min-trials``, ``--max-trials``, ``--target-rel-ci``)."""
+    problems = Problems(None)
+    if target_rel_ci is None:
+        TRIALS.check(max_trials, "workload.trials (--trials)", problems)
+    else:
+        values = {"min": min_trials, "max": max_trials, "target_rel_ci": target_rel_ci}
+        flags = {"min": "--min-trials", "max": "--max-trials", "target_rel_ci": "--target-rel-ci"}
+        TRIALS.check_adaptive(values, {name: f"workload.trials.{name} ({flags[name]})" for name in values}, problems)
+    return problems.problems

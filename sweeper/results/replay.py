@@ -37,11 +37,9 @@ from sweeper.config.grid import (
     REPLAY_REPEATS,
     REPLAY_SEED,
     REPLAY_STRATEGY,
-    RUNG_AXES,
     RUNG_AXIS,
-    SEARCH_STRATEGIES,
 )
-from sweeper.config.sections import search_problems
+from sweeper.config.sections import REPLAY, flag_problems, search_problems
 from sweeper.errors import UserError
 from sweeper.names import BASELINE_ENGINE, CONFIG
 from sweeper.results.race_replay import race_repeat
@@ -51,7 +49,6 @@ from sweeper.search.adaptive import ADAPTIVE, TrialPolicy, stopping_trials
 from sweeper.search.halving import HalvingPolicy, Measured, rung_values, successive_halving
 from sweeper.search.race import RacePolicy
 
-MAX_REPEATS = 100_000
 HALVING = HalvingPolicy()
 
 
@@ -69,15 +66,10 @@ class ReplaySettings:
     confidence: float = RACE_CONFIDENCE
 
     def __post_init__(self) -> None:
-        problems = search_problems(delta=self.delta, confidence=self.confidence)
-        if self.strategy not in SEARCH_STRATEGIES:
-            problems.append(f"--strategy must be one of {', '.join(SEARCH_STRATEGIES)}, got {self.strategy!r}")
-        if not 1 <= self.repeats <= MAX_REPEATS:
-            problems.append(f"--repeats must be between 1 and {MAX_REPEATS}, got {self.repeats}")
-        if self.seed < 0:
-            problems.append(f"--seed must be 0 or more, got {self.seed}")
-        if self.rung_axis not in RUNG_AXES:
-            problems.append(f"--rung-axis must be one of {', '.join(RUNG_AXES)}, got {self.rung_axis!r}")
+        problems = search_problems(
+            strategy=self.strategy, rung_axis=self.rung_axis, delta=self.delta, confidence=self.confidence
+        )
+        problems += flag_problems(REPLAY, repeats=self.repeats, seed=self.seed)
         if problems:
             raise UserError(problems)
 

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from sweeper.config.sections import search_problems
 from sweeper.errors import UserError
 from sweeper.names import BASELINE_ENGINE, OK
 from sweeper.names import PRUNED
@@ -564,11 +565,15 @@ def race_standings(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _rung_policy(rows: pd.DataFrame) -> HalvingPolicy:
-    """The rank check's delta and confidence as the sweep's rows record them (the defaults for rows before they did)."""
+    """The rank check's delta and confidence as the sweep's rows record them (the defaults for rows before they did,
+    or where a value is out of the grid's range: a hand-written store)."""
     delta, confidence = rows["race_delta"].dropna(), rows["race_confidence"].dropna()
     if delta.empty or confidence.empty:
         return HalvingPolicy()
-    return HalvingPolicy(tie_rel=float(delta.iloc[0]), confidence=float(confidence.iloc[0]))
+    recorded = {"delta": float(delta.iloc[0]), "confidence": float(confidence.iloc[0])}
+    if search_problems(**recorded):
+        return HalvingPolicy()
+    return HalvingPolicy(tie_rel=recorded["delta"], confidence=recorded["confidence"])
 
 
 def rungs(df: pd.DataFrame, rung_axis: str) -> pd.DataFrame:

@@ -24,7 +24,7 @@ from functools import lru_cache
 import numpy as np
 
 from sweeper.config.grid import ADAPTIVE as GRID_ADAPTIVE
-from sweeper.config.grid import TARGET_REL_CI_LIMITS, TRIALS_LIMIT
+from sweeper.config.sections import trials_problems
 from sweeper.errors import UserError
 
 CI_REACHED = "ci reached"
@@ -42,23 +42,7 @@ class TrialPolicy:
     confidence: float = CONFIDENCE
 
     def __post_init__(self) -> None:
-        problems = []
-        if self.min_trials < 1:
-            problems.append(f"trials.min (--min-trials) must be at least 1, got {self.min_trials}")
-        if self.max_trials < self.min_trials:
-            problems.append(
-                f"trials.max (--max-trials) must be at least trials.min ({self.min_trials}), got {self.max_trials}"
-            )
-        if self.max_trials > TRIALS_LIMIT:
-            problems.append(
-                f"trials.max (--max-trials, --trials) must be at most {TRIALS_LIMIT}, got {self.max_trials}"
-            )
-        low, high = TARGET_REL_CI_LIMITS
-        if self.target_rel_ci is not None and not low <= self.target_rel_ci <= high:
-            problems.append(
-                f"trials.target_rel_ci (--target-rel-ci) must be a number in [{low}, {high}] (0.05: +-5 %), "
-                f"got {self.target_rel_ci}"
-            )
+        problems = trials_problems(self.min_trials, self.max_trials, self.target_rel_ci)
         if not 0.5 < self.confidence < 1:
             problems.append(f"confidence must be between 0.5 and 1, got {self.confidence}")
         if problems:

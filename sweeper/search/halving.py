@@ -31,7 +31,7 @@ import numpy as np
 from scipy import stats
 
 from sweeper.config.grid import ETA, RACE_CONFIDENCE, RACE_DELTA, RANK_THRESHOLD
-from sweeper.config.sections import search_problems
+from sweeper.config.sections import REPLAY, flag_problems, search_problems
 from sweeper.errors import UserError
 from sweeper.search.spread import pooled_log_sd
 
@@ -53,13 +53,10 @@ class HalvingPolicy:
     confidence: float = RACE_CONFIDENCE
 
     def __post_init__(self) -> None:
-        problems = search_problems(eta=self.eta, confidence=self.confidence)
-        if not -1 <= self.rank_threshold <= 1:
-            problems.append(f"rank threshold (--rank-threshold) must be in [-1, 1], got {self.rank_threshold}")
+        problems = search_problems(eta=self.eta, delta=self.tie_rel, confidence=self.confidence)
+        problems += flag_problems(REPLAY, rank_threshold=self.rank_threshold)
         if self.min_keep < 1:
             problems.append(f"min_keep must be at least 1, got {self.min_keep}")
-        if not 0 <= self.tie_rel < 1:
-            problems.append(f"tie_rel must be in [0, 1), got {self.tie_rel}")
         if self.widen not in WIDEN:
             problems.append(f"widen must be one of {', '.join(WIDEN)}, got {self.widen!r}")
         if problems:

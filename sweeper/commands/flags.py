@@ -1,0 +1,29 @@
+"""Command-line flags that stand for schema keys: type, choices and default come from the key's field."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from sweeper.config.schema import Choice, Integer, Kind, Number, Section
+from sweeper.config.sections import flag_name
+
+
+def add_key_flag(parser: argparse.ArgumentParser, section: Section, name: str, help: str, **default: Any) -> None:
+    """``--NAME`` for key ``name`` of ``section``, with the key's default unless ``default=`` gives the command's own
+    (see :func:`add_kind_flag`)."""
+    field = section.field(name)
+    add_kind_flag(parser, flag_name(name), field.kind, default.get("default", field.default), help)
+
+
+def add_kind_flag(parser: argparse.ArgumentParser, flag: str, kind: Kind, default: Any, help: str) -> None:
+    """``flag`` parsed as ``kind`` takes it (a number's type, a choice's words), its range and default in the help;
+    the value is checked by the kind where it is used, so that all bad values are named at once."""
+    options: dict[str, Any] = {}
+    allowed = ""
+    if isinstance(kind, Choice):
+        options["choices"] = kind.values
+    elif isinstance(kind, (Integer, Number)):
+        options["type"] = int if isinstance(kind, Integer) else float
+        allowed = f"{kind.describe()}, "
+    parser.add_argument(flag, default=default, help=f"{help} ({allowed}default {default})", **options)
