@@ -155,7 +155,7 @@ def test_the_driver_gives_its_address_toward_the_resource_manager(
     assert "file:" not in conf["spark.yarn.am.extraJavaOptions"]  # the driver's paths do not exist on the nodes
     dask = dask_yarn.YarnDask(one_container(), context, tmp_path / "dask-0")
     dask.check()
-    assert dask.host == ours
+    assert dask.site.host == ours
     worker = dask_yarn.worker_command(f"tcp://{ours}:8786", one_container())
     assert "--death-timeout" in worker and "127.0.0.1" not in worker
 

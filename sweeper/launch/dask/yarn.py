@@ -38,16 +38,8 @@ from sweeper.launch.hosts.containers import ContainerShape, containers_command, 
 from sweeper.launch.hosts.hadoop_conf import HadoopConf
 from sweeper.launch.hosts.node_managers import wait_containers_released
 from sweeper.launch.hosts.processes import kill_tree
-from sweeper.launch.hosts.yarn import (
-    check_placement,
-    container_python,
-    driver_address,
-    hadoop_conf,
-    python_archive,
-    queue_held_message,
-    yarn_options,
-)
-from sweeper.launch.hosts.yarn_client import YarnClient, hadoop_java, hadoop_lib
+from sweeper.launch.hosts.yarn import YarnSite, check_placement, container_python, queue_held_message
+from sweeper.launch.hosts.yarn_client import YarnClient, hadoop_java
 from sweeper.launch.lifecycle import Teardown
 from sweeper.planning.plan import Launch
 
@@ -84,37 +76,33 @@ class YarnDask(DaskBackend):
     sets_worker_environment = False  # the containers get the fit environment from the application
 
     def check(self) -> None:
-        self.options = yarn_options(self.context)
-        self.conf = hadoop_conf(self.options)
-        self.lib = hadoop_lib()
-        self.archive = python_archive(self.options)
-        self.yarn = YarnClient(self.conf, self.lib)
-        self.host = driver_address(self.conf)
+        self.site = YarnSite.of(self.context)
         self.name = f"sweeper-dask-{self.launch.index}-{uuid.uuid4().hex[:8]}"
         self.staging_s = 0.0  # the packed environment's staging, apart from the start
 
     def connect(self, teardown: Teardown) -> Client:
-        teardown.add(lambda: _remove_staged(self.conf, self.lib, self.name, self.scratch))
+        teardown.add(lambda: _remove_staged(self.site.conf, self.site.client.lib, self.name, self.scratch))
         cluster = LocalCluster(
-            n_workers=0, host=self.host, dashboard_address=None, silence_logs=logging.ERROR,
+            n_workers=0, host=self.site.host, dashboard_address=None, silence_logs=logging.ERROR,
             local_directory=str(self.scratch),
         )  # fmt: skip
         teardown.add(cluster.close)
         client = Client(cluster, set_as_default=True)
         teardown.add(client.close)
-        archive, self.staging_s = shipped_archive(self.conf, self.lib, self.archive)
+        archive, self.staging_s = shipped_archive(self.site.conf, self.site.client.lib, self.site.archive)
         shape = ContainerShape(
             self.launch.executors, self.launch.executor_memory_mib + self.launch.memory_overhead_mib,
             self.launch.cores_per_executor,
         )  # fmt: skip
         command = containers_command(
-            self.conf, self.lib, self.name, worker_command(cluster.scheduler_address, self.launch, self.archive),
-            shape, self.context.environment, archive=archive, queue=self.options.queue,
+            self.site.conf, self.site.client.lib, self.name,
+            worker_command(cluster.scheduler_address, self.launch, self.site.archive),
+            shape, self.context.environment, archive=archive, queue=self.site.options.queue,
         )  # fmt: skip
         with open(self.scratch / CLIENT_LOG, "wb") as log:
             self.shell = subprocess.Popen(command, cwd=self.scratch, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         teardown.add(self._wait_shell)
-        teardown.add(lambda: _kill_application(self.yarn, self.name, client))
+        teardown.add(lambda: _kill_application(self.site.client, self.name, client))
         return client
 
     def _wait_shell(self) -> None:
@@ -128,9 +116,9 @@ class YarnDask(DaskBackend):
             timeout_s = self.context.start_timeout_s
             _wait_for_workers(self.client, self.shell, self.launch.executors, timeout_s, self.scratch)
         except LaunchError:
-            waiting = [app for app in self.yarn.applications(self.name) if app.state != "RUNNING"]
+            waiting = [app for app in self.site.client.applications(self.name) if app.state != "RUNNING"]
             if waiting:  # the workers never came because YARN kept the application in its queue
-                raise LaunchError(queue_held_message(self.context.start_timeout_s, self.options.queue)) from None
+                raise LaunchError(queue_held_message(self.context.start_timeout_s, self.site.options.queue)) from None
             raise
         return granted_workers(self.client)
 
@@ -140,7 +128,7 @@ class YarnDask(DaskBackend):
         check_placement("dask", self.launch, self.client.run(node_manager).values())
 
     def session(self, granted: Granted, n_jobs: int) -> DaskYarnSession:
-        session = DaskYarnSession(None, self.client, granted, n_jobs, yarn=self.yarn, name=self.name)
+        session = DaskYarnSession(None, self.client, granted, n_jobs, yarn=self.site.client, name=self.name)
         session.staging_s = self.staging_s
         return session
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from sweeper.launch.base import LaunchContext, LaunchError
 from sweeper.launch.hosts.hadoop_conf import HadoopConf, HadoopConfError, read_hadoop_conf
+from sweeper.launch.hosts.yarn_client import YarnClient, hadoop_lib
 from sweeper.launch.options import YarnOptions
 from sweeper.planning.plan import Launch
 
@@ -99,3 +101,26 @@ def check_placement(engine: str, launch: Launch, node_managers: Iterable[str]) -
             "yarn.nodemanager.resource.cpu-vcores/memory-mb plus the reserve), or let YARN count cores: "
             "yarn.scheduler.capacity.resource-calculator=org.apache.hadoop.yarn.util.resource.DominantResourceCalculator"
         )
+
+
+@dataclass(frozen=True)
+class YarnSite:
+    """What a launch on ``manager: yarn`` knows of the cluster before it starts, checked (a LaunchError if not)."""
+
+    options: YarnOptions
+    conf: HadoopConf  # the client configuration
+    archive: Path | None  # cluster.python_archive on this machine
+    client: YarnClient
+    host: str  # this machine's address towards the ResourceManager (:func:`driver_address`)
+
+    @property
+    def local_file_system(self) -> bool:
+        """Whether the cluster's default file system is ``file:``: every container reads this machine's files."""
+        return self.conf.default_fs.startswith("file:")
+
+    @classmethod
+    def of(cls, context: LaunchContext) -> YarnSite:
+        """The site of a launch's context."""
+        options = yarn_options(context)
+        conf = hadoop_conf(options)
+        return cls(options, conf, python_archive(options), YarnClient(conf, hadoop_lib()), driver_address(conf))

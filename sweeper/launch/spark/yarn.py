@@ -38,16 +38,13 @@ from sweeper.launch.hosts.processes import kill_tree
 from sweeper.launch.hosts.staging import staged_archive
 from sweeper.launch.hosts.yarn import (
     ARCHIVE_LINK,
+    YarnSite,
     application_tags,
     check_placement,
     container_python,
-    driver_address,
-    hadoop_conf,
-    python_archive,
     queue_held_message,
-    yarn_options,
 )
-from sweeper.launch.hosts.yarn_client import YarnClient, hadoop_lib
+from sweeper.launch.hosts.yarn_client import YarnClient
 from sweeper.launch.lifecycle import Teardown
 from sweeper.launch.spark.base import SparkBackend
 from sweeper.launch.spark.conf import local_conf
@@ -165,19 +162,15 @@ class YarnSpark(SparkBackend):
 
     def check(self) -> None:
         super().check()
-        self.options = yarn_options(self.context)
-        self.hadoop = hadoop_conf(self.options)
-        self.archive = python_archive(self.options)
-        self.yarn = YarnClient(self.hadoop, hadoop_lib())
-        self.host = driver_address(self.hadoop)
+        self.site = YarnSite.of(self.context)
         self.tag = f"sweeper-spark-{self.launch.index}-{uuid.uuid4().hex[:8]}"
 
     def variables(self) -> dict[str, str]:
         return {
-            **self.hadoop.client_environment,
-            "SPARK_LOCAL_IP": self.host,
+            **self.site.conf.client_environment,
+            "SPARK_LOCAL_IP": self.site.host,
             # the driver sends PYSPARK_PYTHON with every task: the Python the executors start workers with
-            "PYSPARK_PYTHON": container_python(self.archive),
+            "PYSPARK_PYTHON": container_python(self.site.archive),
             "PYSPARK_DRIVER_PYTHON": sys.executable,
             "SPARK_LOCAL_DIRS": str(self.scratch / "local"),
             "SPARK_CONF_DIR": str(self.scratch),
@@ -188,14 +181,14 @@ class YarnSpark(SparkBackend):
         import pyspark
 
         conf = local_conf(self.launch, self.context, self.log4j)
-        python = container_python(self.archive)
+        python = container_python(self.site.archive)
         # the AM and executors run on the nodes: they read the log4j file YARN localized into their directory
         container_java = f"-Dlog4j2.configurationFile={self.log4j.name}"
         conf.update(
             {
                 "spark.master": "yarn",
-                "spark.driver.host": self.host,
-                "spark.driver.bindAddress": self.host,
+                "spark.driver.host": self.site.host,
+                "spark.driver.bindAddress": self.site.host,
                 "spark.yarn.tags": application_tags(self.tag),
                 "spark.yarn.dist.files": str(self.log4j),
                 "spark.executor.extraJavaOptions": container_java,
@@ -210,37 +203,37 @@ class YarnSpark(SparkBackend):
                 "spark.yarn.appMasterEnv.PYSPARK_PYTHON": python,
             }
         )
-        one_machine = self.hadoop.default_fs.startswith("file:")
+        one_machine = self.site.local_file_system
         if one_machine:  # the NodeManagers read this machine's files: stage into the run's scratch
             conf["spark.yarn.stagingDir"] = (self.scratch / "staging").as_uri()
-        if self.archive is None or one_machine:
+        if self.site.archive is None or one_machine:
             conf["spark.yarn.jars"] = f"local:{Path(pyspark.__file__).parent / 'jars'}/*"
         elif self.staged_jars is not None:
             conf["spark.yarn.archive"] = self.staged_jars
-        if self.archive is not None:
-            conf["spark.yarn.dist.archives"] = f"{self.staged_archive or self.archive}#{ARCHIVE_LINK}"
-        if self.options.queue:
-            conf["spark.yarn.queue"] = self.options.queue
+        if self.site.archive is not None:
+            conf["spark.yarn.dist.archives"] = f"{self.staged_archive or self.site.archive}#{ARCHIVE_LINK}"
+        if self.site.options.queue:
+            conf["spark.yarn.queue"] = self.site.options.queue
         return conf
 
     def start_cluster(self, teardown: Teardown) -> None:
         # runs after stop_spark, also when the application never started (an orphan waiting ACCEPTED)
-        teardown.add(lambda: wait_released(self.yarn, self.tag, self.app_id))
-        if self.archive is not None and not self.hadoop.default_fs.startswith("file:"):  # once per cluster in a sweep
-            self.staged_jars, jars_s = staged_spark_jars(self.hadoop, self.yarn.lib)
-            self.staged_archive, archive_s = staged_archive(self.hadoop, self.yarn.lib, self.archive)
+        teardown.add(lambda: wait_released(self.site.client, self.tag, self.app_id))
+        if self.site.archive is not None and not self.site.local_file_system:  # once per cluster in a sweep
+            self.staged_jars, jars_s = staged_spark_jars(self.site.conf, self.site.client.lib)
+            self.staged_archive, archive_s = staged_archive(self.site.conf, self.site.client.lib, self.site.archive)
             self.staging_s = jars_s + archive_s
 
     def connect(self) -> Any:
         """Submit and wait until the application runs; one still waiting in its queue at the start limit is killed."""
         self.deadline = time.monotonic() + self.context.start_timeout_s
-        watchdog = QueueWatchdog(self.yarn, self.tag, self.context.start_timeout_s)
+        watchdog = QueueWatchdog(self.site.client, self.tag, self.context.start_timeout_s)
         watchdog.start()
         try:
             spark = super().connect()
         except Exception as error:  # py4j wraps YARN's refusal (too big, unknown queue): say it plainly
             if watchdog.held_s is not None:
-                raise LaunchError(queue_held_message(watchdog.held_s, self.options.queue)) from error
+                raise LaunchError(queue_held_message(watchdog.held_s, self.site.options.queue)) from error
             raise LaunchError(
                 f"spark on yarn did not start: {error_text(error).strip().partition(chr(10))[0]}"
             ) from error
@@ -259,6 +252,6 @@ class YarnSpark(SparkBackend):
 
     def session(self, granted: Granted, n_jobs: int) -> SparkYarnSession:
         super().session(granted, n_jobs)
-        session = SparkYarnSession(self.spark, granted, n_jobs, self.yarn, self.tag)
+        session = SparkYarnSession(self.spark, granted, n_jobs, self.site.client, self.tag)
         session.staging_s = self.staging_s
         return session
