@@ -153,6 +153,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     A module's tests stay together (its module-scoped fixtures start once) unless they are parametrized over
     managers: those go with their manager's cluster.
     """
+    unmarked = [
+        item.nodeid
+        for item in items
+        if shared_cluster_rank(set(getattr(item, "fixturenames", ())))
+        and item.get_closest_marker("integration") is None
+    ]
+    if unmarked:  # make test-fast would start the cluster
+        raise pytest.UsageError(f"a test on a shared cluster lacks @pytest.mark.integration: {', '.join(unmarked)}")
     module_rank: dict[str, int] = {}
     for item in items:
         module = item.nodeid.split("::")[0]

@@ -186,8 +186,6 @@ def with_webapp(yarn: YarnCluster, directory: Path, address: str) -> Path:
     return directory
 
 
-@pytest.mark.integration
-@pytest.mark.yarn
 def test_a_probe_container_is_sized_so_that_every_node_holds_exactly_one() -> None:
     size_mib = probe_memory_mib([4096, 4096], step_mib=1024, largest_mib=8192, room_mib=8192)
     assert size_mib == 3072  # above half of 4096 at the scheduler's step, and room for the AM's 1024 beside it
@@ -197,6 +195,8 @@ def test_a_probe_container_is_sized_so_that_every_node_holds_exactly_one() -> No
     assert probe_memory_mib([4096, 4096], 1024, 8192, 6144) == PROBE_MEMORY_MIB  # two of 3072 + AM over the queue
 
 
+@pytest.mark.integration
+@pytest.mark.yarn
 def test_yarn_check_passes_on_the_mini_cluster_and_names_each_planted_fault(
     yarn: YarnCluster, tmp_path: Path, refusing_rest: str
 ) -> None:

@@ -126,7 +126,7 @@ def bootstrap(
 def median_bootstrap_ci(
     values: Sequence[float] | np.ndarray, n_bootstrap: int = N_BOOTSTRAP, seed: int = SEED
 ) -> tuple[float, float, float]:
-    """The median and its 95 % percentile-bootstrap interval (NaN for no values); for the order-statistic
+    """The median and its ``1 - ALPHA`` (95 %) percentile-bootstrap interval (NaN for no values); for the order-statistic
     interval adaptive trials stop on, see :func:`sweeper.search.adaptive.median_rank_ci`.
 
     >>> median, low, high = median_bootstrap_ci([10, 11, 12, 13, 14])
@@ -137,7 +137,7 @@ def median_bootstrap_ci(
     if x.size == 0:
         return (np.nan, np.nan, np.nan)
     medians = bootstrap(x, n_bootstrap, np.random.default_rng(seed))
-    low, high = np.quantile(medians, [0.025, 0.975])
+    low, high = np.quantile(medians, [ALPHA / 2, 1 - ALPHA / 2])
     return (float(np.median(x)), float(low), float(high))
 
 
@@ -146,7 +146,7 @@ def ratio_of_medians(
     b: Sequence[float] | np.ndarray,
     n_bootstrap: int = N_BOOTSTRAP,
     seed: int = SEED,
-    confidence: float = 0.95,
+    confidence: float = 1 - ALPHA,
 ) -> tuple[float, float, float]:
     """``median(a) / median(b)`` with a percentile-bootstrap confidence interval.
 
