@@ -248,14 +248,8 @@ def with_reserve(check: Problems, section: dict[str, Any], cluster: Cluster) -> 
         check.fail("sizing.reserve.cores", f"{cores} leaves no core of the {cluster.cores_per_node} per node")
     if memory_mib is not None and memory_mib >= cluster.memory_per_node_mib:
         check.fail("sizing.reserve.memory", f"{shown(memory)} leaves no memory on a node")
-    return Cluster(
-        nodes=cluster.nodes,
-        cores_per_node=cluster.cores_per_node,
-        memory_per_node_mib=cluster.memory_per_node_mib,
-        reserve_cores=cores if cores is not None else 1,
-        reserve_memory_mib=memory_mib if memory_mib is not None else 1024,
-        application_master=am if am is not None else 1,
-    )
+    given = {"reserve_cores": cores, "reserve_memory_mib": memory_mib, "application_master": am}
+    return replace(cluster, **{name: value for name, value in given.items() if value is not None})  # refused: problems
 
 
 def engines(check: Problems, value: Any) -> list[str] | None:

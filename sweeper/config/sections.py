@@ -34,8 +34,9 @@ from sweeper.config.schema import (
     Trials,
     key_problems,
 )
-from sweeper.config.sizing import RULES
+from sweeper.config.sizing import APPLICATION_MASTER_SLOTS, RESERVE_CORES, RESERVE_MEMORY_MIB, RULES
 from sweeper.names import DEFAULT_ENGINES, MANAGERS, MODES
+from sweeper.units import MIB_PER_GIB
 
 DATASETS = ("digits", "mnist", "fashion-mnist")
 MAX_RECOMMENDED_CORES_PER_EXECUTOR = 5
@@ -85,12 +86,12 @@ RESERVE = Section(
         Field(
             "cores",
             Integer(MAX_CORES_PER_NODE, minimum=0),
-            default=1,
+            default=RESERVE_CORES,
             doc="cores per node left to the OS and Hadoop daemons, fewer than `cores_per_node`",
         ),
         Field(
             "memory",
-            default="1GiB",
+            default=f"{RESERVE_MEMORY_MIB // MIB_PER_GIB}GiB",
             doc=(
                 "memory per node left to the OS and Hadoop daemons, a size less than `memory_per_node`, or "
                 '`0` for none (the integer or the string `"0"`; `false` and `0.0` are refused)'
@@ -106,7 +107,7 @@ SIZING = Section(
         Field(
             "rule",
             Choice(RULES),
-            default="report",
+            default=RULES[0],
             doc="`report` or `spark-default` (see the sizing rules)",
         ),
         Field(
@@ -123,7 +124,7 @@ SIZING = Section(
         Field(
             "application_master",
             Integer(MAX_APPLICATION_MASTER, minimum=0),
-            default=1,
+            default=APPLICATION_MASTER_SLOTS,
             doc="executor slots held back for the YARN ApplicationMaster (for Dask, the scheduler), {kind}",
         ),
     ),

@@ -19,7 +19,11 @@ from sweeper.units import MIB_PER_GIB
 MIN_OVERHEAD_MIB = 384
 REPORT_OVERHEAD_FRACTION = 0.07
 MIN_EXECUTOR_MEMORY_MIB = MIB_PER_GIB
-RULES = ("report", "spark-default")
+REPORT_RULE, SPARK_DEFAULT_RULE = "report", "spark-default"
+RULES = (REPORT_RULE, SPARK_DEFAULT_RULE)  # sizing.rule, the first its default
+RESERVE_CORES = 1  # sizing.reserve.cores: per node, left to the OS and Hadoop daemons
+RESERVE_MEMORY_MIB = MIB_PER_GIB  # sizing.reserve.memory
+APPLICATION_MASTER_SLOTS = 1  # sizing.application_master: slots held back for YARN's ApplicationMaster
 
 
 @dataclass(frozen=True)
@@ -29,9 +33,9 @@ class Cluster:
     nodes: int
     cores_per_node: int
     memory_per_node_mib: int
-    reserve_cores: int = 1
-    reserve_memory_mib: int = MIB_PER_GIB
-    application_master: int = 1
+    reserve_cores: int = RESERVE_CORES
+    reserve_memory_mib: int = RESERVE_MEMORY_MIB
+    application_master: int = APPLICATION_MASTER_SLOTS
 
 
 @dataclass(frozen=True)
@@ -117,7 +121,7 @@ def workers_per_node(executors_per_node: int, nodes: int, held_back: int) -> tup
     return tuple(layout)
 
 
-def size_executors(cluster: Cluster, cores_per_executor: int, rule: str = "report") -> ExecutorShape:
+def size_executors(cluster: Cluster, cores_per_executor: int, rule: str = REPORT_RULE) -> ExecutorShape:
     """Apply a sizing rule.
 
     The report's Table 1 (2 nodes x 24 cores x 64 GiB, 1 core + 1 GiB reserved, 1 AM slot):
@@ -145,7 +149,7 @@ def size_executors(cluster: Cluster, cores_per_executor: int, rule: str = "repor
         )
     usable_gib = (cluster.memory_per_node_mib - cluster.reserve_memory_mib) // MIB_PER_GIB
     slot_mib = (usable_gib // executors_per_node) * MIB_PER_GIB
-    if rule == "report":
+    if rule == REPORT_RULE:
         overhead_mib = report_overhead_mib(slot_mib)
         memory_mib = slot_mib - overhead_mib
     else:

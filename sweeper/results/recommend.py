@@ -58,11 +58,9 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from sweeper.errors import UserError
-from sweeper.names import BASELINE_ENGINE
-from sweeper.search.race import LEFT, SETTLED
+from sweeper.names import ACCURACY_MARGIN, BASELINE_ENGINE, CONFIG, OBJECTIVES
 from sweeper.results import statistics
 from sweeper.results.predict.worth import WorthMeasuring, worth_measuring
-from sweeper.results.unmeasured import Unmeasured, unmeasured
 from sweeper.results.right_sizing import (
     ARM,
     LOW_UTILISATION,
@@ -85,7 +83,8 @@ from sweeper.results.statistics import (
     TOO_FEW_TRIALS,
     ok_mask,
 )
-from sweeper.names import ACCURACY_MARGIN, CONFIG, OBJECTIVES
+from sweeper.results.unmeasured import Unmeasured, unmeasured
+from sweeper.search.race import LEFT, SETTLED
 
 POWER = 0.8
 MANN_WHITNEY_EFFICIENCY = 3 / math.pi
@@ -360,7 +359,9 @@ def _frozen(workload: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
 def _baseline_medians(df: pd.DataFrame) -> dict[tuple[tuple[tuple[str, Any], ...], int], float]:
     """The baseline's median ``fit_wall_s`` per workload and epochs value (its ok rows)."""
     keys = statistics.workload_keys(df)
-    rows = df.loc[ok_mask(df) & df["engine"].eq(BASELINE_ENGINE).fillna(False).astype(bool), [*keys, "epochs", "fit_wall_s"]]
+    rows = df.loc[
+        ok_mask(df) & df["engine"].eq(BASELINE_ENGINE).fillna(False).astype(bool), [*keys, "epochs", "fit_wall_s"]
+    ]
     medians = {}
     for values, group in rows.dropna(subset=["fit_wall_s"]).groupby([*keys, "epochs"], dropna=False, sort=True):
         workload = {key: plain_value(value) for key, value in zip(keys, values[:-1], strict=True)}

@@ -6,13 +6,10 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-
-from rich.console import Console
 
 from sweeper.names import on_spark
 from sweeper.shapes import shape_text
@@ -20,7 +17,6 @@ from sweeper.shapes import shape_text
 if TYPE_CHECKING:
     from sweeper.results.predict.worth import WorthMeasuring
     from sweeper.results.recommend import AccuracyCheck, Answer, Arm, EngineAnswer, MemoryAdvice, Recommendation
-
 
 
 def _seconds(value: float) -> str:

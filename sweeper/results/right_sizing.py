@@ -15,11 +15,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sweeper.names import on_spark, BASELINE_ENGINE
-from sweeper.config.sizing import MIN_EXECUTOR_MEMORY_MIB, report_overhead_mib, spark_overhead_mib
+from sweeper.config.sizing import MIN_EXECUTOR_MEMORY_MIB, REPORT_RULE, report_overhead_mib, spark_overhead_mib
+from sweeper.names import BASELINE_ENGINE, CONFIG, on_spark
 from sweeper.results import statistics
 from sweeper.results.statistics import ok_mask
-from sweeper.names import CONFIG
 from sweeper.units import MIB_PER_GIB
 
 ARM = ("engine", *CONFIG)
@@ -226,7 +225,7 @@ def _overhead_gib(memory_gib: float, rule: str | None, recorded_gib: Any) -> flo
     memory_mib = round(memory_gib * MIB_PER_GIB)
     if rule == "spark-default":
         return spark_overhead_mib(memory_mib) / MIB_PER_GIB
-    if rule == "report":  # the rule sizes the overhead from the slot = memory + overhead
+    if rule == REPORT_RULE:  # the rule sizes the overhead from the slot = memory + overhead
         first = report_overhead_mib(memory_mib)
         return max(first, report_overhead_mib(memory_mib + first)) / MIB_PER_GIB
     return 0.0 if pd.isna(recorded_gib) else float(recorded_gib)

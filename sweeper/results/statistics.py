@@ -37,9 +37,7 @@ from scipy import stats
 
 from sweeper.config.sections import search_problems
 from sweeper.errors import UserError
-from sweeper.names import BASELINE_ENGINE, OK
-from sweeper.names import PRUNED
-from sweeper.names import CONFIG
+from sweeper.names import BASELINE_ENGINE, CONFIG, OK, PRUNED
 from sweeper.search.accounting import configuration_columns
 from sweeper.search.halving import HalvingPolicy, rank_check
 from sweeper.shapes import shape_text
@@ -126,8 +124,8 @@ def bootstrap(
 def median_bootstrap_ci(
     values: Sequence[float] | np.ndarray, n_bootstrap: int = N_BOOTSTRAP, seed: int = SEED
 ) -> tuple[float, float, float]:
-    """The median and its ``1 - ALPHA`` (95 %) percentile-bootstrap interval (NaN for no values); for the order-statistic
-    interval adaptive trials stop on, see :func:`sweeper.search.adaptive.median_rank_ci`.
+    """The median and its ``1 - ALPHA`` (95 %) percentile-bootstrap interval (NaN for no values); for the
+    order-statistic interval adaptive trials stop on, see :func:`sweeper.search.adaptive.median_rank_ci`.
 
     >>> median, low, high = median_bootstrap_ci([10, 11, 12, 13, 14])
     >>> median, 10 <= low <= median <= high <= 14

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from sweeper.names import BASELINE_ENGINE, OK
-from sweeper.names import PRUNED
+from sweeper.names import BASELINE_ENGINE, OK, PRUNED
 from sweeper.results.right_sizing import ARM, as_int
 from sweeper.results.statistics import config_label
 
@@ -53,6 +52,8 @@ def unmeasured(df: pd.DataFrame) -> list[Unmeasured]:
         reason = error.strip().partition("\n")[0][:300]
         engine, cores, executors, memory_gib = key
         found.append(
-            Unmeasured(str(engine), as_int(cores), as_int(executors), float(memory_gib), epochs, str(latest["status"]), reason)
+            Unmeasured(
+                str(engine), as_int(cores), as_int(executors), float(memory_gib), epochs, str(latest["status"]), reason
+            )
         )
     return found

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from sweeper.results.predict.model import SHAPE, fit_engine, shape_of
+from sweeper.results.predict.model import fit_engine, shape_of
 
 MIN_CONFIGURATIONS = 3  # an engine's configurations for a held-out one to be predicted from at least 2 others
 TRUSTED_MEDIAN_ERROR = 0.10  # held-out median relative error under which recommend trusts the model

@@ -1,8 +1,8 @@
 """``sweeper report`` and ``sweeper compare``: one sweep's results as HTML, Markdown and PNGs, or a terminal table.
 
-The flow: :func:`sweeper.store.parquet.load_sweep` reads the rows, :mod:`.content` turns them into blocks (headings, text,
-tables, figures drawn by :mod:`.plots`), :mod:`.render_md` and :mod:`.render_html` write the blocks,
-and :func:`write_report` puts the files in place. :mod:`.terminal` prints the Spark vs Dask table.
+The flow: :func:`sweeper.store.parquet.load_sweep` reads the rows, :mod:`.content` turns them into blocks
+(headings, text, tables, figures drawn by :mod:`.plots`), :mod:`.render_md` and :mod:`.render_html` write the
+blocks, and :func:`write_report` puts the files in place. :mod:`.terminal` prints the Spark vs Dask table.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ import os
 import platform
 from datetime import UTC, datetime
 from pathlib import Path
-
-import pandas as pd
 
 from sweeper.errors import UserError
 from sweeper.results.report.blocks import Picture

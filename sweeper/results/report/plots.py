@@ -17,9 +17,8 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from sweeper.names import BASELINE_ENGINE
+from sweeper.names import BASELINE_ENGINE, CONFIG
 from sweeper.results.statistics import NEVER, ok_mask, pareto_front
-from sweeper.names import CONFIG
 from sweeper.shapes import BASELINE_TEXT, shape_text
 
 ENGINE_COLORS = {"spark": "#e8710a", "dask": "#1f77b4", BASELINE_ENGINE: "#555555"}

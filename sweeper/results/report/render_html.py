@@ -9,8 +9,8 @@ import base64
 import html
 from collections.abc import Sequence
 
-from sweeper.text import visible
 from sweeper.results.report.blocks import Block, Bullets, Heading, Paragraph, Rows
+from sweeper.text import visible
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from sweeper.text import visible
 from sweeper.results.report.blocks import Block, Bullets, Heading, Paragraph, Rows
+from sweeper.text import visible
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|&~$])")
 _LINE_BREAKS = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+")

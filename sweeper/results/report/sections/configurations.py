@@ -1,4 +1,5 @@
-"""Per workload: its heading's label, time and accuracy per configuration (tables and figures), configurations compared."""
+"""Per workload: its heading's label, time and accuracy per configuration (tables and figures), configurations
+compared."""
 
 from __future__ import annotations
 

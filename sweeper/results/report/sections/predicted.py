@@ -1,4 +1,5 @@
-"""Predicted vs measured: where the sweep was run with predictions (``sweeper run --predict-from``), how close they came."""
+"""Predicted vs measured: where the sweep was run with predictions (``sweeper run --predict-from``), how close they
+came."""
 
 from __future__ import annotations
 
@@ -50,5 +51,7 @@ def predicted_blocks(df: pd.DataFrame) -> list[Block]:
             ("engine", "configuration", "epochs", "predicted (s)", "measured (s)", "error"),
             cells,
         ),
-        Picture("predicted_vs_measured.png", "Predicted vs measured median batch time", plots.predicted_vs_measured(table)),
+        Picture(
+            "predicted_vs_measured.png", "Predicted vs measured median batch time", plots.predicted_vs_measured(table)
+        ),
     ]

@@ -39,12 +39,12 @@ def _race_blocks(df: pd.DataFrame) -> list[Block]:
         Heading("Racing"),
         Paragraph(
             "Every workload point was a race of its configurations: 2 trials each first, then decisions at "
-            f"trial counts growing by half. A configuration left the race once it was confidently more than {delta:.0%} "
-            f"slower than the leader; a race settled once the leader was within {delta:.0%} of every "
+            "trial counts growing by half. A configuration left the race once it was confidently more than "
+            f"{delta:.0%} slower than the leader; a race settled once the leader was within {delta:.0%} of every "
             f"configuration still in it, each decision at confidence {confidence:g} (those still in it were not "
             f"shown more than {delta:.0%} slower than the leader). A race that reached its most trials unsettled "
-            f"promises nothing of the kind. Cluster time of the rows: {spent.total_s:,.0f} node-seconds; the full grid would have "
-            f"taken about {full.total_s:,.0f}{share}."
+            f"promises nothing of the kind. Cluster time of the rows: {spent.total_s:,.0f} node-seconds; the full "
+            f"grid would have taken about {full.total_s:,.0f}{share}."
         ),
         Rows(
             "Races (fastest first at each point; trials: ok ones; decisions: the last it was measured for)",
