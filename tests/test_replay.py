@@ -12,7 +12,8 @@ import pytest
 
 from sweeper import cli
 from sweeper.commands.replay import add_parser
-from sweeper.config.sections import SEARCH
+from sweeper.config.grid import ETA, RACE_DELTA, REPLAY_STRATEGY
+from sweeper.config.sections import REPLAY, SEARCH, TRIALS
 from sweeper.results.replay import KEYS, ReplaySettings, replay
 from sweeper.search.accounting import cluster_seconds, full_grid_estimate, launch_seconds, rung_axis_of
 from sweeper.search.adaptive import TrialPolicy
@@ -262,6 +263,19 @@ def test_bad_options_are_user_errors(
 ) -> None:
     code, err = run_cli(["replay", str(store), *options], monkeypatch, capsys)
     assert code == 2 and err.startswith("error: ") and message in err
+
+
+def test_each_flag_for_a_key_shows_its_range_and_default_from_the_schema() -> None:
+    parser = argparse.ArgumentParser()
+    replay_parser = add_parser(parser.add_subparsers())
+    text = " ".join(replay_parser.format_help().split())
+    for section, name, default in ((SEARCH, "delta", RACE_DELTA), (SEARCH, "eta", ETA), (REPLAY, "repeats", 1000),
+                                   (REPLAY, "rank_threshold", 0.5), (REPLAY, "seed", 0)):  # fmt: skip
+        field = section.field(name)
+        assert f"({field.kind.describe()}, default {default})" in text, (name, text)
+        assert replay_parser.parse_args(["store"]).__dict__[name] == field.default == default
+    assert f"({TRIALS.adaptive_kinds['min'].describe()}, default 3)" in text
+    assert replay_parser.parse_args(["store"]).strategy == REPLAY_STRATEGY
 
 
 def test_every_bad_option_is_named_at_once(

@@ -43,7 +43,7 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     add_kind_flag(
         parser, "--target-rel-ci", adaptive["target_rel_ci"], ADAPTIVE.target_rel_ci, "adaptive: stop at a CI of +-this"
     )
-    add_key_flag(parser, REPLAY, "rank_threshold", "halving: promote more below this Kendall tau")
+    add_key_flag(parser, REPLAY, "rank_threshold")
     add_key_flag(parser, SEARCH, "rung_axis", "halving: the axis whose values are the rungs")
     add_key_flag(
         parser,
@@ -55,8 +55,8 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--compare", action="store_true", help="replay every strategy on the same store and seed, side by side"
     )
-    add_key_flag(parser, REPLAY, "repeats", "bootstrap repeats")
-    add_key_flag(parser, REPLAY, "seed", "seed of the resampling")
+    add_key_flag(parser, REPLAY, "repeats")
+    add_key_flag(parser, REPLAY, "seed")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     parser.set_defaults(func=main)
     return parser

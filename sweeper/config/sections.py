@@ -34,7 +34,7 @@ from sweeper.config.schema import (
     Trials,
     key_problems,
 )
-from sweeper.config.sizing import APPLICATION_MASTER_SLOTS, RESERVE_CORES, RESERVE_MEMORY_MIB, RULES
+from sweeper.config.sizing import APPLICATION_MASTER_SLOTS, REPORT_RULE, RESERVE_CORES, RESERVE_MEMORY_MIB, RULES
 from sweeper.names import DEFAULT_ENGINES, MANAGERS, MODES
 from sweeper.units import MIB_PER_GIB
 
@@ -107,7 +107,7 @@ SIZING = Section(
         Field(
             "rule",
             Choice(RULES),
-            default=RULES[0],
+            default=REPORT_RULE,
             doc="`report` or `spark-default` (see the sizing rules)",
         ),
         Field(
@@ -503,15 +503,15 @@ WORKLOAD_SETTINGS = tuple(
 
 
 REPLAY = Section(
-    "replay",  # `sweeper replay`'s own flags: no grid key stands for them
+    "replay",  # `sweeper replay`'s own flags, no grid key standing for them; doc: the flag's help
     (
-        Field("repeats", Integer(MAX_REPLAY_REPEATS), default=REPLAY_REPEATS, doc="bootstrap repeats, {kind}"),
-        Field("seed", Integer(2**32 - 1, minimum=0), default=REPLAY_SEED, doc="seed of the resampling, {kind}"),
+        Field("repeats", Integer(MAX_REPLAY_REPEATS), default=REPLAY_REPEATS, doc="bootstrap repeats"),
+        Field("seed", Integer(2**32 - 1, minimum=0), default=REPLAY_SEED, doc="seed of the resampling"),
         Field(
             "rank_threshold",
             Number(-1.0, 1.0, open_low=False),
             default=RANK_THRESHOLD,
-            doc="`halving`: promote more configurations where two rungs' orders agree less (Kendall tau), {kind}",
+            doc="halving: promote more configurations where two rungs' orders agree less (Kendall tau)",
         ),
     ),
 )
