@@ -29,14 +29,31 @@ STRAGGLER_RATIO = 2.0
 
 
 @dataclass(frozen=True)
-class MemoryAdvice:
-    """Granted memory against the measured peak for one engine and configuration (see :func:`memory_advice`)."""
+class ConfigurationAdvice:
+    """Advice on one engine and configuration at one workload point: what it is about."""
 
     workload: dict[str, Any]
     engine: str
     cores_per_executor: int
     executors: int
     executor_memory_gib: float
+
+
+def configuration_of(workload: dict[str, Any], row: pd.Series) -> dict[str, Any]:
+    """The :class:`ConfigurationAdvice` fields of a configuration's (first) row, as keyword arguments."""
+    return {
+        "workload": workload,
+        "engine": str(row["engine"]),
+        "cores_per_executor": as_int(row["cores_per_executor"]),
+        "executors": as_int(row["executors"]),
+        "executor_memory_gib": float(row["executor_memory_gib"]),
+    }
+
+
+@dataclass(frozen=True)
+class MemoryAdvice(ConfigurationAdvice):
+    """Granted memory against the measured peak for one engine and configuration (see :func:`memory_advice`)."""
+
     granted_gib: float
     peak_gib: float
     suggested_gib: float
@@ -51,14 +68,9 @@ class MemoryAdvice:
 
 
 @dataclass(frozen=True)
-class IdleSlots:
+class IdleSlots(ConfigurationAdvice):
     """A configuration whose slots were mostly idle: its median slot utilisation and the likely reasons."""
 
-    workload: dict[str, Any]
-    engine: str
-    cores_per_executor: int
-    executors: int
-    executor_memory_gib: float
     slot_utilisation: float
     reasons: tuple[str, ...]
 
@@ -170,11 +182,7 @@ def _advice(workload: dict[str, Any], group: pd.DataFrame) -> MemoryAdvice:
     nodes = max(as_int(first["nodes"]), 1)
     per_node = max(math.ceil(executors / nodes), 1)
     base: dict[str, Any] = {
-        "workload": workload,
-        "engine": str(first["engine"]),
-        "cores_per_executor": cores,
-        "executors": executors,
-        "executor_memory_gib": float(first["executor_memory_gib"]),
+        **configuration_of(workload, first),
         "granted_gib": granted,
         "peak_gib": peak,
         "overhead_gib": overhead_now if spark else math.nan,
@@ -281,13 +289,9 @@ def idle_slots(df: pd.DataFrame, threshold: float = LOW_UTILISATION) -> list[Idl
         workload = {key: plain_value(value) for key, value in zip(keys[: -len(ARM)], values, strict=False)}
         found.append(
             IdleSlots(
-                workload,
-                str(first["engine"]),
-                as_int(first["cores_per_executor"]),
-                as_int(first["executors"]),
-                float(first["executor_memory_gib"]),
-                float(np.median(utilisation)),
-                _idle_reasons(group),
+                **configuration_of(workload, first),
+                slot_utilisation=float(np.median(utilisation)),
+                reasons=_idle_reasons(group),
             )
         )
     return found
