@@ -9,11 +9,13 @@ from sweeper.config.schema import Choice, Integer, Kind, Number, Section
 from sweeper.config.sections import flag_name
 
 
-def add_key_flag(parser: argparse.ArgumentParser, section: Section, name: str, help: str = "", **default: Any) -> None:
-    """``--NAME`` for key ``name`` of ``section``, with the key's default unless ``default=`` gives the command's own,
-    and ``help`` or the key's doc (see :func:`add_kind_flag`)."""
+def add_key_flag(
+    parser: argparse.ArgumentParser, section: Section, name: str, help: str = "", default: Any = None
+) -> None:
+    """``--NAME`` for key ``name`` of ``section``: ``help`` or the key's doc, the key's default unless ``default``
+    gives the command's own (see :func:`add_kind_flag`)."""
     field = section.field(name)
-    add_kind_flag(parser, flag_name(name), field.kind, default.get("default", field.default), help or field.doc)
+    add_kind_flag(parser, flag_name(name), field.kind, field.default if default is None else default, help or field.doc)
 
 
 def add_kind_flag(parser: argparse.ArgumentParser, flag: str, kind: Kind, default: Any, help: str) -> None:

@@ -13,8 +13,9 @@ from rich.table import Table
 from rich.text import Text
 
 from sweeper.commands.flags import add_key_flag, add_kind_flag
-from sweeper.config.grid import ADAPTIVE, FULL_GRID, HALVING, RACE, REPLAY_STRATEGY
-from sweeper.config.sections import REPLAY, SEARCH, TRIALS
+from sweeper.config.grid import FULL_GRID, HALVING, RACE, REPLAY_STRATEGY
+from sweeper.config.schema import ADAPTIVE_DEFAULTS
+from sweeper.config.sections import REPLAY, SEARCH, TRIAL_FLAGS, TRIALS
 from sweeper.errors import UserError
 from sweeper.search.adaptive import TrialPolicy
 from sweeper.search.halving import HalvingPolicy
@@ -37,12 +38,13 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     add_key_flag(parser, SEARCH, "strategy", "what to replay", default=REPLAY_STRATEGY)
     add_key_flag(parser, SEARCH, "eta", "halving keeps the best 1/eta per rung")
     parser.add_argument("--trials", default="adaptive", help="'adaptive' or a fixed number per point")
-    adaptive = TRIALS.adaptive_kinds
-    add_kind_flag(parser, "--min-trials", adaptive["min"], ADAPTIVE.min_trials, "adaptive: at least")
-    add_kind_flag(parser, "--max-trials", adaptive["max"], ADAPTIVE.max_trials, "adaptive: at most")
-    add_kind_flag(
-        parser, "--target-rel-ci", adaptive["target_rel_ci"], ADAPTIVE.target_rel_ci, "adaptive: stop at a CI of +-this"
-    )
+    helps = {
+        "min": "adaptive: at least",
+        "max": "adaptive: at most",
+        "target_rel_ci": "adaptive: stop at a CI of +-this",
+    }
+    for key, flag in TRIAL_FLAGS.items():
+        add_kind_flag(parser, flag, TRIALS.adaptive_kinds[key], ADAPTIVE_DEFAULTS[key], helps[key])
     add_key_flag(parser, REPLAY, "rank_threshold")
     add_key_flag(parser, SEARCH, "rung_axis", "halving: the axis whose values are the rungs")
     add_key_flag(

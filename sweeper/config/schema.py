@@ -27,6 +27,7 @@ from sweeper.units import SIZE_FORMS, parse_size_mib
 MAX_TEXT_CHARS = 4096  # a path, queue or URL (PATH_MAX)
 MAX_AXIS_VALUES = 1000  # values of one sweep axis (and of engines, param_grid lists): checked before the values
 MAX_PROBLEMS = 50  # problems listed for one file; the rest are counted
+ADAPTIVE_DEFAULTS = {"min": ADAPTIVE.min_trials, "max": ADAPTIVE.max_trials, "target_rel_ci": ADAPTIVE.target_rel_ci}
 
 
 def axis_identity(value: Any) -> Hashable | None:
@@ -306,8 +307,7 @@ class Trials:
         if not isinstance(value, dict):
             return problems.integer(value, key, maximum=self.maximum)
         problems.known_keys(value, key, tuple(self.adaptive_kinds))
-        defaults = {"min": ADAPTIVE.min_trials, "max": ADAPTIVE.max_trials, "target_rel_ci": ADAPTIVE.target_rel_ci}
-        values = {name: value.get(name, default) for name, default in defaults.items()}
+        values = {name: value.get(name, default) for name, default in ADAPTIVE_DEFAULTS.items()}
         return self.check_adaptive(values, {name: f"{key}.{name}" for name in values}, problems)
 
     def check_adaptive(

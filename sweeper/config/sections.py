@@ -70,6 +70,8 @@ MAX_PORT = 65535
 MAX_CONNECT_TIMEOUT_S = 3600.0
 MAX_REPLAY_REPEATS = 100_000
 TRIALS = Trials(TRIALS_LIMIT)  # workload.trials, and replay's trial flags
+# replay's flags of workload.trials' adaptive keys
+TRIAL_FLAGS = {"min": "--min-trials", "max": "--max-trials", "target_rel_ci": "--target-rel-ci"}
 
 DATASET = Section(
     "workload.dataset",
@@ -545,6 +547,6 @@ def trials_problems(min_trials: int, max_trials: int, target_rel_ci: float | Non
         TRIALS.check(max_trials, "workload.trials (--trials)", problems)
     else:
         values = {"min": min_trials, "max": max_trials, "target_rel_ci": target_rel_ci}
-        flags = {"min": "--min-trials", "max": "--max-trials", "target_rel_ci": "--target-rel-ci"}
-        TRIALS.check_adaptive(values, {name: f"workload.trials.{name} ({flags[name]})" for name in values}, problems)
+        labels = {name: f"workload.trials.{name} ({flag})" for name, flag in TRIAL_FLAGS.items()}
+        TRIALS.check_adaptive(values, labels, problems)
     return problems.problems

@@ -35,7 +35,6 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from sweeper.config.sections import search_problems
 from sweeper.errors import UserError
 from sweeper.names import BASELINE_ENGINE, CONFIG, OK, PRUNED
 from sweeper.search.accounting import configuration_columns
@@ -568,10 +567,10 @@ def _rung_policy(rows: pd.DataFrame) -> HalvingPolicy:
     delta, confidence = rows["race_delta"].dropna(), rows["race_confidence"].dropna()
     if delta.empty or confidence.empty:
         return HalvingPolicy()
-    recorded = {"delta": float(delta.iloc[0]), "confidence": float(confidence.iloc[0])}
-    if search_problems(**recorded):
+    try:
+        return HalvingPolicy(tie_rel=float(delta.iloc[0]), confidence=float(confidence.iloc[0]))
+    except UserError:
         return HalvingPolicy()
-    return HalvingPolicy(tie_rel=recorded["delta"], confidence=recorded["confidence"])
 
 
 def rungs(df: pd.DataFrame, rung_axis: str) -> pd.DataFrame:

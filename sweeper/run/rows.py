@@ -42,7 +42,8 @@ class RunRecord:
 
     @classmethod
     def of(cls, grid: Grid, run_id: str, environment: Mapping[str, str]) -> RunRecord:
-        racing, halving = grid.search.strategy == RACE, grid.search.strategy == HALVING
+        racing = grid.search.strategy == RACE
+        searching = racing or grid.search.strategy == HALVING  # halving's rank check uses delta and confidence too
         columns = RunColumns(
             sweep=grid.name,
             run_id=run_id,
@@ -53,8 +54,8 @@ class RunRecord:
             cluster_hosts=",".join(grid.hosts) or None,
             search_strategy=grid.search.strategy,
             rung_axis=grid.search.rung_axis if grid.search.strategy == HALVING else None,
-            race_delta=grid.search.delta if racing or halving else None,  # halving's rank check uses them too
-            race_confidence=grid.search.confidence if racing or halving else None,
+            race_delta=grid.search.delta if searching else None,
+            race_confidence=grid.search.confidence if searching else None,
             race_max_trials=grid.workload.trials if racing else None,
             **versions(),
         )
