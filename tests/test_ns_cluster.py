@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shlex
 import subprocess
 import time
 from pathlib import Path
@@ -12,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from sweeper.launch.hosts.containers import CONTAINERS_CLIENT
+from tests.conftest import REPO
 from tests.support.netns_hosts import ip
-from tests.support.ns_cluster import FS_SHELL, INIT_NAME, NsCluster, NsClusterError, namespaced_yarn
+from tests.support.ns_cluster import FS_SHELL, INIT_NAME, NODE_JDK17, NsCluster, NsClusterError, namespaced_yarn
 from tests.support.ns_cluster import unavailable as ns_cluster_unavailable
 
 pytestmark = [pytest.mark.integration, pytest.mark.yarn]
@@ -41,11 +43,19 @@ def test_edge_resolves_the_cluster_by_name(ns_yarn: NsCluster) -> None:
     assert {node["totalResource"]["vCores"] for node in nodes} == {ns_yarn.nm_vcores}
 
 
-def test_containers_run_on_both_nodes_without_the_driver_venv(ns_yarn: NsCluster) -> None:
-    """3 containers of half a node each (an AM beside them on one node): they run on both nodes."""
-    venv = ns_yarn.hidden[0] if ns_yarn.hidden else Path("/nonexistent")
+def test_containers_run_on_both_nodes_that_share_nothing_with_the_edge(ns_yarn: NsCluster) -> None:
+    """3 containers of half a node each (an AM beside them on one node): they run on both nodes, each with its own
+    root: none of the edge's Pythons, Javas or repository, Java 11 as the NodeManager's JAVA_HOME (the AM, built for
+    Java 8, ran on it), a JDK 17 at the node's own path."""
+    # each command spelled out: the container's command runs under bash -c "...", whose shell expands $ first
+    listed = "".join(f"ls -A {shlex.quote(str(path))} | head -1; " for path in ns_yarn.hidden)
+    runs = "".join(f"{shlex.quote(str(f))} -c 1 2>/dev/null && echo RUNS:{f}; " for f in ns_yarn.hidden_files)
     # in parentheses: the NodeManager's launch script redirects only the last command of a list to stdout
-    shell = f"(hostname; cat /proc/1/comm; test -e {venv}/bin/python && echo VISIBLE || echo HIDDEN)"
+    shell = (
+        f"(hostname; cat /proc/1/comm; {listed}{runs}python3 -c 1 2>/dev/null && echo RUNS:python3; "
+        "$JAVA_HOME/bin/java -version 2>&1 | head -1 | tr -d '\\042'; "
+        f"{NODE_JDK17}/bin/java -version 2>&1 | head -1 | tr -d '\\042')"
+    )
     name = f"ns-smoke-{secrets.token_hex(3)}"
     client = ns_yarn.java_command(
         CONTAINERS_CLIENT, "--name", name, "--command", shell, "--containers", "3",
@@ -58,13 +68,13 @@ def test_containers_run_on_both_nodes_without_the_driver_venv(ns_yarn: NsCluster
     apps = [app for app in (ns_yarn.rest("/apps")["apps"] or {}).get("app", []) if app["name"] == name]
     assert [app["finalStatus"] for app in apps] == ["SUCCEEDED"]
     logs = ns_yarn.container_logs(apps[0]["id"])
-    outputs = [(host, stdout.split()) for host, containers in logs.items() for stdout in containers.values()]
+    outputs = [(host, stdout.splitlines()) for host, containers in logs.items() for stdout in containers.values()]
     assert len(outputs) == 3, logs
     assert {host for host, _ in outputs} == set(ns_yarn.nodes), logs
-    for host, output in outputs:  # each ran on its node: its host name, its PID namespace, no driver venv
-        assert output == [host, INIT_NAME, "HIDDEN"], logs
-
-
+    assert any(path.name == "jvm" for path in ns_yarn.hidden) and any(path == REPO for path in ns_yarn.hidden)
+    for host, output in outputs:  # each ran on its node: its host name, its PID namespace, nothing of the edge
+        assert output[:2] == [host, INIT_NAME], logs
+        assert len(output) == 4 and "version 11." in output[2] and "version 17." in output[3], logs
 def test_hdfs_put_ls_cat_from_the_edge(ns_yarn: NsCluster, tmp_path: Path) -> None:
     local = tmp_path / "hello.txt"
     text = f"hello from the edge {secrets.token_hex(4)}\n"

@@ -1,9 +1,11 @@
 """A real sweep on the namespaced Hadoop cluster (tests/support/ns_cluster.py): ``sweeper run`` from its edge.
 
-The nodes are machines of their own (network, PID, mount and UTS namespaces) that cannot see the driver's
-virtualenv: the fits run in the packed environment (``cluster.python_archive``), Spark's jars come from the
-cluster's file system, the containers reach the driver at the edge's address. One sweep (a module-scoped
-fixture) serves every assertion: 1 Spark and 1 Dask launch of 3 executors, at most 2 on a node.
+The nodes are machines of their own (network, PID, mount and UTS namespaces) that see none of the edge's
+Pythons, Javas or repository: Hadoop 3.3.6 daemons on Java 11, a JDK 17 at /opt/jdk-17. The grid is
+grids/2node.yaml with node sizes this machine holds (no python_archive): the first launch packs this
+environment with its own interpreter, the fits run there, Spark's jars come from the cluster's file
+system, its containers run on the grid's java_home, and they reach the driver at the edge's address. One sweep
+(a module-scoped fixture) serves every assertion: 1 Spark and 1 Dask launch of 3 executors, at most 2 on a node.
 
 The nodes' /etc/hosts is Debian's, with ``127.0.1.1 <own name>``: ``sweeper check`` rightly names that (a
 Spark executor's block manager binds its node's name, so on loopback there, and the other executor's
@@ -27,9 +29,9 @@ import pytest
 import yaml
 
 from sweeper import load_results
-from tests.conftest import REPO, minimal_grid
+from tests.conftest import REPO
 from tests.support.figures import assert_resource_figures
-from tests.support.ns_cluster import FS_SHELL, NsCluster, without_loopback_names
+from tests.support.ns_cluster import FS_SHELL, NODE_JDK17, NsCluster, without_loopback_names
 from tests.support.yarn_cluster import wait_until_idle
 
 pytestmark = [pytest.mark.integration, pytest.mark.yarn]
@@ -50,7 +52,9 @@ class Sweep:
 def on_edge(
     cluster: NsCluster, argv: list[str], timeout_s: float = 900, cwd: Path = REPO
 ) -> subprocess.CompletedProcess[str]:
-    command = cluster.edge_command(argv)
+    """``argv`` on the edge, as a user there runs it: HADOOP_CONF_DIR set, this session's own cache of packs."""
+    cache = cluster.directory / "edge-cache"  # the environment is packed once per cluster, not shared with other runs
+    command = cluster.edge_command(argv, {**cluster.environment, "XDG_CACHE_HOME": str(cache)})
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout_s)
 
 
@@ -69,29 +73,29 @@ def home_entries(cluster: NsCluster, under: str = "") -> list[str]:
     )
 
 
-def ns_grid(tmp: Path, cluster: NsCluster, archive: Path) -> Path:
-    """2 nodes of 3 cores and 5 GiB, 1 core and 1 GiB reserved: 2 executors x 1 core (1 GiB + 1 GiB) per node, one slot
+def ns_grid(tmp: Path) -> Path:
+    """grids/2node.yaml as shipped (no python_archive, no hadoop_conf_dir: the edge's HADOOP_CONF_DIR), with nodes
+    this machine can hold, a workload that fits the suite's time, and the JDK 17 the nodes have for Spark.
+
+    2 nodes of 3 cores and 5 GiB, 1 core and 1 GiB reserved: 2 executors x 1 core (1 GiB + 1 GiB) per node, one slot
     for the ApplicationMaster -> 3 executors. The NodeManagers offer what the plan leaves (2 vcores, 4 GiB) and YARN
     counts vcores (DominantResourceCalculator): no node can hold more than 2 executors."""
-    grid = minimal_grid(
-        name="ns-sweep",
-        store=str(tmp / "store"),
-        cluster={"manager": "yarn", "nodes": 2, "cores_per_node": 3, "memory_per_node": "5GiB",
-                 "hadoop_conf_dir": str(cluster.conf_dir), "python_archive": str(archive)},
-        sizing={"cores_per_executor": [1], "reserve": {"cores": 1, "memory": "1GiB"}, "application_master": 1},
-        engines=["spark", "dask"],
-        baseline=False,
-    )  # fmt: skip
+    grid = yaml.safe_load((REPO / "grids" / "2node.yaml").read_text())
+    assert grid["cluster"]["manager"] == "yarn" and "python_archive" not in grid["cluster"]
+    grid["name"], grid["store"] = "ns-sweep", str(tmp / "store")
+    grid["cluster"] |= {"cores_per_node": 3, "memory_per_node": "5GiB", "java_home": str(NODE_JDK17)}
+    grid["sizing"] |= {"cores_per_executor": [1]}
     grid["workload"] = {"dataset": "digits", "model": {"hidden_layer_sizes": [16]}, "epochs": [3], "trials": 1}
+    grid["baseline"] = False
     path = tmp / "ns-sweep.yaml"
     path.write_text(yaml.safe_dump(grid, sort_keys=False))
     return path
 
 
 @pytest.fixture(scope="module")
-def ns_sweep(ns_yarn: NsCluster, packed_env: Path, tmp_path_factory: pytest.TempPathFactory) -> Sweep:
+def ns_sweep(ns_yarn: NsCluster, tmp_path_factory: pytest.TempPathFactory) -> Sweep:
     tmp = tmp_path_factory.mktemp("ns-sweep")
-    grid = ns_grid(tmp, ns_yarn, packed_env)
+    grid = ns_grid(tmp)
     known = {app["id"] for app in applications(ns_yarn)}
     started = time.monotonic()
     result = on_edge(ns_yarn, [sys.executable, "-m", "sweeper", "run", str(grid), "--skip-check"])

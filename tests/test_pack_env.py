@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 import subprocess
 import sys
 import tarfile
@@ -11,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from sweeper.errors import UserError
+from sweeper.launch.hosts import packed_cache
 from sweeper.launch.hosts.pack_env import pack, site_packages
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -42,25 +45,42 @@ def test_the_archive_has_the_venv_a_real_sweeper_and_none_of_what_containers_do_
 ) -> None:
     packed = pack(tmp_path / "env.tar.gz", prefix=small_venv, exclude=("mypy*",), compresslevel=1)
     site = site_packages(small_venv).relative_to(small_venv).as_posix()
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
     with tarfile.open(packed.path) as archive:
         names = set(archive.getnames())
-        assert archive.getmember("bin/python").issym()  # the venv's link to its base interpreter
-    assert {"pyvenv.cfg", f"{site}/numpyish/__init__.py", f"{site}/pyspark/__init__.py"} <= names
+        assert archive.getmember("bin/python").isfile()  # the launcher, not the venv's link to its base interpreter
+        assert archive.getmember(f"bin/python{version}").isfile()  # the interpreter itself
+        assert archive.getmember("bin/python3").issym()
+    assert {f"{site}/numpyish/__init__.py", f"{site}/pyspark/__init__.py", f"lib/python{version}/os.py"} <= names
+    assert f"lib/python{version}/lib-dynload" in names and "pyvenv.cfg" not in names
+    assert not [name for name in names if name.startswith(f"lib/python{version}/test/")]
     assert {f"{site}/sweeper/__init__.py", f"{site}/sweeper/workload/fit.py", f"{site}/sweeper/launch/base.py"} <= names
     left_out = ("numpyish/core.pyi", "numpyish/tests", "__pycache__", "pyspark/jars", "mypy", "__editable__")
     assert not [name for name in names for part in left_out if f"{site}/{part}" in name or part in name.split("/")]
     assert packed.files == len(names)
-    assert not list(tmp_path.glob("*.partial"))
+    assert not list(tmp_path.glob("*.partial*"))
 
 
-def test_the_packed_environment_runs_sweeper_without_this_source_tree(small_venv: Path, tmp_path: Path) -> None:
+def without_this_python(argv: list[str]) -> list[str]:
+    """``argv`` in a mount namespace where this machine's Python is hidden: the base installation's standard
+    library and binary, this venv and the repository (a node that has none of them)."""
+    base = Path(sys._base_executable).resolve()  # type: ignore[attr-defined]
+    hidden = [Path(os.__file__).resolve().parent, Path(sys.prefix), REPO]
+    mounts = [f"mount -t tmpfs -o ro,size=4k hidden {shlex.quote(str(path))}" for path in hidden if path.is_dir()]
+    mounts.append(f"mount --bind /dev/null {shlex.quote(str(base))}")
+    return ["unshare", "--mount", "--", "sh", "-c", " && ".join([*mounts, 'exec "$@"']), "hide", *argv]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="hiding this machine's Python needs a mount namespace (root)")
+def test_the_packed_environment_runs_sweeper_where_this_python_is_gone(small_venv: Path, tmp_path: Path) -> None:
     packed = pack(tmp_path / "env.tar", prefix=small_venv)
     unpacked = tmp_path / "node" / "environment"
     unpacked.mkdir(parents=True)
     with tarfile.open(packed.path) as archive:
-        archive.extractall(unpacked, filter="fully_trusted")  # the archive's bin/python links out of it
+        archive.extractall(unpacked, filter="data")  # nothing in it links outside it
+    script = "import sys, ssl, sqlite3, json, sweeper; print(sys.prefix); print(sweeper.__file__)"
     found = subprocess.run(
-        [str(unpacked / "bin" / "python"), "-c", "import sweeper; print(sweeper.__file__)"],
+        without_this_python([str(unpacked / "bin" / "python"), "-c", script]),
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -68,7 +88,10 @@ def test_the_packed_environment_runs_sweeper_without_this_source_tree(small_venv
         env={"PATH": "/usr/bin:/bin"},
     )
     assert found.returncode == 0, found.stderr
-    assert Path(found.stdout.strip()).is_relative_to(unpacked), found.stdout
+    prefix, package = found.stdout.split()
+    assert Path(prefix) == unpacked and Path(package).is_relative_to(unpacked), found.stdout
+    hidden = subprocess.run(without_this_python([sys.executable, "-c", "1"]), capture_output=True, check=False)
+    assert hidden.returncode != 0  # the mounts did hide this Python
 
 
 def test_bad_input_is_a_clear_error_and_writes_nothing(small_venv: Path, tmp_path: Path) -> None:
@@ -88,3 +111,25 @@ def test_an_editable_install_other_than_sweeper_is_refused(tmp_path: Path) -> No
     with pytest.raises(UserError, match=r"editable installs cannot be shipped to nodes: __editable__\.other-1\.0\.pth"):
         pack(tmp_path / "env.tar", prefix=prefix)
     assert sys.prefix != str(prefix)
+
+
+def test_a_yarn_launch_packs_an_unchanged_environment_once(
+    small_venv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(packed_cache, "_PACKED", {})
+    first, first_s = packed_cache.packed_environment(small_venv)
+    assert first.parent == tmp_path / "cache" / "sweeper" / "envs" and first.name.startswith("env-")
+    with tarfile.open(first) as archive:
+        assert "bin/python" in archive.getnames()
+    assert packed_cache.packed_environment(small_venv) == (first, 0.0)  # this process: no look at all
+    monkeypatch.setattr(packed_cache, "_PACKED", {})
+    again, _ = packed_cache.packed_environment(small_venv)  # a later sweep: found by its fingerprint
+    assert again == first and first.stat().st_mtime_ns == again.stat().st_mtime_ns
+    (site_packages(small_venv) / "numpyish" / "added.py").write_text("y = 2\n")
+    try:
+        changed, _ = packed_cache.packed_environment(small_venv)
+    finally:
+        (site_packages(small_venv) / "numpyish" / "added.py").unlink()
+    assert changed != first and changed.is_file() and first_s > 0
+    assert not list(first.parent.glob("*.partial*"))

@@ -33,6 +33,7 @@ from sweeper.launch.registry import starter
 from sweeper.planning.measurements import pending
 from sweeper.planning.plan import make_plan
 from sweeper.run import measure, runner
+from sweeper.run.signals import EXIT_LAUNCH_FAILED, EXIT_MEASUREMENT_FAILED
 from sweeper.store.lock import LOCK_NAME
 from sweeper.store.parquet import write_rows
 from sweeper.workload.environment import fit_environment
@@ -160,7 +161,10 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> Killed:
 
 
 def test_a_killed_spark_executor_fails_its_measurement_with_the_error_and_the_sweep_goes_on(killed: Killed) -> None:
-    assert killed.returncode == 0, killed.output
+    assert killed.returncode == EXIT_MEASUREMENT_FAILED, killed.output
+    assert "Summary" in killed.output, killed.output  # the rows are kept and the answer printed all the same
+    why = [line for line in killed.output.splitlines() if line.startswith("exit 4: ")]  # stderr is mixed in
+    assert len(why) == 1 and why[0].endswith("; see the rows' error column"), killed.output
     assert "CoarseGrainedExecutorBackend" in killed.victims["spark"]
     # the grid's spark.executor.extraJavaOptions reached the executor, and so did the sweeper's (quiet logs)
     options = killed.victims["spark"].split()
@@ -174,7 +178,7 @@ def test_a_killed_spark_executor_fails_its_measurement_with_the_error_and_the_sw
 
 
 def test_a_killed_dask_worker_fails_its_measurement_with_the_error_and_the_sweep_goes_on(killed: Killed) -> None:
-    assert killed.returncode == 0, killed.output
+    assert killed.returncode == EXIT_MEASUREMENT_FAILED, killed.output
     assert "spawn_main" in killed.victims["dask"]
     row = measurement(killed.frame, "dask", LONG)
     # Dask's scheduler would run the killed worker's fit again elsewhere (allowed-failures: 3) and
@@ -198,6 +202,8 @@ def test_spark_and_dask_launches_listen_on_loopback_only(killed: Killed) -> None
         assert found, f"no listening socket found during the {engine} launch"
         exposed = [entry for entry in found if entry[1] not in LOOPBACK]
         assert not exposed, f"{engine} listens beyond loopback: {exposed}"
+        fixed = [entry for entry in found if entry[2] == 8787]  # Dask's default dashboard port: any free one instead
+        assert not fixed, f"{engine} listens on a fixed port: {fixed}"
 
 
 def test_running_again_after_the_kills_completes_only_the_failed_measurements(killed: Killed) -> None:
@@ -228,7 +234,7 @@ def test_without_java_the_spark_launch_fails_naming_the_problem_and_the_others_r
                 (bin_dir / command.name).symlink_to(command)
     path = f"{Path(sys.executable).parent}{os.pathsep}{bin_dir}"
     result = run_sweep(grid, tag, env=tagged_environment(tag, JAVA_HOME="/nonexistent", PATH=path))
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == EXIT_LAUNCH_FAILED, result.stdout + result.stderr
     frame = load_results(tmp_path / "store", "nojava")
     assert measurement(frame, "local", 2)["status"] == "ok"
     assert measurement(frame, "dask", 2)["status"] == "ok"
@@ -260,7 +266,10 @@ def test_a_taken_driver_port_fails_the_spark_launch_naming_the_port_and_the_othe
         )  # fmt: skip
         tag = new_tag()
         result = run_sweep(grid, tag)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == EXIT_LAUNCH_FAILED, result.stdout + result.stderr
+    assert "Summary" in result.stdout and "3 rows written" in result.stdout, result.stdout  # rows, then the answer
+    last = result.stdout.strip().splitlines()[-1]
+    assert last == "exit 3: 1 launch did not start, failing 1 measurement; see the rows' error column", last
     frame = load_results(tmp_path / "store", "porttaken")
     assert measurement(frame, "local", 2)["status"] == "ok"
     assert measurement(frame, "dask", 2)["status"] == "ok"

@@ -25,6 +25,7 @@ from sweeper.results.report.content import Rows, build_report
 from sweeper.results.statistics import config_label
 from sweeper.run import launches as run_launches
 from sweeper.run import measure, runner
+from sweeper.run.signals import EXIT_MEASUREMENT_FAILED
 from sweeper.store.lock import LOCK_NAME
 from sweeper.store.parquet import sweeps
 from sweeper.workload.data import load
@@ -69,6 +70,7 @@ def test_sweep_writes_a_row_per_engine_epochs_and_trial(swept: tuple[Path, Any])
     assert frame["teardown_s"].notna().all() and (frame["teardown_s"] >= 0).all()  # each launch's, on its rows
     assert_resource_figures(frame)
     assert "Summary" in result.stdout and "12 rows written" in result.stdout
+    assert not [line for line in result.stdout.splitlines() if line.startswith("exit ")]  # 0 needs no reason
 
 
 def test_every_launch_was_granted_its_plan_by_real_workers(swept: tuple[Path, Any]) -> None:
@@ -231,6 +233,28 @@ def test_a_warm_up_past_the_time_limit_restarts_the_launch_before_measuring(
     result = runner.run(make_plan(grid_file.load(grid)), store=tmp_path / "store")
     assert starts == ["local", "local"]
     assert [(row["status"], row["warmup_s"]) for row in result.rows] == [("timeout", None)]
+    assert_no_launch_processes()
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["sweep", "dry-run"])
+def test_a_measurement_that_did_not_end_ok_exits_4_after_writing_its_row_and_the_summary(
+    tmp_path: Path, dry_run: bool
+) -> None:
+    """The baseline alone, past a time limit of 1 ms: a ``timeout`` row, the summary and answer, then the reason."""
+    grid = small_grid(tmp_path, name="late", epochs=[200], trials=1, timeout_s=0.001, exact_epochs=True)
+    spec = yaml.safe_load(grid.read_text())
+    spec["exclude"] = [{"engine": "spark"}, {"engine": "dask"}]  # one cheap local worker
+    grid.write_text(yaml.safe_dump(spec))
+    result = subprocess.run(
+        [sys.executable, "-m", "sweeper", "run", str(grid), *(["--dry-run"] if dry_run else [])],
+        capture_output=True, text=True, timeout=300, cwd=REPO,
+    )  # fmt: skip
+    assert result.returncode == EXIT_MEASUREMENT_FAILED, result.stdout + result.stderr
+    rows = load_results(tmp_path / "store", "late-dry-run" if dry_run else "late", dry_runs=True)
+    assert rows["status"].tolist() == ["timeout"], rows[["status", "error"]]
+    assert "Summary" in result.stdout and "1 row written" in result.stdout and "Cluster time:" in result.stdout
+    last = result.stdout.strip().splitlines()[-1]
+    assert last == "exit 4: 1 measurement timed out; see the rows' error column", result.stdout
     assert_no_launch_processes()
 
 

@@ -43,7 +43,8 @@ def add_parser(commands: Any) -> None:
 
 
 def main(args: argparse.Namespace, console: Console) -> int:
-    """``sweeper run GRID [--dry-run [--no-reuse]] [--fresh] [--store DIR]``."""
+    """``sweeper run GRID [--dry-run [--no-reuse]] [--fresh] [--store DIR]``: exit 0 when every measurement is ok,
+    3 when a launch did not start, 4 when a measurement failed, 130/143 when stopped (:mod:`sweeper.run.signals`)."""
     from sweeper.run import runner
     from sweeper.run.view import measurement_line, progress_bar, summary_table
 
@@ -94,8 +95,9 @@ def main(args: argparse.Namespace, console: Console) -> int:
     )
     if result.interrupted:
         console.print(plain("interrupted", "red") + plain(": the running launch was torn down; finished rows are kept"))
-        return result.exit_status
-    return 0
+    elif result.exit_reason:  # the last line: why the exit status is not 0 (sweeper.run.signals names the codes)
+        console.print(plain(f"exit {result.exit_status}", "red") + plain(f": {result.exit_reason}"), soft_wrap=True)
+    return result.exit_status
 
 
 def _print_opening(plan: Plan, kind: str, store: Path, console: Console) -> None:

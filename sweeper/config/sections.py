@@ -198,8 +198,12 @@ CLUSTER = Section(
         Field(
             "java_home",
             Text(shell=True),
-            shown_default="`java` on the remote PATH",
-            doc="`ssh`: a JDK 17+ at the same path on every host",
+            shown_default="`java` on the remote PATH; yarn: the NodeManager's",
+            doc=(
+                "`ssh`: a JDK 17+ at the same path on every host; `yarn`: a JDK 17+ at this path on every node, "
+                "the `JAVA_HOME` of Spark's ApplicationMaster and executors (Hadoop 3.3 NodeManagers run Java 8 "
+                "or 11, too old for Spark 4)"
+            ),
         ),
         Field(
             "remote_dir",
@@ -220,8 +224,9 @@ CLUSTER = Section(
             "python_archive",
             doc=(
                 "`yarn`: a packed environment (`sweeper pack-env env.tar.gz`; `.tar.gz`, `.tgz`, `.tar`, "
-                "`.zip`) shipped with every application and unpacked in its containers, instead of "
-                "`cluster.python` existing on every node"
+                "`.zip`) shipped with every application and unpacked in its containers; it carries its own "
+                "interpreter. Unset: this environment is packed at the first launch (cached by content under "
+                "`~/.cache/sweeper/envs`) unless the cluster's file system is `file:` (one machine)"
             ),
         ),
         Field(

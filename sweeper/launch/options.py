@@ -148,7 +148,8 @@ class YarnOptions:
 
     conf_dir: Path | None = None  # cluster.hadoop_conf_dir; None: HADOOP_CONF_DIR or YARN_CONF_DIR, read at launch
     queue: str | None = None  # cluster.queue; None: YARN's default queue
-    python_archive: Path | None = None  # cluster.python_archive (sweeper pack-env); None: this interpreter's path
+    python_archive: Path | None = None  # cluster.python_archive (sweeper pack-env); None: packed at the first launch
+    java_home: str | None = None  # cluster.java_home: a JDK 17+ at this path on every node, for Spark's containers
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,7 @@ def options_for(grid: Grid) -> ManagerOptions:
             conf_dir=Path(grid.hadoop_conf_dir) if grid.hadoop_conf_dir else None,
             queue=grid.queue or None,
             python_archive=Path(grid.python_archive) if grid.python_archive else None,
+            java_home=grid.java_home or None,
         )
     if grid.manager == "standalone":
         return StandaloneOptions(spark_master=str(grid.spark_master), dask_scheduler=str(grid.dask_scheduler))

@@ -14,12 +14,13 @@ def judge_node(
     found: Preflight,
     node: str,
     report: dict[str, Any] | None,
-    reached: bool,
+    reached: bool | None,
     fix_env: str,
     local: bool = False,
     binds_own_name: bool = True,
 ) -> None:
-    """Add the node's checks: ``report`` is what its probe printed (None: it printed nothing); ``local``: the
+    """Add the node's checks: ``report`` is what its probe printed (None: it printed nothing); ``reached``: its
+    report came back to the driver (None: not tried, the driver has no address); ``local``: the
     node is this machine's loopback, where a name resolving to loopback is right; ``binds_own_name``: a daemon
     of the launches binds the node's own name there (YARN's executors do; over SSH sweeper binds addresses)."""
     if report is None:
@@ -52,6 +53,8 @@ def judge_node(
     elif loopback:
         names += " on itself (harmless here: sweeper binds the address the driver resolves, not this name)"
     found.add("host-name", node, not (loopback and binds_own_name), names)
+    if reached is None:
+        return
     way_back = "connected back to the driver"
     if not reached:
         way_back = f"{report.get('driver', 'no connection')}: open the driver's ports to the nodes, or set its address"

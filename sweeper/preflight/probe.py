@@ -2,7 +2,8 @@
 
 The probe is a standard-library Python script run on the node (over ssh, or in a YARN container) by
 the Python the launches would use there. It imports the node's sweeper, pyspark and distributed,
-reports its Python, sweeper version and source hash, what its own host name resolves to, and sends
+reports its Python, sweeper version and source hash, its Java (``$JAVA_HOME/bin/java``, else ``java``: what
+Spark's JVMs there would run), what its own host name resolves to, and sends
 that report to the driver's listener at the address the launches would give the node.
 """
 
@@ -30,6 +31,17 @@ if "import_error" not in report:
     import sweeper, sweeper.source
     report["sweeper"] = sweeper.__version__
     report["source"] = sweeper.source.source_hash()
+import os, re, subprocess
+home = os.environ.get("JAVA_HOME")
+report["java"] = os.path.join(home, "bin", "java") if home else "java"
+try:
+    said = subprocess.run([report["java"], "-version"], capture_output=True, text=True, timeout=60).stderr
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', said)
+    legacy = found is not None and found.group(1) == "1"  # 1.8.0_392: Java 8
+    report["java_major"] = int(found.group(2) or 0 if legacy else found.group(1)) if found else None
+    report["java_said"] = (said.strip().splitlines() or [""])[0]
+except (OSError, subprocess.SubprocessError) as error:
+    report["java_major"], report["java_said"] = None, str(error)
 if len(sys.argv) > 2:
     try:
         with socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=15) as back:

@@ -26,13 +26,18 @@ from typing import Any
 from sweeper.launch.base import LaunchError
 from sweeper.launch.hosts.containers import AM_MEMORY_MIB, ContainerShape, containers_command, shipped_archive
 from sweeper.launch.hosts.hadoop_conf import HadoopConf, HadoopConfError, read_hadoop_conf
+from sweeper.launch.hosts.packed_cache import packed_environment
+from sweeper.launch.hosts.ssh import MIN_JAVA
 from sweeper.launch.hosts.yarn import container_python, driver_address
 from sweeper.launch.hosts.yarn_client import YarnClient, hadoop_lib
 from sweeper.launch.options import YarnOptions
 from sweeper.planning.plan import Launch
+from sweeper.preflight.capacity import capacity_problem, gib, node_capacity, node_needs
 from sweeper.preflight.nodes import judge_node
 from sweeper.preflight.probe import PROBE, DriverListener
+from sweeper.preflight.reach import resource_managers
 from sweeper.preflight.report import Preflight
+from sweeper.shapes import counted
 
 PROBE_MEMORY_MIB = 256
 DEFAULT_ALLOCATION_STEP_MIB = 1024  # yarn.scheduler.minimum-allocation-mb: requests are rounded up to it
@@ -43,11 +48,36 @@ AM_MIB = {"spark": 512 + 384, "dask": AM_MEMORY_MIB}  # the ApplicationMaster ea
 def check_yarn(options: YarnOptions, launches: list[Launch], kill_orphans: bool = False) -> Preflight:
     """Every check of a YARN cluster before a sweep; nothing measured."""
     found = Preflight()
+    conf = _configuration(found, options)
+    urls = _reachable(found, conf) if conf is not None else []
+    if conf is None or not urls:
+        return found
+    client = YarnClient(conf)
+    try:
+        orphans = client.applications("sweeper")
+    except LaunchError as error:
+        found.add("resource-manager", None, False, str(error))
+        return found
+    _orphans(found, client, orphans, kill_orphans)
+    room_mib = _queue(found, conf, urls, options.queue, launches)
+    try:
+        listed = rest(conf, "/nodes", urls)["nodes"]["node"]
+        nodes = [node for node in listed if node.get("state") == "RUNNING"]
+    except (LaunchError, KeyError, TypeError) as error:
+        found.add("nodes", None, False, f"cannot list the NodeManagers: {error}")
+        return found
+    _capacity(found, conf, nodes, launches)
+    _nodes(found, conf, client, options, nodes, room_mib)
+    return found
+
+
+def _configuration(found: Preflight, options: YarnOptions) -> HadoopConf | None:
+    """The client configuration, checked (None: unusable, and why is in ``found``)."""
     try:
         conf = read_hadoop_conf(options.conf_dir)
     except HadoopConfError as error:
         found.add("hadoop-conf", None, False, str(error))
-        return found
+        return None
     found.default_fs = conf.default_fs
     with contextlib.suppress(HadoopConfError):
         found.resource_manager = conf.resource_manager_urls()[0]
@@ -55,19 +85,28 @@ def check_yarn(options: YarnOptions, launches: list[Launch], kill_orphans: bool 
     dirs = ", ".join(map(str, conf.conf_dirs))
     found.add("hadoop-conf", None, not problems, "; ".join(problems) or f"{dirs}: fs.defaultFS {conf.default_fs}")
     if problems:
-        return found
+        return None
     found.add("kerberos", None, True, "hadoop.security.authentication is simple")
-    client = YarnClient(conf)
+    return conf
+
+
+def _reachable(found: Preflight, conf: HadoopConf) -> list[str]:
+    """The web URLs of the ResourceManagers that accept connections on both ports; each one reported. Where none
+    does, the Java client is not started (it would retry every HA id for minutes)."""
     try:
-        orphans = client.applications("sweeper")
-    except LaunchError as error:
-        found.add("resource-manager", None, False, f"{error} ({', '.join(conf.resource_manager_urls())})")
-        return found
-    found.add("resource-manager", None, True, ", ".join(conf.resource_manager_urls()))
-    _orphans(found, client, orphans, kill_orphans)
-    room_mib = _queue(found, conf, options.queue, launches)
-    _nodes(found, conf, client, options, room_mib)
-    return found
+        managers = resource_managers(conf)
+    except HadoopConfError as error:
+        found.add("resource-manager", None, False, str(error))
+        return []
+    up = [manager for manager in managers if manager.reachable]
+    for manager in managers:
+        detail = manager.describe()
+        if not manager.reachable and up:
+            detail += f" (down or unreachable; {up[0].rm_id} answers)"
+        elif not up and manager is managers[-1]:
+            detail += "; no ResourceManager reachable: nothing else checked"
+        found.add("resource-manager", None, manager.reachable or bool(up), detail)
+    return [manager.web.shown for manager in up]
 
 
 def _orphans(found: Preflight, client: YarnClient, orphans: list[Any], kill: bool) -> None:
@@ -83,10 +122,11 @@ def _orphans(found: Preflight, client: YarnClient, orphans: list[Any], kill: boo
     found.add("orphans", None, False, f"still running from earlier sweeps: {listed} (sweeper check --kill-orphans)")
 
 
-def rest(conf: HadoopConf, path: str) -> Any:
-    """A GET of the ResourceManager's REST API, trying each HA address (a standby redirects to the active)."""
+def rest(conf: HadoopConf, path: str, urls: list[str] | None = None) -> Any:
+    """A GET of the ResourceManager's REST API, trying each HA address (``urls``, else the configuration's;
+    a standby redirects to the active)."""
     errors = []
-    for url in conf.resource_manager_urls():
+    for url in urls if urls is not None else conf.resource_manager_urls():
         request = urllib.request.Request(f"{url}/ws/v1/cluster{path}", headers={"Accept": "application/json"})
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
@@ -124,12 +164,14 @@ def _find_queue(queues: Any, name: str) -> dict[str, Any] | None:
     return None
 
 
-def _queue(found: Preflight, conf: HadoopConf, queue_name: str | None, launches: list[Launch]) -> int | None:
+def _queue(
+    found: Preflight, conf: HadoopConf, urls: list[str], queue_name: str | None, launches: list[Launch]
+) -> int | None:
     """Check that the largest launch fits the queue; the queue's memory (None: unknown)."""
     name = queue_name or "default"
     try:
-        total_mib = int(rest(conf, "/metrics")["clusterMetrics"]["totalMB"])
-        scheduler = rest(conf, "/scheduler")["scheduler"]["schedulerInfo"]
+        total_mib = int(rest(conf, "/metrics", urls)["clusterMetrics"]["totalMB"])
+        scheduler = rest(conf, "/scheduler", urls)["scheduler"]["schedulerInfo"]
     except (LaunchError, KeyError, TypeError, ValueError) as error:
         found.add("queue", None, False, f"cannot read the queue {name}: {error}")
         return None
@@ -178,12 +220,39 @@ def probe_command(archive: Path | None, driver: str, port: int) -> str:
     return f"{python} -c '{code}' {script} {driver} {port} $NM_HOST:$NM_PORT"
 
 
-def _nodes(found: Preflight, conf: HadoopConf, client: YarnClient, options: YarnOptions, room_mib: int | None) -> None:
-    try:
-        nodes = [n for n in rest(conf, "/nodes")["nodes"]["node"] if n.get("state") == "RUNNING"]
-    except (LaunchError, KeyError, TypeError) as error:
-        found.add("nodes", None, False, f"cannot list the NodeManagers: {error}")
+def _capacity(found: Preflight, conf: HadoopConf, nodes: list[dict[str, Any]], launches: list[Launch]) -> None:
+    """Check that every launch's planned nodes fit on the NodeManagers (node by node; the queue's check is a total)."""
+    capacities = [capacity for capacity in map(node_capacity, nodes) if capacity is not None]
+    if not capacities:
+        found.add("node-capacity", None, True, "not checked: the NodeManagers report no capacity")
         return
+    step_mib = _conf_mib(conf, "yarn.scheduler.minimum-allocation-mb", DEFAULT_ALLOCATION_STEP_MIB)
+    busiest: tuple[int, int] = (0, 0)
+    problems = 0
+    for launch in (launch for launch in launches if launch.manager == "yarn"):
+        needs = node_needs(launch, AM_MIB.get(launch.engine, 512), step_mib)
+        problem = capacity_problem(launch, needs, capacities)
+        if problem is not None:
+            found.add("node-capacity", None, False, problem)
+            problems += 1
+        busiest = max([busiest, *((need.memory_mib, need.vcores) for need in needs)])
+    if not problems:
+        largest = max(capacities, key=lambda c: (c.memory_mib, c.vcores))
+        found.add("node-capacity", None, True, (
+            f"every launch's nodes fit on the NodeManagers: the busiest needs {gib(busiest[0])} and "
+            f"{counted(busiest[1], 'vcore')}; the largest ({largest.node}) has {largest.text()}"
+        ))  # fmt: skip
+
+
+def _nodes(
+    found: Preflight,
+    conf: HadoopConf,
+    client: YarnClient,
+    options: YarnOptions,
+    nodes: list[dict[str, Any]],
+    room_mib: int | None,
+) -> None:
+    """Probe each RUNNING NodeManager from a container of its own."""
     names = [str(node["id"]) for node in nodes]
     found.add("nodes", None, bool(names), f"{len(names)} NodeManagers running: {', '.join(names)}")
     if not names:
@@ -196,15 +265,12 @@ def _nodes(found: Preflight, conf: HadoopConf, client: YarnClient, options: Yarn
     from sweeper.launch.dask.yarn import _remove_staged
 
     name = f"sweeper-check-{uuid.uuid4().hex[:8]}"
-    memory_mib = probe_memory_mib(
-        [int(node.get("availMemoryMB", 0)) for node in nodes],
-        _conf_mib(conf, "yarn.scheduler.minimum-allocation-mb", DEFAULT_ALLOCATION_STEP_MIB),
-        _conf_mib(conf, "yarn.scheduler.maximum-allocation-mb", DEFAULT_LARGEST_CONTAINER_MIB),
-        room_mib,
-    )
-    archive = options.python_archive
+    memory_mib = _probe_memory_mib(conf, nodes, room_mib)
     try:
-        listener = DriverListener(driver)
+        archive, listener = probe_archive(options, conf), DriverListener(driver)
+    except LaunchError as error:
+        found.add("environment", None, False, str(error))
+        return
     except OSError as error:
         found.add("driver-address", None, False, f"{driver} cannot be listened on here ({error})")
         return
@@ -217,7 +283,7 @@ def _nodes(found: Preflight, conf: HadoopConf, client: YarnClient, options: Yarn
             return
         command = containers_command(
             conf, hadoop_lib(), name, probe_command(archive, driver, listener.port),
-            ContainerShape(len(names), memory_mib, 1), {}, archive=shipped, queue=options.queue,
+            ContainerShape(len(names), memory_mib, 1), java_environment(options), archive=shipped, queue=options.queue,
         )  # fmt: skip
         try:
             shell = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
@@ -232,6 +298,45 @@ def _nodes(found: Preflight, conf: HadoopConf, client: YarnClient, options: Yarn
             time.sleep(0.05)
         reports = {str(report.get("node")): report for report in listener.reports}
     _judge_nodes(found, names, reports, shell, driver, archive)
+    for node in (node for node in names if "java_major" in reports.get(node, {})):
+        judge_java(found, node, reports[node], options.java_home)
+
+
+def _probe_memory_mib(conf: HadoopConf, nodes: list[dict[str, Any]], room_mib: int | None) -> int:
+    return probe_memory_mib(
+        [int(node.get("availMemoryMB", 0)) for node in nodes],
+        _conf_mib(conf, "yarn.scheduler.minimum-allocation-mb", DEFAULT_ALLOCATION_STEP_MIB),
+        _conf_mib(conf, "yarn.scheduler.maximum-allocation-mb", DEFAULT_LARGEST_CONTAINER_MIB),
+        room_mib,
+    )
+
+
+def probe_archive(options: YarnOptions, conf: HadoopConf) -> Path | None:
+    """The environment the probe ships, as a launch would: ``cluster.python_archive``, else this one packed (nodes of
+    their own), else none (``file:``: the nodes are this machine)."""
+    if options.python_archive or conf.default_fs.startswith("file:"):
+        return options.python_archive
+    return packed_environment()[0]
+
+
+def java_environment(options: YarnOptions) -> dict[str, str]:
+    """What the probe's containers get, as Spark's do: ``JAVA_HOME`` from ``cluster.java_home`` (else the node's)."""
+    return {"JAVA_HOME": options.java_home} if options.java_home else {}
+
+
+def judge_java(found: Preflight, node: str, report: dict[str, Any], java_home: str | None) -> None:
+    """The Java Spark's ApplicationMaster and executors would run on ``node``: 17 or newer."""
+    major, java = report.get("java_major"), report.get("java")
+    whose = "cluster.java_home" if java_home else "the NodeManager's JAVA_HOME"
+    if isinstance(major, int) and major >= MIN_JAVA:
+        found.add("java", node, True, f"Java {major} at {java} ({whose})")
+        return
+    said = f"Java {major}" if isinstance(major, int) else f"no Java ({report.get('java_said', '')})"
+    fix = (
+        f"install a JDK {MIN_JAVA}+ at {java_home} on this node" if java_home
+        else f"set cluster.java_home to a JDK {MIN_JAVA}+ at the same path on every node"
+    )  # fmt: skip
+    found.add("java", node, False, f"{said} at {java} ({whose}): Spark 4 needs Java {MIN_JAVA}+; {fix}")
 
 
 def _judge_nodes(
@@ -247,8 +352,9 @@ def _judge_nodes(
         tail = "\n".join(shell.stderr.strip().splitlines()[-3:])
         found.add("probe", None, False, f"the probe application failed ({shell.returncode}): {tail}")
     fix = (
-        "pack the environment again (sweeper pack-env) and set cluster.python_archive" if archive is not None
-        else f"install the sweeper environment at {sys.executable} on every node, or ship one (cluster.python_archive)"
+        "pack the environment again (sweeper pack-env; unset cluster.python_archive to have it packed for you)"
+        if archive is not None
+        else f"the cluster reads this machine's files ({sys.executable}): is this environment complete?"
     )  # fmt: skip
     one_machine = driver.startswith("127.")  # a cluster on this machine: names resolving to loopback are right
     for node in names:

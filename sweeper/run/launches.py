@@ -25,6 +25,7 @@ from sweeper.run.measure import measure, warm_up
 from sweeper.run.rows import RunRecord, measurement_row, reused_row, start_columns
 from sweeper.run.signals import deferred_interrupts
 from sweeper.run.trials import LaunchQueue
+from sweeper.search.accounting import NOT_STARTED
 from sweeper.store.parquet import StoreWriteError, compact, write_rows
 from sweeper.store.row import Row, StartColumns
 from sweeper.workload.data import Data
@@ -103,7 +104,7 @@ class Launches:
                 if start_s is not None:
                     raise  # teardown itself failed: rows are kept, the error is the engine's
                 failed_start = StartColumns(cluster_start_s=time.perf_counter() - begun)
-                why = f"launch did not start: {error_text(error)}{log_note(launch_log(context, launch))}"
+                why = f"{NOT_STARTED}: {error_text(error)}{log_note(launch_log(context, launch))}"
                 outcome = run.outcome(FAILED, why, error_type=type(error).__name__)
                 for left in queue.rest():
                     yield measurement_row(

@@ -3,14 +3,15 @@
 A measurement's outcome is data, not an exception that ends the sweep: a fit that raises, a
 launch that cannot start or a batch past its time limit becomes a ``failed`` or ``timeout``
 row and the sweep goes on. Ctrl-C (or SIGTERM) tears the running launch down, keeps every
-finished row and stops.
+finished row and stops. The exit status says how the rows ended (:func:`exit_code`).
 """
 
 from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +22,7 @@ from sweeper.errors import UserError
 from sweeper.launch.base import LaunchContext
 from sweeper.launch.options import options_for
 from sweeper.launch.registry import check_installed
-from sweeper.names import OK, PRUNED
+from sweeper.names import FAILED, OK, PRUNED, TIMEOUT
 from sweeper.planning.measurements import Todo, pending, split_reused
 from sweeper.planning.plan import Plan
 from sweeper.run.halving import HalvingRun, rung_lines
@@ -29,8 +30,10 @@ from sweeper.run.launches import Launches
 from sweeper.run.race import RaceRun, Recorded
 from sweeper.run.rows import RunRecord
 from sweeper.run.run_dir import run_directory
-from sweeper.run.signals import exit_status, signals_as_interrupt
+from sweeper.run.signals import EXIT_LAUNCH_FAILED, EXIT_MEASUREMENT_FAILED, exit_status, signals_as_interrupt
 from sweeper.run.trials import FixedQueue, TrialQueue, trial_policy
+from sweeper.search.accounting import NOT_STARTED
+from sweeper.shapes import counted
 from sweeper.store.lock import holding
 from sweeper.store.parquet import (
     check_writable,
@@ -56,7 +59,8 @@ class RunResult:
     rows: list[Row] = field(default_factory=list)
     skipped: int = 0
     interrupted: bool = False
-    exit_status: int = 0  # stopped: 130 (Ctrl-C) or 143 (SIGTERM)
+    exit_status: int = 0  # by the rows (exit_code); stopped: 130 (Ctrl-C) or 143 (SIGTERM)
+    exit_reason: str | None = None  # why the rows make it non-zero (None: 0, or stopped)
     notes: list[str] = field(default_factory=list)  # what a search strategy decided, for the end of the run
 
 
@@ -107,7 +111,40 @@ def run(
     """
     _check_first(plan, store)
     with holding(sweep_dir(store, plan.grid.name), warn):  # one writer per sweep, from before --fresh deletes
-        return _run_held(plan, store, fresh, report, warn, progress, start_timeout_s, reuse)
+        result = _run_held(plan, store, fresh, report, warn, progress, start_timeout_s, reuse)
+    if not result.interrupted:
+        result.exit_status, result.exit_reason = exit_code(result.rows)
+    return result
+
+
+def exit_code(rows: Sequence[Row]) -> tuple[int, str | None]:
+    """``sweeper run``'s exit status by the rows it wrote, and why it is not 0 (None when it is).
+
+    0 when every row is ``ok`` or ``pruned``; :data:`~sweeper.run.signals.EXIT_LAUNCH_FAILED` when a launch did
+    not start (whatever else failed); else :data:`~sweeper.run.signals.EXIT_MEASUREMENT_FAILED` when a measurement
+    failed or timed out. A launch that did not start leaves a ``failed`` row per measurement it had left, like a
+    fit that raised: its ``error`` tells them apart, begun by :mod:`sweeper.run.launches` with "launch did not
+    start" (:data:`sweeper.search.accounting.NOT_STARTED`, which the cluster-time accounting reads too).
+    """
+    not_started: set[int] = set()  # launch indexes
+    lost = 0  # measurements of the launches that did not start
+    ended: Counter[str] = Counter()  # the other rows that are not ok, by status
+    for row in rows:
+        if row["status"] in (OK, PRUNED):
+            continue
+        if row["status"] == FAILED and (row["error"] or "").startswith(NOT_STARTED):
+            not_started.add(row["launch_index"])
+            lost += 1
+        else:
+            ended[TIMEOUT if row["status"] == TIMEOUT else FAILED] += 1
+    launches = counted(len(not_started), "launch", "launches")
+    parts = [f"{launches} did not start, failing {counted(lost, 'measurement')}"] if not_started else []
+    parts += [f"{counted(ended[FAILED], 'measurement')} failed"] if ended[FAILED] else []
+    parts += [f"{counted(ended[TIMEOUT], 'measurement')} timed out"] if ended[TIMEOUT] else []
+    if not parts:
+        return 0, None
+    code = EXIT_LAUNCH_FAILED if not_started else EXIT_MEASUREMENT_FAILED
+    return code, f"{', '.join(parts)}; see the rows' error column"
 
 
 def _run_held(

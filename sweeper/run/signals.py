@@ -1,4 +1,10 @@
-"""How a run meets SIGINT (Ctrl-C) and SIGTERM: both stop it the same way, never half-way through a merge."""
+"""How a run meets SIGINT (Ctrl-C) and SIGTERM: both stop it the same way, never half-way through a merge.
+
+The exit codes of ``sweeper run`` are all named here, but for 2 (a mistake the user can fix, nothing launched:
+:data:`sweeper.errors.USER_ERROR_EXIT`): 0 when every measurement is ``ok`` or ``pruned``;
+:data:`EXIT_LAUNCH_FAILED` and :data:`EXIT_MEASUREMENT_FAILED` when rows are not (the rows are kept, the
+answer printed: :func:`sweeper.run.runner.exit_code` decides); 130 and 143 when stopped (:func:`exit_status`).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,8 @@ from contextlib import contextmanager
 from types import FrameType
 
 STOPPING = (signal.SIGINT, signal.SIGTERM)
+EXIT_LAUNCH_FAILED = 3  # a launch did not start (its measurements are failed rows); wins over 4
+EXIT_MEASUREMENT_FAILED = 4  # every launch started; a measurement failed or timed out
 
 
 class Stopped(KeyboardInterrupt):

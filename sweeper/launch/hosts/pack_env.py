@@ -11,15 +11,17 @@ entries named by ``exclude`` (glob patterns, e.g. ``mypy*``). Fewer files matter
 without Hadoop's native library sets the permissions of every unpacked file with a ``chmod``
 process of its own (the test MiniYARNCluster: ~25 s per node for a 5,000-file archive).
 
-Limits: a venv's ``bin/python`` is a symlink to its base interpreter, so that same base Python
-(same path, same version) must exist on every node; conda-pack avoids this by shipping the
-interpreter. Console scripts in ``bin/`` keep this machine's path in their ``#!`` line; sweeper
-runs ``python -m`` only.
+The archive carries its own interpreter (sweeper/launch/hosts/interpreter.py): the base installation's
+binary, standard library and the shared libraries they load, with ``bin/python`` a launcher that finds
+them; a node needs no Python of its own, and another Python there is not used. ``pyvenv.cfg`` and the
+venv's links to its base interpreter are left out. Console scripts in ``bin/`` keep this machine's path in
+their ``#!`` line; sweeper runs ``python -m`` only.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import io
 import os
 import sys
 import tarfile
@@ -29,9 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweeper.errors import UserError
+from sweeper.launch.hosts import interpreter
 
 PACK_SUFFIXES = (".tar.gz", ".tgz", ".tar")
-ALWAYS_DROPPED = ("__pycache__/", "*.pyc", "*.pyi", "tests/ of packages", "pyspark/jars/", "sweeper editable hooks")
+ALWAYS_DROPPED = (
+    "__pycache__/", "*.pyc", "*.pyi", "tests/ of packages", "pyspark/jars/", "pyspark/work/", "sweeper editable hooks",
+    "pyvenv.cfg and the links to the base interpreter", "the standard library's tests, IDLE and Tk",
+)  # fmt: skip
+VENV_ONLY = frozenset({"pyvenv.cfg", "bin/python", "bin/python3", f"bin/python{interpreter.VERSION}"})
 EDITABLE_MARKERS = ("__editable__", ".egg-link")
 
 
@@ -67,7 +74,7 @@ def pack(out: Path, *, prefix: Path | None = None, exclude: Sequence[str] = (), 
     if foreign:
         raise UserError(f"{site}: editable installs cannot be shipped to nodes: {', '.join(sorted(foreign))}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(out.name + ".partial")
+    partial = out.with_name(f"{out.name}.partial-{os.getpid()}")  # two sweeps packing at once write apart
     mode = "w:gz" if out.name.endswith((".tar.gz", ".tgz")) else "w"
     files = 0
     options = {"compresslevel": compresslevel} if mode == "w:gz" else {}
@@ -76,11 +83,36 @@ def pack(out: Path, *, prefix: Path | None = None, exclude: Sequence[str] = (), 
             for path, name in _members(prefix, site, source, exclude):
                 archive.add(path, arcname=name, recursive=False)
                 files += 1
+            files += _add_interpreter(archive, prefix)
         partial.replace(out)
     finally:
         partial.unlink(missing_ok=True)
     dropped = (*ALWAYS_DROPPED, *exclude)
     return Packed(out, files, out.stat().st_size / 2**20, time.perf_counter() - started, dropped)
+
+
+def _add_interpreter(archive: tarfile.TarFile, prefix: Path) -> int:
+    """The base interpreter, its standard library and libraries, and the ``bin/python`` launcher; entries added."""
+    binary = interpreter.base_binary()
+    name = f"python{interpreter.VERSION}"
+    members = [(binary, f"bin/{name}"), *interpreter.stdlib_members()]
+    libraries = [(library, f"{interpreter.LIBS}/{library.name}") for library in interpreter.shared_libraries(binary)]
+    _add_generated(archive, interpreter.LIBS, tarfile.DIRTYPE, 0o755)
+    for path, inner in [*members, *libraries]:
+        archive.add(path.resolve() if path.is_symlink() else path, arcname=inner, recursive=False)
+    script = interpreter.launcher(name, interpreter.needs_site_path(prefix)).encode()
+    _add_generated(archive, "bin/python", tarfile.REGTYPE, 0o755, data=script)
+    _add_generated(archive, "bin/python3", tarfile.SYMTYPE, 0o777, link="python")
+    return len(members) + len(libraries) + 3
+
+
+def _add_generated(
+    archive: tarfile.TarFile, name: str, kind: bytes, mode: int, data: bytes = b"", link: str = ""
+) -> None:
+    """An archive entry made here, not read from a file."""
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.mtime, info.size, info.linkname = kind, mode, int(time.time()), len(data), link
+    archive.addfile(info, io.BytesIO(data) if data else None)
 
 
 def sweeper_source() -> Path:
@@ -90,6 +122,11 @@ def sweeper_source() -> Path:
 
 def _is_editable(name: str) -> bool:
     return any(marker in name for marker in EDITABLE_MARKERS)
+
+
+def members(prefix: Path, exclude: Sequence[str] = ()) -> Iterator[tuple[Path, str]]:
+    """(path, name in the archive) of what :func:`pack` reads from the venv at ``prefix`` and sweeper's package."""
+    yield from _members(prefix, site_packages(prefix), sweeper_source(), exclude)
 
 
 def _members(prefix: Path, site: Path, source: Path, exclude: Sequence[str]) -> Iterator[tuple[Path, str]]:
@@ -112,7 +149,7 @@ def _members(prefix: Path, site: Path, source: Path, exclude: Sequence[str]) -> 
             yield here, relative
         for name in sorted(names):
             inner = f"{relative}/{name}" if relative != "." else name
-            if not _dropped(inner, name, site_name, exclude):
+            if inner not in VENV_ONLY and not _dropped(inner, name, site_name, exclude):
                 yield here / name, inner
     target = f"{site_name}/sweeper"
     for directory, subdirectories, names in os.walk(source):
@@ -130,7 +167,7 @@ def _dropped(inner: str, name: str, site_name: str, exclude: Sequence[str]) -> b
         return True
     if name == "tests" and inner.startswith(site_name + "/"):  # packages' own test suites, never imported
         return True
-    if inner == f"{site_name}/pyspark/jars":
+    if inner in (f"{site_name}/pyspark/jars", f"{site_name}/pyspark/work"):  # work: a standalone worker's scratch
         return True
     if inner.startswith(site_name + "/") and inner.count("/") == site_name.count("/") + 1:
         if _is_editable(name) and "sweeper" in name:

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 from sweeper.launch.base import LaunchContext, LaunchError
 from sweeper.launch.hosts.hadoop_conf import HadoopConf, HadoopConfError, read_hadoop_conf
+from sweeper.launch.hosts.packed_cache import packed_environment
 from sweeper.launch.hosts.yarn_client import YarnClient, hadoop_lib
 from sweeper.launch.options import YarnOptions
 from sweeper.planning.plan import Launch
@@ -109,9 +110,10 @@ class YarnSite:
 
     options: YarnOptions
     conf: HadoopConf  # the client configuration
-    archive: Path | None  # cluster.python_archive on this machine
+    archive: Path | None  # the packed environment on this machine (cluster.python_archive, else packed here)
     client: YarnClient
     host: str  # this machine's address towards the ResourceManager (:func:`driver_address`)
+    packed_s: float = 0.0  # the time this launch spent packing the environment (the first launch of a sweep)
 
     @property
     def local_file_system(self) -> bool:
@@ -123,4 +125,8 @@ class YarnSite:
         """The site of a launch's context."""
         options = yarn_options(context)
         conf = hadoop_conf(options)
-        return cls(options, conf, python_archive(options), YarnClient(conf, hadoop_lib()), driver_address(conf))
+        host = driver_address(conf)
+        archive, packed_s = python_archive(options), 0.0
+        if archive is None and not conf.default_fs.startswith("file:"):  # nodes of their own: ship this environment
+            archive, packed_s = packed_environment()
+        return cls(options, conf, archive, YarnClient(conf, hadoop_lib()), host, packed_s)

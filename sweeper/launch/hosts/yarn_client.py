@@ -83,7 +83,7 @@ class YarnClient:
         except subprocess.TimeoutExpired as error:
             raise LaunchError(
                 f"yarn {' '.join(title or ['node'])} {' '.join(arguments)}: no answer from the ResourceManager within "
-                f"{self.timeout_s:.0f} s ({', '.join(self.conf.resource_manager_urls())})"
+                f"{self.timeout_s:.0f} s (RPC {', '.join(self.conf.resource_manager_addresses())})"
             ) from error
         if done.returncode != 0:
             tail = "\n".join(line for line in done.stderr.splitlines() if "Exception" in line or "ERROR" in line)

@@ -214,6 +214,9 @@ class YarnSpark(SparkBackend):
             conf["spark.yarn.dist.archives"] = f"{self.staged_archive or self.site.archive}#{ARCHIVE_LINK}"
         if self.site.options.queue:
             conf["spark.yarn.queue"] = self.site.options.queue
+        if self.site.options.java_home:  # the NodeManagers' own Java (8 or 11 on Hadoop 3.3) is too old for Spark 4
+            conf["spark.yarn.appMasterEnv.JAVA_HOME"] = self.site.options.java_home
+            conf["spark.executorEnv.JAVA_HOME"] = self.site.options.java_home
         return conf
 
     def start_cluster(self, teardown: Teardown) -> None:
@@ -222,7 +225,7 @@ class YarnSpark(SparkBackend):
         if self.site.archive is not None and not self.site.local_file_system:  # once per cluster in a sweep
             self.staged_jars, jars_s = staged_spark_jars(self.site.conf, self.site.client.lib)
             self.staged_archive, archive_s = staged_archive(self.site.conf, self.site.client.lib, self.site.archive)
-            self.staging_s = jars_s + archive_s
+            self.staging_s = self.site.packed_s + jars_s + archive_s
 
     def connect(self) -> Any:
         """Submit and wait until the application runs; one still waiting in its queue at the start limit is killed."""

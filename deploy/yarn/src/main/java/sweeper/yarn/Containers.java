@@ -7,12 +7,14 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Base64;
+import java.util.Collections;
 import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.stream.Collectors;
 
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
@@ -133,10 +135,10 @@ public final class Containers {
           + " 1>" + ApplicationConstants.LOG_DIR_EXPANSION_VAR + "/AppMaster.stdout"
           + " 2>" + ApplicationConstants.LOG_DIR_EXPANSION_VAR + "/AppMaster.stderr";
       context.setAMContainerSpec(ContainerLaunchContext.newInstance(
-          Map.of(JAR, amJar), amEnv, List.of(command), null, null, null));
+          Collections.singletonMap(JAR, amJar), amEnv, Collections.singletonList(command), null, null, null));
       context.setApplicationName(name);
       context.setApplicationType("SWEEPER");
-      context.setApplicationTags(new HashSet<>(Arrays.stream(tags.split(",")).filter(t -> !t.isEmpty()).toList()));
+      context.setApplicationTags(new HashSet<>(Arrays.stream(tags.split(",")).filter(t -> !t.isEmpty()).collect(Collectors.toList())));
       context.setResource(Resource.newInstance(amMemoryMib, 1));
       context.setMaxAppAttempts(1);
       if (queue != null) {

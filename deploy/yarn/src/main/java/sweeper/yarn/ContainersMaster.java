@@ -1,5 +1,6 @@
 package sweeper.yarn;
 
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -89,7 +90,7 @@ public final class ContainersMaster {
         asked++;
         try {
           nm.startContainer(container, ContainerLaunchContext.newInstance(
-              resources, env, List.of(command), null, null, null));
+              resources, env, Collections.singletonList(command), null, null, null));
           started.add(container.getId());
           System.out.println("started " + container.getId() + " on " + container.getNodeId());
         } catch (Exception error) {

@@ -4,6 +4,7 @@ import java.io.File;
 import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -143,7 +144,7 @@ public final class MiniYarn {
     writeXml(core, new File(confDir, "core-site.xml"));
 
     long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
-    PrintWriter out = new PrintWriter(System.out, true, StandardCharsets.UTF_8);
+    PrintWriter out = new PrintWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), true);
     out.printf("READY conf_dir=%s rm=%s webapp=%s node_managers=%d nm_memory_mb=%d nm_vcores=%d "
             + "min_allocation_mb=%d enforce_memory=%s start_ms=%d%n",
         confDir, live.get(YarnConfiguration.RM_ADDRESS), live.get(YarnConfiguration.RM_WEBAPP_ADDRESS),

@@ -1,0 +1,85 @@
+"""This environment packed for the nodes once, when a YARN grid names no ``cluster.python_archive``.
+
+A node of a real cluster has none of this machine's Python: a YARN launch ships the environment, packed by
+:func:`sweeper.launch.hosts.pack_env.pack` (its own interpreter included) into
+``~/.cache/sweeper/envs/env-<fingerprint>.tar.gz`` (``$XDG_CACHE_HOME`` if set). The fingerprint covers
+what the archive is made of (every file's path, size and modification time in the venv and in sweeper's
+package, and the base interpreter), so an unchanged environment is packed once and reused by every launch
+and every later sweep; a changed one is packed again, and only the newest archives are kept. Build and
+test tools (:data:`DEV_TOOLS`: pip, setuptools, mypy, ruff, pytest, ...) are left out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from sweeper.errors import UserError
+from sweeper.launch.base import LaunchError
+from sweeper.launch.hosts import interpreter
+from sweeper.launch.hosts.pack_env import members, pack
+
+PACK_FORMAT = "3"  # bump when pack() changes what it writes
+KEPT_ARCHIVES = 3
+AUTO_LEVEL = 1  # gzip level of an automatic pack: 3-4x faster than 6, ~10 % larger
+# Tools for building and checking code, which no process in a container imports: fewer files for every
+# NodeManager to unpack (a NodeManager without Hadoop's native library sets each file's permissions by a process).
+DEV_TOOLS = ("pip", "pip-*", "setuptools*", "_distutils_hack", "wheel", "wheel-*", "mypy", "mypy-*", "*__mypyc*",
+             "ruff", "ruff-*", "_pytest", "pytest*", "py.py", "hypothesis", "hypothesis-*", "grimp*", "importlinter",
+             "import_linter*")  # fmt: skip
+_PACKED: dict[str, Path] = {}  # fingerprint -> archive, packed or found by this process
+
+
+def cache_dir() -> Path:
+    """Where automatic packs are kept."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "sweeper" / "envs"
+
+
+def fingerprint(prefix: Path, exclude: Sequence[str] = DEV_TOOLS) -> str:
+    """A digest of what :func:`pack` reads (the same walk): paths, sizes and modification times, not contents."""
+    digest = hashlib.sha256(PACK_FORMAT.encode())
+    digest.update(_stamp(interpreter.base_binary()))
+    for path, name in members(prefix, exclude):
+        digest.update(name.encode() + b"\0" + _stamp(path))
+    return digest.hexdigest()[:16]
+
+
+def _stamp(path: Path) -> bytes:
+    try:
+        stat = path.lstat()
+    except OSError:
+        return b""
+    return f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode()
+
+
+def packed_environment(prefix: Path | None = None) -> tuple[Path, float]:
+    """This environment (or the venv at ``prefix``) as an archive for the containers, and the seconds this call
+    spent (0 when this process packed or found it before)."""
+    started = time.monotonic()
+    prefix = prefix or Path(sys.prefix)
+    key = fingerprint(prefix)
+    if key in _PACKED and _PACKED[key].is_file():
+        return _PACKED[key], 0.0
+    archive = cache_dir() / f"env-{key}.tar.gz"
+    if not archive.is_file():
+        print(f"sweeper: packing this environment for the nodes into {archive} (once)", file=sys.stderr, flush=True)
+        try:
+            pack(archive, prefix=prefix, exclude=DEV_TOOLS, compresslevel=AUTO_LEVEL)
+        except UserError as error:
+            raise LaunchError(f"{error}; or pack one by hand and set cluster.python_archive") from error
+        _prune(archive)
+    _PACKED[key] = archive
+    return archive, time.monotonic() - started
+
+
+def _prune(keep: Path) -> None:
+    """Remove all but the newest :data:`KEPT_ARCHIVES` automatic packs."""
+    archives = sorted(keep.parent.glob("env-*.tar.gz"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in archives[KEPT_ARCHIVES:]:
+        if old != keep:
+            old.unlink(missing_ok=True)
