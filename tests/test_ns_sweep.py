@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +33,7 @@ import yaml
 from sweeper import load_results
 from tests.conftest import REPO
 from tests.support.figures import assert_resource_figures
-from tests.support.ns_cluster import FS_SHELL, NODE_JDK17, NsCluster, without_loopback_names
+from tests.support.ns_cluster import FS_SHELL, NODE_JDK17, NsCluster, in_node, without_loopback_names
 from tests.support.yarn_cluster import wait_until_idle
 
 pytestmark = [pytest.mark.integration, pytest.mark.yarn]
@@ -226,3 +228,53 @@ def test_check_from_the_edge_probes_both_nodes_and_names_only_their_loopback_nam
         healthy = on_edge(ns_yarn, [sys.executable, "-m", "sweeper", "check", str(ns_sweep.grid)], timeout_s=600)
     assert healthy.returncode == 0, healthy.stdout[-3000:] + healthy.stderr[-3000:]
     assert not [line for line in healthy.stdout.splitlines() if line.startswith("PROBLEM")], healthy.stdout
+
+
+@contextlib.contextmanager
+def without_jdk17(cluster: NsCluster, host: str) -> Iterator[None]:
+    """For the block, ``host`` has no JDK 17 (an empty directory over /opt/jdk-17 in its mount namespace)."""
+    member = next(m for m in cluster.members.values() if m.host == host)
+    in_node(member, "mount", "-t", "tmpfs", "-o", "ro,size=4k", "no-jdk", str(NODE_JDK17))
+    try:
+        yield
+    finally:
+        in_node(member, "umount", str(NODE_JDK17))
+
+
+def test_planted_faults_are_named_by_check_and_by_the_failed_rows_log_file(
+    ns_yarn: NsCluster, ns_sweep: Sweep, tmp_path: Path
+) -> None:
+    """No JDK 17 on a node and a NodeManager too small for the plan: ``sweeper check`` names both (node, path,
+    need and capacity); the sweep's Spark launch then fails at start with its executors there dying, and its row
+    names the file holding the containers' logs, which show why."""
+    wait_until_idle(ns_yarn.rest)
+    grid = yaml.safe_load(ns_sweep.grid.read_text())
+    big = {**grid, "name": "ns-faults", "store": str(tmp_path / "store"), "engines": ["spark"]}
+    big["cluster"] = {**grid["cluster"], "memory_per_node": "9GiB"}  # 2 x (3 GiB + 1 GiB) a node: 8 GiB > 4 GiB
+    (tmp_path / "big.yaml").write_text(yaml.safe_dump(big, sort_keys=False))
+    faulty = {**grid, "name": "ns-faults", "store": str(tmp_path / "store"), "engines": ["spark"]}
+    faulty["workload"] = {**grid["workload"], "start_timeout_s": 60}
+    (tmp_path / "faulty.yaml").write_text(yaml.safe_dump(faulty, sort_keys=False))
+    with without_jdk17(ns_yarn, "sw-node2"):
+        started = time.monotonic()
+        checked = on_edge(ns_yarn, [sys.executable, "-m", "sweeper", "check", str(tmp_path / "big.yaml"), "--json"])
+        check_s = time.monotonic() - started
+        run = [sys.executable, "-m", "sweeper", "run", str(tmp_path / "faulty.yaml"), "--skip-check"]
+        swept = on_edge(ns_yarn, run)
+    report = json.loads(checked.stdout[checked.stdout.index("{") :])
+    problems = {(c["check"], c["node"]): c["detail"] for c in report["checks"] if not c["ok"]}
+    java = [detail for (check, node), detail in problems.items() if check == "java" and node.startswith("sw-node2")]
+    assert java and f"install a JDK 17+ at {NODE_JDK17}" in java[0], report["checks"]
+    assert not [node for check, node in problems if check == "java" and node.startswith("sw-node1")]
+    capacity = [detail for (check, _), detail in problems.items() if check == "node-capacity"]
+    assert capacity and "has 4.0 GiB" in capacity[0], report["checks"]
+    assert checked.returncode == 2 and check_s < 300  # a probe application: bounded, not a hang
+    assert swept.returncode == 3, swept.stdout[-3000:] + swept.stderr[-3000:]  # a launch that did not start
+    row = load_results(tmp_path / "store").iloc[0]
+    assert row["status"] == "failed" and row["error"].startswith("launch did not start")
+    logs = re.search(r"\(logs: ([^)]*)\)", row["error"])
+    assert logs, row["error"]
+    containers = [Path(p) for p in logs.group(1).split(", ") if p.endswith("-containers.log")]
+    assert containers and containers[0].is_file(), row["error"]
+    text = containers[0].read_text()
+    assert "sw-node2" in text and f"{NODE_JDK17}/bin/java" in text, text[-3000:]

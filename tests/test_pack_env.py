@@ -133,3 +133,11 @@ def test_a_yarn_launch_packs_an_unchanged_environment_once(
         (site_packages(small_venv) / "numpyish" / "added.py").unlink()
     assert changed != first and changed.is_file() and first_s > 0
     assert not list(first.parent.glob("*.partial*"))
+
+
+def test_spark_jars_stay_for_ssh_hosts_when_asked(small_venv: Path, tmp_path: Path) -> None:
+    site = site_packages(small_venv).relative_to(small_venv).as_posix()
+    with tarfile.open(pack(tmp_path / "ssh.tar", prefix=small_venv, spark_jars=True).path) as archive:
+        assert f"{site}/pyspark/jars/spark-core.jar" in archive.getnames()
+    with tarfile.open(pack(tmp_path / "yarn.tar", prefix=small_venv).path) as archive:
+        assert not [name for name in archive.getnames() if "pyspark/jars" in name]

@@ -285,12 +285,14 @@ def test_check_passes_on_the_hosts_and_names_faults_planted_on_each_host_alone(s
 
     first, second = hosts.servers
     python = Path(sys.executable)
-    fit = REPO / "sweeper" / "workload" / "fit.py"
+    fit = REPO / "sweeper" / "workload" / "fit.py"  # the driver's
+    host_fit = Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    host_fit = host_fit / "sweeper" / "workload" / "fit.py"  # the host's own copy, in its packed environment
     original = fit.read_text()
     moved = python.with_name(python.name + ".away")
     on_host = [
         (first, f"mv {shlex.quote(str(python))} {shlex.quote(str(moved))}"),
-        (second, f"echo '# changed on this host only' >> {shlex.quote(str(fit))}"),
+        (second, f"echo '# changed on this host only' >> {shlex.quote(str(host_fit))}"),
     ]
     try:
         for server, command in on_host:
@@ -298,7 +300,7 @@ def test_check_passes_on_the_hosts_and_names_faults_planted_on_each_host_alone(s
         planted = subprocess.run(check, capture_output=True, text=True, timeout=300, cwd=REPO)
     finally:
         restore = subprocess.run(first.ssh_command("mv", str(moved), str(python)), timeout=60)
-        write_back = f"import sys; open({str(fit)!r}, 'w').write(sys.stdin.read())"
+        write_back = f"import sys; open({str(host_fit)!r}, 'w').write(sys.stdin.read())"
         done = subprocess.run(second.ssh_command(sys.executable, "-c", shlex.quote(write_back)), input=original,
                               text=True, timeout=60)  # fmt: skip
         assert restore.returncode == 0 and done.returncode == 0

@@ -14,7 +14,8 @@ from sweeper.text import plain
 def add_parser(commands: Any) -> None:
     """Register ``pack-env`` on the CLI's subparsers (``commands`` from ``add_subparsers``)."""
     pack_env: argparse.ArgumentParser = commands.add_parser(
-        "pack-env", help="pack this virtualenv (with a real copy of sweeper) for cluster.python_archive on YARN"
+        "pack-env",
+        help="pack this virtualenv with its own interpreter (and a real copy of sweeper) for cluster.python_archive",
     )
     pack_env.add_argument("out", help="archive to write: .tar.gz, .tgz or .tar")
     pack_env.add_argument(
@@ -22,6 +23,10 @@ def add_parser(commands: Any) -> None:
         help="leave out site-packages entries matching this glob (repeatable), e.g. 'mypy*'",
     )  # fmt: skip
     pack_env.add_argument("--level", type=int, default=6, choices=range(1, 10), help="gzip level (default 6)")
+    pack_env.add_argument(
+        "--spark-jars", action="store_true",
+        help="keep pyspark's jars: for SSH hosts, which run Spark's daemons from the environment (YARN needs none)",
+    )  # fmt: skip
     pack_env.set_defaults(func=main)
 
 
@@ -29,12 +34,15 @@ def main(args: argparse.Namespace, console: Console) -> int:
     """``sweeper pack-env OUT [--exclude PATTERN ...]``: this venv as an archive for ``cluster.python_archive``."""
     from sweeper.launch.hosts.pack_env import pack
 
-    packed = pack(Path(args.out), exclude=args.exclude or (), compresslevel=args.level)
+    packed = pack(Path(args.out), exclude=args.exclude or (), compresslevel=args.level, spark_jars=args.spark_jars)
     console.print(
         plain(
             f"{packed.path}: {packed.files} files, {packed.size_mib:.0f} MiB in {packed.pack_s:.1f} s "
             f"(left out: {', '.join(packed.dropped)})"
         )
     )
-    console.print(plain(f"use it in the grid: cluster.python_archive: {packed.path}"), soft_wrap=True)
+    if args.spark_jars:  # an SSH host's environment: unpacked there, its bin/python named by cluster.python
+        console.print(plain("unpack it on every host and set cluster.python to its bin/python"), soft_wrap=True)
+    else:
+        console.print(plain(f"use it in the grid: cluster.python_archive: {packed.path}"), soft_wrap=True)
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from sweeper.config.grid import START_TIMEOUT_S
 from sweeper.launch.options import LocalOptions, ManagerOptions
@@ -69,6 +69,15 @@ class Session(Protocol):
         is false (Ctrl-C: the launch is torn down next, and the same signal may have ended the nannies).
         Dask on YARN kills the application: the next batch fails, and the runner starts the launch again.
         """
+        ...
+
+
+@runtime_checkable
+class SavesLogs(Protocol):
+    """A session whose processes keep logs elsewhere (YARN's containers): saved beside the launch's log on failure."""
+
+    def save_logs(self) -> Path | None:
+        """Write the logs of the launch's remote processes to a file of the run's; the file, or None (none found)."""
         ...
 
 

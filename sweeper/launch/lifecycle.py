@@ -93,6 +93,10 @@ class ManagerBackend(ABC):
     def check_placement(self) -> None:  # noqa: B027 (optional: ssh and yarn know where executors run)
         """Fail the launch when the executors or workers are not placed on the hosts as planned."""
 
+    def save_logs(self) -> Path | None:
+        """After a failed start, the logs of processes that log elsewhere (YARN's containers) saved here; the file."""
+        return None
+
     @abstractmethod
     def session(self, granted: Granted, n_jobs: int) -> Session:
         """The started launch, running batches of ``n_jobs`` parallel fits."""
@@ -122,9 +126,19 @@ def launched(backend_type: type[ManagerBackend], launch: Launch, context: Launch
         yield backend.session(granted, n_jobs=launch.total_cores // context.threads_per_fit)
     finally:
         in_flight = sys.exc_info()[1] is not None
+        if in_flight:  # the containers' logs, while the cluster still has them (teardown ends the application)
+            save_logs_quietly(backend)
         errors, problems = teardown.run()
         if not in_flight:  # the launch's (or the block's) own error matters more than a teardown one
             if errors:
                 raise errors[0]
             if problems:
                 raise LaunchError(f"{backend_type.engine} teardown: " + "; ".join(problems))
+
+
+def save_logs_quietly(backend: ManagerBackend) -> None:
+    """The backend's logs saved, if it can; a failure to save them never hides the launch's own error."""
+    try:
+        backend.save_logs()
+    except Exception as error:  # the launch's own error is the one to report
+        print(f"sweeper: could not save the containers' logs: {error}", file=sys.stderr, flush=True)

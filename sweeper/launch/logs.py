@@ -24,12 +24,22 @@ def launch_log(context: LaunchContext, launch: Launch) -> Path | None:
     return context.log_dir / f"launch-{launch.index + 1:03d}-{launch.engine}.log"
 
 
-def log_note(path: Path | None) -> str:
-    """``" (logs: PATH)"`` when the launch wrote something to its log, else nothing."""
-    try:
-        return f" (logs: {path})" if path is not None and path.stat().st_size > 0 else ""
-    except OSError:
-        return ""
+def containers_log(context: LaunchContext, launch: Launch) -> Path | None:
+    """Where a failed launch's remote logs go (YARN's containers): beside its own log."""
+    path = launch_log(context, launch)
+    return path.with_name(path.stem + "-containers.log") if path is not None else None
+
+
+def log_note(path: Path | None, *more: Path | None) -> str:
+    """``" (logs: PATH, ...)"`` naming each of the files that holds something, else nothing."""
+    written = []
+    for candidate in (path, *more):
+        try:
+            if candidate is not None and candidate.stat().st_size > 0:
+                written.append(str(candidate))
+        except OSError:
+            continue
+    return f" (logs: {', '.join(written)})" if written else ""
 
 
 @contextmanager

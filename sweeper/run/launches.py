@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sweeper.errors import error_text
 from sweeper.launch.base import LaunchContext
-from sweeper.launch.logs import launch_log, log_note
+from sweeper.launch.logs import containers_log, launch_log, log_note
 from sweeper.launch.options import LocalOptions
 from sweeper.launch.registry import starter
 from sweeper.names import FAILED, OK
@@ -104,7 +104,8 @@ class Launches:
                 if start_s is not None:
                     raise  # teardown itself failed: rows are kept, the error is the engine's
                 failed_start = StartColumns(cluster_start_s=time.perf_counter() - begun)
-                why = f"{NOT_STARTED}: {error_text(error)}{log_note(launch_log(context, launch))}"
+                logs = log_note(launch_log(context, launch), containers_log(context, launch))
+                why = f"{NOT_STARTED}: {error_text(error)}{logs}"
                 outcome = run.outcome(FAILED, why, error_type=type(error).__name__)
                 for left in queue.rest():
                     yield measurement_row(

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sweeper.errors import error_text
-from sweeper.launch.base import Session
+from sweeper.launch.base import SavesLogs, Session
 from sweeper.names import BASELINE_ENGINE, FAILED, TIMEOUT, on_spark
 from sweeper.planning.measurements import Todo, trained_epochs
 from sweeper.planning.plan import Launch, Plan, Point
@@ -46,7 +46,9 @@ def measure(
         why, error_type = f"batch ran past {workload.timeout_s:g} s", MeasurementTimeout.__name__
         status = TIMEOUT
     except Exception as error:
-        why, error_type = error_text(error)[:ERROR_CHARS], type(error).__name__
+        saved = session.save_logs() if isinstance(session, SavesLogs) else None
+        note = f" (containers' logs: {saved})" if saved is not None else ""
+        why, error_type = error_text(error)[: ERROR_CHARS - len(note)] + note, type(error).__name__
         status = FAILED
     else:
         fit_wall_s = time.perf_counter() - started

@@ -9,9 +9,10 @@ namespaces (``unshare --pid --fork --mount-proc --mount --uts``), after a script
 - its host name (``sw-host1``, ...) and its own ``/etc/hosts``: Debian's lines with ``127.0.1.1 <own
   name>``, then every host by name (the driver reaches them by name too: :meth:`NetnsHosts.edge_command`);
 - its own ``/tmp`` (a tmpfs: what a launch leaves in its scratch is on that host only);
-- its own copy of the environment at the path the driver uses (as ``deploy/prepare-host.sh`` installs it):
-  the virtualenv and sweeper's source tree (an editable install) as copy-on-write overlays, so a change
-  made on one host (other sweeper code, a missing interpreter) is seen there and nowhere else.
+- none of this machine's Pythons or repository (empty mounts over them, ``/dev/null`` over interpreters), and
+  its own copy of the environment at the path the driver uses (as ``deploy/prepare-host.sh`` installs it): this
+  venv packed with its own interpreter (``sweeper pack-env``), unpacked once, as a copy-on-write overlay per
+  host, so a change made on one host (other sweeper code, a missing interpreter) is seen there and nowhere else.
 
 All servers take one client key and one known_hosts file (by name and by address), as the hosts of a
 real cluster would. A process bound to the wrong address, a peer reached on the wrong one, a daemon
@@ -32,6 +33,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -215,6 +217,30 @@ def _add_host(hosts: NetnsHosts, index: int, address: str, prefix: int, tag: str
     hosts.addresses.append(address)
 
 
+def hidden_paths(javas: bool = False) -> tuple[Path, ...]:
+    """The directories of this machine (the edge) a test host or node must not see: its Pythons (the driver's venv,
+    its base installation or standard library, Debian's), the repository and, with ``javas``, its Javas (a YARN
+    node gets Java at paths of its own; an SSH host keeps Debian's, as ``apt-get install openjdk-17`` gives it)."""
+    base = Path(sys.base_prefix).resolve()
+    paths = [Path(sys.prefix), REPO / ".venv", REPO, *([Path("/usr/lib/jvm")] if javas else [])]
+    paths.append(base if base not in (Path("/usr"), Path("/usr/local")) else Path(os.__file__).resolve().parent)
+    for root in (Path("/usr/lib"), Path("/usr/local/lib")):
+        paths += sorted(root.glob("python3*"))
+    outermost: list[Path] = []  # a path under another hidden one is hidden with it (and could not be mounted on)
+    for path in sorted({p.resolve() for p in paths if p.is_dir() and not p.is_symlink()}, key=lambda p: len(p.parts)):
+        if not any(path.is_relative_to(outer) for outer in outermost):
+            outermost.append(path)
+    return tuple(outermost)
+
+
+def hidden_files() -> tuple[Path, ...]:
+    """This machine's Python interpreters outside the hidden directories (Debian's /usr/bin/python3.11, ...)."""
+    found = [Path(sys.executable), *Path("/usr/bin").glob("python3*"), *Path("/usr/local/bin").glob("python3*")]
+    hidden = hidden_paths()
+    files = {p.resolve() for p in found if p.exists()}
+    return tuple(sorted(f for f in files if f.is_file() and not any(f.is_relative_to(h) for h in hidden)))
+
+
 def hosts_file(own: str, members: dict[str, str]) -> str:
     """/etc/hosts as Debian writes it for host ``own`` (``127.0.1.1 <own>``), plus every member by name."""
     lines = ["127.0.0.1\tlocalhost", f"127.0.1.1\t{own}", ""]
@@ -224,23 +250,30 @@ def hosts_file(own: str, members: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def own_copies() -> dict[str, Path]:
-    """What each host gets its own (copy-on-write) copy of, at the driver's path: the virtualenv, sweeper's source."""
-    import sys
+def host_environment(directory: Path) -> Path:
+    """This environment as a host gets it (``sweeper pack-env --spark-jars``: its own interpreter, a real copy of
+    sweeper, pyspark's jars for Spark's daemons), unpacked once into ``directory/environment``: every host mounts
+    its own copy-on-write copy at the driver's venv path (as ``deploy/prepare-host.sh`` puts the environment at the
+    same path), on a root without this machine's Pythons or repository."""
+    import tarfile
 
-    copies = {"sweeper": (REPO / "sweeper").resolve()}
-    if sys.prefix != sys.base_prefix:
-        copies["venv"] = Path(sys.prefix).resolve()
-    return copies
+    from sweeper.launch.hosts.pack_env import pack
+    from sweeper.launch.hosts.packed_cache import DEV_TOOLS
+
+    packed = pack(directory / "environment.tar", prefix=Path(sys.prefix), exclude=DEV_TOOLS, spark_jars=True)
+    unpacked = directory / "environment"
+    unpacked.mkdir()
+    with tarfile.open(packed.path) as archive:
+        archive.extractall(unpacked, filter="data")
+    packed.path.unlink()
+    return unpacked
 
 
-def host_init(name: str, directory: Path, copies: dict[str, Path]) -> str:
+def host_init(name: str, directory: Path, environment: Path) -> str:
     """The script that makes a host in its fresh mount and UTS namespaces, then runs its sshd (``exec "$@"``)."""
-
-    def seen(path: Path) -> str:  # where a path of the driver's /tmp is while the host's own /tmp covers it
-        return shlex.quote(str(Path("/mnt") / path.relative_to("/tmp")) if path.is_relative_to("/tmp") else str(path))
-
-    d = shlex.quote(str(directory))
+    q = shlex.quote
+    d, venv = q(str(directory)), Path(sys.prefix).resolve()
+    own = directory / "own"
     lines = [
         "#!/bin/sh",
         f"# {name}: its own PID, mount and UTS namespaces; sshd becomes its PID 1",
@@ -248,33 +281,32 @@ def host_init(name: str, directory: Path, copies: dict[str, Path]) -> str:
         f"hostname {name}",
         f"mount --no-canonicalize --bind {d}/hosts /etc/hosts",
         "mount --bind /tmp /mnt",  # the driver's /tmp, until what the host needs of it is placed
-        f"mount -t tmpfs -o mode=1777,size=1g {name}-tmp /tmp",
     ]
-    if directory.is_relative_to("/tmp"):
-        lines += [f"mkdir -p {d}", f"mount --no-canonicalize --bind {seen(directory)} {d}"]
-    for key, path in copies.items():
-        own = directory / "own" / key
-        target = shlex.quote(str(path))
-        upper, work = shlex.quote(str(own / "upper")), shlex.quote(str(own / "work"))
-        options = f"lowerdir={seen(path)},upperdir={upper},workdir={work}"
-        lines += [f"mkdir -p {target}", f"mount -t overlay {name}-{key} -o {options} {target}"]
-    lines += ["umount /mnt", 'exec "$@"', ""]
+    lines += [f"mount -t tmpfs -o mode=0755,size=1m {name}-hidden {q(str(p))}" for p in hidden_paths()]
+    lines += [f"mount --bind /dev/null {q(str(f))}" for f in hidden_files()]
+    lines.append(f"mount -t tmpfs -o mode=1777,size=1g {name}-tmp /tmp")
+    for kept in (directory, environment):  # bound back where the host's own /tmp covered them
+        if kept.is_relative_to("/tmp"):
+            seen = q(str(Path("/mnt") / kept.relative_to("/tmp")))
+            lines += [f"mkdir -p {q(str(kept))}", f"mount --no-canonicalize --bind {seen} {q(str(kept))}"]
+    options = f"lowerdir={q(str(environment))},upperdir={q(str(own / 'upper'))},workdir={q(str(own / 'work'))}"
+    lines += [f"mkdir -p {q(str(venv))}", f"mount -t overlay {name}-venv -o {options} {q(str(venv))}"]
+    lines += ["umount -l /mnt", 'exec "$@"', ""]
     return "\n".join(lines)
 
 
 def _start_servers(hosts: NetnsHosts, directory: Path) -> None:
     everyone = {HOST_NAME.format(i + 1): address for i, address in enumerate(hosts.addresses)}
     hosts.names = list(everyone)
-    copies = own_copies()
+    environment = host_environment(directory)
     client_key = None
     for namespace, name, address in zip(hosts.namespaces, hosts.names, hosts.addresses, strict=True):
         home = directory / namespace
-        for key in copies:
-            for sub in ("upper", "work"):
-                (home / "own" / key / sub).mkdir(parents=True, exist_ok=True)
+        for sub in ("upper", "work"):
+            (home / "own" / sub).mkdir(parents=True, exist_ok=True)
         (home / "hosts").write_text(hosts_file(name, everyone))
         init = home / "sw-host-init"
-        init.write_text(host_init(name, home, copies))
+        init.write_text(host_init(name, home, environment))
         init.chmod(0o755)
         prefix = ["unshare", "--pid", "--fork", "--mount-proc", "--mount", "--uts", "--kill-child", "--", str(init)]
         server = start_sshd(
@@ -298,7 +330,7 @@ def _check_cross_traffic(hosts: NetnsHosts) -> None:
     names = ", ".join(repr(name) for name in hosts.names)
     probe = f"import socket\nfor name in ({names},): socket.create_connection((name, {SSH_PORT}), timeout=5).close()"
     for name, server in zip(hosts.names, hosts.servers, strict=True):
-        command = server.ssh_command("python3", "-c", shlex.quote(probe))
+        command = server.ssh_command(sys.executable, "-c", shlex.quote(probe))  # the host's own environment
         done = subprocess.run(command, capture_output=True, text=True, timeout=60)
         if done.returncode != 0:
             raise RuntimeError(f"{name} cannot reach every host by name: {done.stderr.strip()[-300:]}")

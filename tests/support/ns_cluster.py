@@ -54,7 +54,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
@@ -67,6 +66,8 @@ import psutil
 from tests.support.netns_hosts import (
     NetnsUnavailable,
     free_subnet,
+    hidden_files,
+    hidden_paths,
     hosts_file,
     ip,
     kill_namespace,
@@ -257,30 +258,6 @@ def unavailable() -> str | None:
     if not built():
         return f"no Hadoop {HADOOP_VERSION} in {DAEMON_LIB} or no Java 11 in {JAVA11_HOME}: {BUILD_HINT}"
     return None
-
-
-def hidden_paths() -> tuple[Path, ...]:
-    """The directories of the edge the nodes must not see: its Pythons (the driver's venv, its base installation
-    or standard library, Debian's), its Javas and the repository (Hadoop's jars among it). A node has what it
-    gets at its own paths (:data:`NODE_HADOOP`, :data:`NODE_JAVA11`, :data:`NODE_JDK17`)."""
-    base = Path(sys.base_prefix).resolve()
-    paths = [Path(sys.prefix), REPO / ".venv", REPO, Path("/usr/lib/jvm")]
-    paths.append(base if base not in (Path("/usr"), Path("/usr/local")) else Path(os.__file__).resolve().parent)
-    for root in (Path("/usr/lib"), Path("/usr/local/lib")):
-        paths += sorted(root.glob("python3*"))
-    outermost: list[Path] = []  # a path under another hidden one is hidden with it (and could not be mounted on)
-    for path in sorted({p.resolve() for p in paths if p.is_dir() and not p.is_symlink()}, key=lambda p: len(p.parts)):
-        if not any(path.is_relative_to(outer) for outer in outermost):
-            outermost.append(path)
-    return tuple(outermost)
-
-
-def hidden_files() -> tuple[Path, ...]:
-    """The edge's Python interpreters outside the hidden directories (Debian's /usr/bin/python3.11, ...)."""
-    found = [Path(sys.executable), *Path("/usr/bin").glob("python3*"), *Path("/usr/local/bin").glob("python3*")]
-    hidden = hidden_paths()
-    files = {p.resolve() for p in found if p.exists()}
-    return tuple(sorted(f for f in files if f.is_file() and not any(f.is_relative_to(h) for h in hidden)))
 
 
 # --- configuration files -------------------------------------------------------------------------------
@@ -685,7 +662,7 @@ def namespaced_yarn(
     cluster = NsCluster(
         directory=work, conf_dir=work / EDGE / "conf", nodes={}, edge_name=DOMAIN_PREFIX + EDGE, edge_ip="",
         resource_manager=f"http://{master}:{RM_WEB_PORT}", default_fs=default_fs, nm_vcores=nm_vcores,
-        nm_memory_mib=nm_memory_mib, min_allocation_mib=min_allocation_mib, hidden=hidden_paths(),
+        nm_memory_mib=nm_memory_mib, min_allocation_mib=min_allocation_mib, hidden=hidden_paths(javas=True),
         hidden_files=hidden_files(), bridge=f"swb{tag}", gateway="",
     )  # fmt: skip
     failed = True

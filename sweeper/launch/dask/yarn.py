@@ -34,6 +34,7 @@ from distributed import Client, LocalCluster
 from sweeper.launch.base import Granted, LaunchError
 from sweeper.launch.dask.base import DaskBackend
 from sweeper.launch.dask.session import DaskSession, granted_workers
+from sweeper.launch.hosts.container_logs import save_tagged_logs
 from sweeper.launch.hosts.containers import ContainerShape, containers_command, shipped_archive
 from sweeper.launch.hosts.hadoop_conf import HadoopConf
 from sweeper.launch.hosts.node_managers import wait_containers_released
@@ -41,6 +42,7 @@ from sweeper.launch.hosts.processes import kill_tree
 from sweeper.launch.hosts.yarn import YarnSite, check_placement, container_python, queue_held_message
 from sweeper.launch.hosts.yarn_client import YarnClient, hadoop_java
 from sweeper.launch.lifecycle import Teardown
+from sweeper.launch.logs import containers_log
 from sweeper.planning.plan import Launch
 
 CLIENT_LOG = "containers.log"  # the YARN client's output, in the launch's scratch directory
@@ -78,10 +80,15 @@ def scheduler_options(host: str, scratch: Path) -> dict[str, Any]:
 class DaskYarnSession(DaskSession):
     """Dask workers in the containers of one YARN application."""
 
-    def __init__(self, *args: Any, yarn: YarnClient, name: str, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, yarn: YarnClient, name: str, logs: Path | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.yarn = yarn
         self.name = name
+        self.logs = logs  # where the containers' logs go when a batch fails
+
+    def save_logs(self) -> Path | None:
+        """The AM's and workers' logs, from their NodeManagers, beside the launch's log."""
+        return save_tagged_logs(self.yarn, self.name, self.logs)
 
     def abort(self, restart: bool = True) -> None:
         """Kill the application: its NodeManagers kill the workers, so the running batch fails at once."""
@@ -143,8 +150,12 @@ class YarnDask(DaskBackend):
 
         check_placement("dask", self.launch, self.client.run(node_manager).values())
 
+    def save_logs(self) -> Path | None:
+        return save_tagged_logs(self.site.client, self.name, containers_log(self.context, self.launch))
+
     def session(self, granted: Granted, n_jobs: int) -> DaskYarnSession:
-        session = DaskYarnSession(None, self.client, granted, n_jobs, yarn=self.site.client, name=self.name)
+        logs = containers_log(self.context, self.launch)
+        session = DaskYarnSession(None, self.client, granted, n_jobs, yarn=self.site.client, name=self.name, logs=logs)
         session.staging_s = self.staging_s
         return session
 

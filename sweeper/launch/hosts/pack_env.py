@@ -58,8 +58,16 @@ def site_packages(prefix: Path) -> Path:
     return prefix / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
 
 
-def pack(out: Path, *, prefix: Path | None = None, exclude: Sequence[str] = (), compresslevel: int = 6) -> Packed:
-    """Write the venv at ``prefix`` (default: this one) to ``out`` (.tar.gz, .tgz or .tar)."""
+def pack(
+    out: Path,
+    *,
+    prefix: Path | None = None,
+    exclude: Sequence[str] = (),
+    compresslevel: int = 6,
+    spark_jars: bool = False,
+) -> Packed:
+    """Write the venv at ``prefix`` (default: this one) to ``out`` (.tar.gz, .tgz or .tar); ``spark_jars`` keeps
+    pyspark's jars (an SSH host runs Spark's daemons from the environment; YARN's containers get them apart)."""
     started = time.perf_counter()
     prefix = Path(prefix or sys.prefix)
     if not (prefix / "pyvenv.cfg").is_file():
@@ -80,7 +88,7 @@ def pack(out: Path, *, prefix: Path | None = None, exclude: Sequence[str] = (), 
     options = {"compresslevel": compresslevel} if mode == "w:gz" else {}
     try:
         with tarfile.open(partial, mode, **options) as archive:  # type: ignore[call-overload]
-            for path, name in _members(prefix, site, source, exclude):
+            for path, name in _members(prefix, site, source, exclude, spark_jars):
                 archive.add(path, arcname=name, recursive=False)
                 files += 1
             files += _add_interpreter(archive, prefix)
@@ -129,7 +137,9 @@ def members(prefix: Path, exclude: Sequence[str] = ()) -> Iterator[tuple[Path, s
     yield from _members(prefix, site_packages(prefix), sweeper_source(), exclude)
 
 
-def _members(prefix: Path, site: Path, source: Path, exclude: Sequence[str]) -> Iterator[tuple[Path, str]]:
+def _members(
+    prefix: Path, site: Path, source: Path, exclude: Sequence[str], spark_jars: bool = False
+) -> Iterator[tuple[Path, str]]:
     """(path, name in the archive) of everything packed, sweeper's package copied into site-packages."""
     site_name = site.relative_to(prefix).as_posix()
     for directory, subdirectories, names in os.walk(prefix):
@@ -138,7 +148,8 @@ def _members(prefix: Path, site: Path, source: Path, exclude: Sequence[str]) -> 
         kept = []
         for sub in sorted(subdirectories):
             inner = f"{relative}/{sub}" if relative != "." else sub
-            if _dropped(inner, sub, site_name, exclude) or (here / sub).resolve() == source:
+            kept_jars = spark_jars and inner == f"{site_name}/pyspark/jars"
+            if (_dropped(inner, sub, site_name, exclude) and not kept_jars) or (here / sub).resolve() == source:
                 continue
             if (here / sub).is_symlink():  # lib64 -> lib: keep the link, do not walk it twice
                 yield here / sub, inner

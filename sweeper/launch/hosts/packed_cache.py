@@ -23,12 +23,13 @@ from sweeper.launch.base import LaunchError
 from sweeper.launch.hosts import interpreter
 from sweeper.launch.hosts.pack_env import members, pack
 
-PACK_FORMAT = "3"  # bump when pack() changes what it writes
+PACK_FORMAT = "4"  # bump when pack() changes what it writes
 KEPT_ARCHIVES = 3
 AUTO_LEVEL = 1  # gzip level of an automatic pack: 3-4x faster than 6, ~10 % larger
 # Tools for building and checking code, which no process in a container imports: fewer files for every
 # NodeManager to unpack (a NodeManager without Hadoop's native library sets each file's permissions by a process).
-DEV_TOOLS = ("pip", "pip-*", "setuptools*", "_distutils_hack", "wheel", "wheel-*", "mypy", "mypy-*", "*__mypyc*",
+DEV_TOOLS = ("pip", "pip-*", "setuptools*", "_distutils_hack", "distutils-precedence.pth", "wheel", "wheel-*",
+             "mypy", "mypy-*", "*__mypyc*",
              "ruff", "ruff-*", "_pytest", "pytest*", "py.py", "hypothesis", "hypothesis-*", "grimp*", "importlinter",
              "import_linter*")  # fmt: skip
 _PACKED: dict[str, Path] = {}  # fingerprint -> archive, packed or found by this process

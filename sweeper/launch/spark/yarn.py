@@ -33,6 +33,7 @@ import psutil
 
 from sweeper.errors import error_text
 from sweeper.launch.base import Granted, LaunchError
+from sweeper.launch.hosts.container_logs import save_tagged_logs
 from sweeper.launch.hosts.node_managers import wait_containers_released
 from sweeper.launch.hosts.processes import kill_tree
 from sweeper.launch.hosts.staging import staged_archive
@@ -46,6 +47,7 @@ from sweeper.launch.hosts.yarn import (
 )
 from sweeper.launch.hosts.yarn_client import YarnClient
 from sweeper.launch.lifecycle import Teardown
+from sweeper.launch.logs import containers_log
 from sweeper.launch.spark.base import SparkBackend
 from sweeper.launch.spark.conf import local_conf
 from sweeper.launch.spark.session import SparkAppSession, executor_heaps, uniform_shape, wait_registered
@@ -86,11 +88,18 @@ def granted_yarn_executors(spark: Any, expected: int, timeout_s: float) -> tuple
 class SparkYarnSession(SparkAppSession):
     """A started Spark application on YARN."""
 
-    def __init__(self, spark: Any, granted: Granted, n_jobs: int, yarn: YarnClient, tag: str) -> None:
+    def __init__(
+        self, spark: Any, granted: Granted, n_jobs: int, yarn: YarnClient, tag: str, logs: Path | None = None
+    ) -> None:
         super().__init__(spark, granted, n_jobs)
         self.app_id: str = spark.sparkContext.applicationId
         self.yarn = yarn
         self.tag = tag
+        self.logs = logs  # where the containers' logs go when a batch fails
+
+    def save_logs(self) -> Path | None:
+        """The AM's and executors' logs, from their NodeManagers, beside the launch's log."""
+        return save_tagged_logs(self.yarn, self.tag, self.logs)
 
     def abort(self, restart: bool = True) -> None:
         """Kill the application through YARN: its NodeManagers kill the executors, wherever they run."""
@@ -253,8 +262,12 @@ class YarnSpark(SparkBackend):
     def check_placement(self) -> None:
         check_placement("spark", self.launch, self.node_managers)
 
+    def save_logs(self) -> Path | None:
+        return save_tagged_logs(self.site.client, self.tag, containers_log(self.context, self.launch))
+
     def session(self, granted: Granted, n_jobs: int) -> SparkYarnSession:
         super().session(granted, n_jobs)
-        session = SparkYarnSession(self.spark, granted, n_jobs, self.site.client, self.tag)
+        logs = containers_log(self.context, self.launch)
+        session = SparkYarnSession(self.spark, granted, n_jobs, self.site.client, self.tag, logs)
         session.staging_s = self.staging_s
         return session
