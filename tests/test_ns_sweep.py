@@ -261,6 +261,7 @@ def test_planted_faults_are_named_by_check_and_by_the_failed_rows_log_file(
         check_s = time.monotonic() - started
         run = [sys.executable, "-m", "sweeper", "run", str(tmp_path / "faulty.yaml"), "--skip-check"]
         swept = on_edge(ns_yarn, run)
+    print(f"\nplanted faults: sweeper check {check_s:.1f} s; the failing sweep exited {swept.returncode}")
     report = json.loads(checked.stdout[checked.stdout.index("{") :])
     problems = {(c["check"], c["node"]): c["detail"] for c in report["checks"] if not c["ok"]}
     java = [detail for (check, node), detail in problems.items() if check == "java" and node.startswith("sw-node2")]

@@ -113,8 +113,9 @@ def test_pack_env_ships_a_real_copy_of_sweeper_and_leaves_out_what_no_container_
     with tarfile.open(packed_env) as archive:
         names = set(archive.getnames())
     site = f"lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
+    assert "pyvenv.cfg" not in names  # its own interpreter (lib/pythonX.Y/os.py), not a venv of this machine's
     assert {
-        "pyvenv.cfg",
+        f"lib/python{sys.version_info.major}.{sys.version_info.minor}/os.py",
         "bin/python",
         f"{site}/sweeper/workload/fit.py",
         f"{site}/sweeper/launch/dask/yarn.py",
@@ -148,8 +149,10 @@ def test_with_a_python_archive_the_fits_run_in_the_unpacked_environment(
         assert len(pids) == 2
         for pid in pids:
             argv0, libraries = python_of(pid)
-            # Spark starts ./environment/bin/python; Dask's nanny spawns the worker with its absolute path
-            assert argv0.endswith("environment/bin/python") and not argv0.startswith(str(REPO)), argv0
+            # ./environment/bin/python, the archive's launcher, execs its own interpreter, bin/pythonX.Y (Dask's nanny
+            # spawns the worker with that absolute path)
+            own = f"environment/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+            assert argv0.endswith(own) and not argv0.startswith(str(REPO)), argv0
             # numpy's and scikit-learn's extension modules were loaded from the archive unpacked in a NodeManager's
             # local directory (YARN's file cache, where the NodeManager unpacked it), none from this venv
             assert any("/sklearn/" in path for path in libraries), libraries

@@ -76,7 +76,8 @@ def _configuration(found: Preflight, options: YarnOptions) -> HadoopConf | None:
     try:
         conf = read_hadoop_conf(options.conf_dir)
     except HadoopConfError as error:
-        found.add("hadoop-conf", None, False, str(error))
+        for problem in error.problems:  # one a line: each file refused, each with its line
+            found.add("hadoop-conf", None, False, problem)
         return None
     found.default_fs = conf.default_fs
     with contextlib.suppress(HadoopConfError):

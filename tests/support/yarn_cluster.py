@@ -82,6 +82,7 @@ def mini_yarn(
     if not built():
         raise FileNotFoundError(f"{JAR} is missing; {BUILD_HINT}")
     work_dir.mkdir(parents=True, exist_ok=True)
+    OWN_CLUSTERS.append(work_dir.resolve())
     conf_dir = work_dir / "conf"
     log_path = work_dir / "miniyarn.log"
     command = [
@@ -172,11 +173,17 @@ CONTAINER_MARKERS = (
 LIVE_STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
 
 
-def container_processes() -> list[str]:
-    """Live processes of YARN containers: a container marker, run in a NodeManager's appcache directory.
+OWN_CLUSTERS: list[Path] = []  # the work directories of this test run's clusters (mini_yarn adds each)
 
-    The cwd check keeps Dask workers of other programs on the machine (an SSH test run) out.
+
+def container_processes() -> list[str]:
+    """Live processes of YARN containers of this test run: a container marker, run in a NodeManager's appcache
+    directory under one of this run's clusters.
+
+    The cwd check keeps Dask workers of other programs on the machine (an SSH test run) and the containers of
+    another test run's clusters (a second run on the machine) out.
     """
+    own = tuple(str(directory) for directory in OWN_CLUSTERS)
     found = []
     for process in psutil.process_iter(["cmdline", "status", "cwd"]):
         try:
@@ -186,7 +193,8 @@ def container_processes() -> list[str]:
             cwd = process.info["cwd"] or ""
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
-        if any(marker in cmdline for marker in CONTAINER_MARKERS) and "/appcache/" in cwd:
+        ours = not own or cwd.startswith(own)
+        if any(marker in cmdline for marker in CONTAINER_MARKERS) and "/appcache/" in cwd and ours:
             found.append(f"{process.pid}: {cmdline[:200]}")
     return found
 

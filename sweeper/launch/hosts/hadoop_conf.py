@@ -7,9 +7,13 @@ the defaults of ``core-default.xml``/``yarn-default.xml`` that a client needs, t
 then yarn-site.xml (a ``<final>`` property keeps its value), deprecated keys mapped onto their
 new names (``fs.default.name`` -> ``fs.defaultFS``), and ``${name}``, ``${env.NAME}``,
 ``${env.NAME:-default}`` expanded as ``Configuration.substituteVars`` does (at most 20 rounds; an
-unknown variable stays as written). The ResourceManager's web addresses follow ``HAUtil``: with
-``yarn.resourcemanager.ha.enabled`` one per id of ``yarn.resourcemanager.ha.rm-ids``, each from
-``KEY.<id>``, else from ``yarn.resourcemanager.hostname.<id>`` and the default port.
+unknown variable stays as written), and no further than :data:`MAX_EXPANDED_CHARS` (a value that grows
+through ``${a}${a}`` stops there, and :meth:`HadoopConf.problems` names it). The ResourceManager's web
+addresses follow ``HAUtil``: with ``yarn.resourcemanager.ha.enabled`` one per id of
+``yarn.resourcemanager.ha.rm-ids``, each from ``KEY.<id>``, else from ``yarn.resourcemanager.hostname.<id>``
+and the default port. Before any file is parsed, every ``*.xml`` of those directories (what the Java client
+would read) is scanned (:mod:`sweeper.launch.hosts.hadoop_xml`): a DOCTYPE, an entity, an XInclude, a file
+over 4 MiB or one that is not well-formed makes the configuration unreadable (:class:`HadoopConfError`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from sweeper.launch.hosts.hadoop_xml import conf_dir_problems
 
 DEFAULTS = {
     "fs.defaultFS": "file:///",
@@ -35,11 +41,20 @@ DEFAULTS = {
 DEPRECATED = {"fs.default.name": "fs.defaultFS"}  # Hadoop's DeprecationDelta for the keys read here
 RM_RPC_PORT = 8032  # YarnConfiguration.DEFAULT_RM_PORT
 MAX_SUBSTITUTIONS = 20  # Configuration.MAX_SUBST
+# No substitution makes a value longer than this: Hadoop's values are a few hundred characters, while a value of
+# megabytes substituted into itself (${a}${a}...) grows by its size in each of the 20 rounds, and the check printed it.
+MAX_EXPANDED_CHARS = 64 * 1024
 VARIABLE = re.compile(r"\$\{[^}$\s]+\}")
+HA_KEYS = ("yarn.resourcemanager.address", "yarn.resourcemanager.hostname", "yarn.resourcemanager.webapp.address",
+           "yarn.resourcemanager.webapp.https.address")  # fmt: skip
 
 
 class HadoopConfError(ValueError):
-    """The client configuration is missing or cannot be read."""
+    """The client configuration is missing or cannot be read; ``problems``: each reason (the message joins them)."""
+
+    def __init__(self, *problems: str) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = list(problems)
 
 
 @dataclass(frozen=True)
@@ -52,20 +67,33 @@ class HadoopConf:
     environment: Mapping[str, str]
 
     def get(self, key: str) -> str | None:
-        """The value with variables expanded, as ``Configuration.get`` returns it."""
+        """The value with variables expanded, as ``Configuration.get`` returns it (within MAX_EXPANDED_CHARS)."""
         value = self.raw.get(key)
-        return None if value is None else self._expand(value)
+        return None if value is None else self._expand(value)[0]
 
-    def _expand(self, value: str) -> str:
+    def _expand(self, value: str) -> tuple[str, bool]:
+        """The value with its variables substituted one at a time, and whether one was left because substituting it
+        would make the value longer than MAX_EXPANDED_CHARS."""
         for _ in range(MAX_SUBSTITUTIONS):
             match = VARIABLE.search(value)
             if match is None:
-                return value
+                return value, False
             replacement = self._variable(match.group()[2:-1])
             if replacement is None:
-                return value  # Hadoop leaves an unresolvable variable as it is
+                return value, False  # Hadoop leaves an unresolvable variable as it is
+            if len(value) - len(match.group()) + len(replacement) > MAX_EXPANDED_CHARS:
+                return value, True
             value = value[: match.start()] + replacement + value[match.end() :]
-        return value
+        return value, False
+
+    def overgrown(self) -> list[str]:
+        """The keys sweeper reads whose value would grow past MAX_EXPANDED_CHARS by substitution."""
+        keys = [*DEFAULTS, "yarn.resourcemanager.ha.rm-ids"]
+        cut = [key for key in keys if key in self.raw and self._expand(self.raw[key])[1]]
+        if cut:
+            return cut
+        ids = self.ha_rm_ids
+        return [key for key in (f"{k}.{i}" for i in ids for k in HA_KEYS) if self._expand(self.raw.get(key, ""))[1]]
 
     def _variable(self, name: str) -> str | None:
         if not name.startswith("env."):
@@ -157,6 +185,13 @@ class HadoopConf:
 
     def problems(self) -> list[str]:
         """What makes this configuration unusable for a launch from here, with the fix."""
+        cut = self.overgrown()
+        if cut:  # nothing else: what the other checks would print is up to MAX_EXPANDED_CHARS long
+            return [
+                f"substituting ${{...}} variables makes these values longer than {MAX_EXPANDED_CHARS // 1024} KiB "
+                "(a value substituted into itself, as ${a}${a}, grows with each round), so they are not: "
+                + ", ".join(cut)
+            ]
         found = []
         site = self.yarn_site_dir / "yarn-site.xml"
         try:
@@ -231,5 +266,8 @@ def read_hadoop_conf(conf_dir: Path | None = None, environment: Mapping[str, str
     """The client configuration of ``conf_dir``, else of ``HADOOP_CONF_DIR``/``YARN_CONF_DIR``."""
     env = dict(os.environ if environment is None else environment)
     yarn_dir, core_dir = locate(conf_dir, env)
+    refused = conf_dir_problems([yarn_dir] if core_dir is None else [yarn_dir, core_dir])
+    if refused:  # before anything parses them, here or in a Java client
+        raise HadoopConfError(*refused)
     files = ([core_dir / "core-site.xml"] if core_dir is not None else []) + [yarn_dir / "yarn-site.xml"]
     return HadoopConf(yarn_site_dir=yarn_dir, core_site_dir=core_dir, raw=merged(files), environment=env)
