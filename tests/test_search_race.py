@@ -172,7 +172,8 @@ def test_replayed_race_with_a_clear_winner_costs_a_fifth_of_the_grid() -> None:
 class ScriptedLaunches:
     """Stands in for :class:`sweeper.run.launches.Launches` (the racing driver's view of a cluster: no cluster here;
     real sweeps with racing are in tests/test_search_sweep.py): each measurement takes its engine's scripted time
-    (trial t: times ``factors[t % 3]``, by default 1, 1.05, 1.1), each start ``start_s``; ``failing`` trials
+    (trial t: times ``factors[t % 3]``, by default 1, 1.05, 1.1; ``"dask 2"``: dask's with 2 cores per executor, if
+    given), each start ``start_s``; ``failing`` trials
     (engine, epochs, trial) fail;
     ``refused`` starts (engine, visit) do not start, as Launches records them: the queue's rest fails."""
 
@@ -188,6 +189,8 @@ class ScriptedLaunches:
         self.failing, self.refused, self.factors = failing, refused, factors
 
     def run(self, launch: Launch, queue: LaunchQueue) -> Iterator[Row]:
+        if queue.next() is None:
+            return  # as Launches: a queue with nothing to take (the store holds it) starts nothing
         self.visits[launch.index] += 1
         if (launch.engine, self.visits[launch.index]) in self.refused:
             for left in queue.rest():
@@ -195,11 +198,13 @@ class ScriptedLaunches:
             return
         while (item := queue.next()) is not None:
             failed = (launch.engine, item.point.epochs, item.trial) in self.failing
-            time_s = self.times_s[launch.engine] * self.factors[item.trial % 3]
+            base_s = self.times_s.get(f"{launch.engine} {launch.cores_per_executor}", self.times_s.get(launch.engine))
+            time_s = float(base_s or 0.0) * self.factors[item.trial % 3]
             columns = queue.record(item, None if failed else time_s)
             status = "failed" if failed else "ok"
             row = {"cluster_start_s": self.start_s, "warmup_s": 0.0, "fit_wall_s": time_s, "status": status}
-            where = {"measurement_key": item.key, "engine": launch.engine, "epochs": item.point.epochs}
+            where = {"measurement_key": item.key, "engine": launch.engine, "launch_index": launch.index}
+            where |= {"epochs": item.point.epochs}
             yield cast(Row, {**row, **where, "trial": item.trial, **columns})
 
 

@@ -87,10 +87,11 @@ def main(args: argparse.Namespace, console: Console) -> int:
         _print_closing(store, grid, str(result.rows[0]["run_id"]), console)
     failed = sum(1 for row in result.rows if row["status"] not in (OK, PRUNED))
     pruned = sum(1 for row in result.rows if row["status"] == PRUNED)
+    why = "stopped by the race" if grid.search.strategy == RACE else "not promoted by halving"
     console.print(
         plain(
             f"{counted(len(result.rows), 'row')} written to {store / grid.name}, {failed} not ok"
-            + (f", {pruned} pruned (not promoted by halving)" if pruned else "")
+            + (f", {pruned} pruned ({why})" if pruned else "")
         )
     )
     if result.interrupted:

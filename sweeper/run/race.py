@@ -8,12 +8,25 @@ when coming back would cost more than measuring everything it may still need
 at once. After a round every race decides. The single-thread baseline is a reference, not a
 candidate: it is measured first, with the grid's trials. A configuration that stopped before its
 most trials (it left the race, or the race settled) gets one ``pruned`` row saying so.
+
+Resuming (a run stopped by Ctrl-C or killed at any point): the run replays the race from the start, round by round,
+every trial the store holds ``ok`` taken from it instead of measured (no launch starts for a visit the store holds
+whole), so each decision sees the trials it saw the first time and decides the same. Two things the first run
+decided are not in the store: whether a launch stayed for all its trials (it compared its start's seconds, not
+kept, with the rest) and ``auto``'s choice after the first round (from the same seconds). They are read from
+the store instead: the run first replays the store without launching anything (:func:`resume_choices`) and keeps
+the choices under which every stored trial and recorded decision is explained (a configuration stopped by a
+decision has no trials after it, a launch that stayed has its trials before the next visit's). Once a trial the
+store lacks comes, the run measures on, deciding as a run that was never stopped; a visit it could not start a
+launch for (the store held all its trials) stays only where the store shows it did: its launch is down, and
+staying would cost the start that coming back costs.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +43,7 @@ from sweeper.store.row import Row, SearchColumns
 from sweeper.workload.data import Data
 
 RunLaunch = Callable[[Launch, LaunchQueue], Iterator[Row]]
+MAX_REPLAYS = 64  # histories a resumed race tries against the store (each a replay without launches, milliseconds)
 
 
 def race_policy(plan: Plan) -> RacePolicy:
@@ -50,9 +64,55 @@ class Recorded:
     decided: Mapping[str, tuple[str, int]]
 
 
+class Stored:
+    """The store as a race reads it: its trials' keys (computed once), which of them are ok, the last ok trial of
+    each configuration and point, and the recorded decisions that are this race's."""
+
+    def __init__(self, plan: Plan, policy: RacePolicy, recorded: Recorded) -> None:
+        self.plan, self.done_s = plan, recorded.done_s
+        self.launches = {launch.index: launch for launch in plan.launches}
+        self._keys: dict[tuple[int, Point, int], str] = {}
+        self.trials: set[str] = set()  # ok trials of the race's configurations
+        self.last: dict[tuple[int, Point], int] = {}
+        decisions = []
+        for launch in plan.launches:
+            if launch.engine == BASELINE_ENGINE:
+                continue
+            for point in plan.points[launch.index]:
+                for trial in range(policy.max_trials + 1):  # a decision stands at a trial not taken, up to the most
+                    key = self.key(launch.index, point, trial)
+                    decisions.append(key)
+                    if key in self.done_s and trial < policy.max_trials:
+                        self.trials.add(key)
+                        self.last[(launch.index, point)] = trial
+        self.decisions = set(recorded.decided).intersection(decisions)
+
+    def key(self, index: int, point: Point, trial: int) -> str:
+        found = self._keys.get((index, point, trial))
+        if found is None:
+            found = measurement_key(self.plan.grid, self.plan, self.launches[index], point, trial)
+            self._keys[(index, point, trial)] = found
+        return found
+
+    def gap(self, index: int, point: Point, trial: int) -> bool:
+        """A trial the store lacks while it holds a later one of the same configuration and point (it failed)."""
+        return self.last.get((index, point), -1) > trial
+
+
+class _Frontier(Exception):
+    """A replay reached the first trial the store does not hold."""
+
+
+class _Contradiction(Exception):
+    """A replay stopped a configuration whose next trial the store holds."""
+
+
 class RaceRun:
     """One race sweep: measures through ``run_launch``, hands each row to ``emit`` as it is written, and writes each
-    round's decisions (``pruned`` rows) through ``decisions`` as they are made."""
+    round's decisions (``pruned`` rows) through ``decisions`` as they are made.
+
+    ``choices``: what to take at each point a replay of the store cannot decide from its times (see the module;
+    None: found by :func:`resume_choices`). ``dry``: a replay of the store only (:meth:`replayed`)."""
 
     def __init__(
         self,
@@ -63,41 +123,35 @@ class RaceRun:
         decisions: Callable[[list[Row]], None],
         run: RunRecord,
         data: Mapping[float, Data],
+        *,
+        choices: Sequence[bool] | None = None,
+        stored: Stored | None = None,
+        dry: bool = False,
     ) -> None:
         self.plan, self.run_launch, self.recorded, self.emit = plan, run_launch, recorded, emit
         self.write_decisions, self.run_record, self.data = decisions, run, data
         self.policy = race_policy(plan)
+        self.stored = stored or Stored(plan, self.policy, recorded)
         self.launches = {launch.index: launch for launch in plan.launches}
         self.races: dict[Point, RaceState[int]] = {}
+        for launch in plan.launches:
+            if launch.engine != BASELINE_ENGINE:
+                for point in plan.points[launch.index]:
+                    state = self.races.setdefault(point, RaceState.start((), self.policy))
+                    state.times_s[launch.index], state.taken[launch.index] = [], 0
         self.written: set[str] = set(recorded.decided)
+        self.stopped: set[str] = set()  # the keys of the decisions this run reached, written or not
+        self.consumed: set[str] = set()  # the stored trials this run took from the store
         self.skipped = 0
         self.visit_s: dict[int, float] = {}  # each launch's start, staging and warm-up, as this run measured them
         self.choice: Choice | None = None  # auto's, after the first round
-        for launch in plan.launches:
-            if launch.engine == BASELINE_ENGINE:
-                continue
-            for point in plan.points[launch.index]:
-                state = self.races.setdefault(point, RaceState.start((), self.policy))
-                state.times_s[launch.index], state.taken[launch.index] = [], 0
-                self._resume(state, launch.index, point)
-        for state in self.races.values():
-            state.resumed()
+        self.dry, self.live = dry, False  # live: a trial the store lacks came (the replay of the store is over)
+        self.wants: dict[int, list[Point]] = {}  # this round's
+        self.chosen: list[bool] = []
+        self.given = tuple(choices) if choices is not None else resume_choices(self)
 
     def _key(self, index: int, point: Point, trial: int) -> str:
-        return measurement_key(self.plan.grid, self.plan, self.launches[index], point, trial)
-
-    def _resume(self, state: RaceState[int], index: int, point: Point) -> None:
-        """Count the ok trials the store already holds up to the first missing one, and restore a decision an
-        earlier run recorded for this configuration (a resumed race decides nothing again)."""
-        done_s, decided = self.recorded.done_s, self.recorded.decided
-        while (key := self._key(index, point, state.taken[index])) in done_s:
-            state.record(index, done_s[key])
-            self.skipped += 1
-        for trial in range(state.taken[index], self.policy.max_trials + 1) if decided else ():
-            found = decided.get(self._key(index, point, trial))  # a decision row stands at a trial not yet taken
-            if found is not None:
-                state.restore(index, *found)
-                break
+        return self.stored.key(index, point, trial)
 
     def run(self) -> int:
         """Measure the baseline, then race round after round, writing each round's decisions; the rounds."""
@@ -108,13 +162,14 @@ class RaceRun:
                 for row in self.run_launch(launch, queue):
                     self.emit(row)
                 self.skipped += queue.skipped
-        for state in self.races.values():  # a run stopped between a round's trials and its decisions
-            if any(state.taken.values()) and not state.done and all(state.ready(key) for key in state.alive):
-                state.decide()
-        self.write_decisions(self.decision_rows())
+        return self.race()
+
+    def race(self) -> int:
+        """The race's rounds (a resumed run's replayed ones too, measured or not); how many."""
         rounds = 0
         while wants := self._wanted():
             rounds += 1
+            self.wants = wants
             for index, points in wants.items():
                 visit = RaceQueue(self, self.launches[index], points, rounds)
                 for row in self.run_launch(self.launches[index], visit):
@@ -122,20 +177,79 @@ class RaceRun:
                     self.emit(row)
                 if visit.visit_s is not None:
                     self.visit_s.setdefault(index, visit.visit_s)
-            for point in {point for points in wants.values() for point in points}:
+            decided = {point for points in wants.values() for point in points}
+            for point in decided:
                 self.races[point].decide()
+            if self.dry:
+                self._check_stops(decided)
             self.write_decisions(self.decision_rows())
             if self.plan.grid.search.auto_reason and self.choice is None:
                 self._choose()
         return rounds
 
+    def replayed(self) -> tuple[int, tuple[bool, ...]]:
+        """A dry run: replay the store as far as it goes; the stored trials and recorded decisions this history
+        leaves unexplained (0: it explains the store), and the choices it took."""
+        try:
+            self.race()
+        except _Frontier:
+            pass
+        except _Contradiction:
+            return len(self.stored.trials) + len(self.stored.decisions) + 1, tuple(self.chosen)
+        unexplained = len(self.stored.trials - self.consumed) + len(self.stored.decisions - self.stopped)
+        return unexplained, tuple(self.chosen)
+
+    def _check_stops(self, points: set[Point]) -> None:
+        """A replay that stops a configuration whose next trial the store holds is not the store's history."""
+        for point in points:
+            state = self.races[point]
+            for index in state.times_s:
+                if state.finished(index) and self._key(index, point, state.taken[index]) in self.stored.trials:
+                    raise _Contradiction
+
+    def replayed_choice(self, shown: bool) -> bool:
+        """The next choice a replay of the store cannot make from its times: the given one, else what the store
+        shows (``shown``)."""
+        value = self.given[len(self.chosen)] if len(self.chosen) < len(self.given) else shown
+        self.chosen.append(value)
+        return value
+
+    def stays_for_all(self, visit: RaceQueue) -> bool:
+        """Whether ``visit``, its trials of the round taken, takes every trial its configurations may still need."""
+        index = visit.launch.index
+        if all(self.races[point].exhausted(index) for point in visit.points):
+            return False
+        if visit.visit_s is not None:
+            return stays(visit.visit_s, sum(self.races[point].rest_s(index) for point in visit.points))
+        shown = self._stay_shown(visit)
+        return shown if self.live else self.replayed_choice(shown)
+
+    def _stay_shown(self, visit: RaceQueue) -> bool:
+        """The store holds the visit's next trial but not the first trial of the round's next visit, which it
+        would have come after had the launch not stayed."""
+        index = visit.launch.index
+        ahead = next(point for point in visit.points if not self.races[point].exhausted(index))
+        if self._key(index, ahead, self.races[ahead].taken[index]) not in self.recorded.done_s:
+            return False
+        order = list(self.wants)
+        for later in order[order.index(index) + 1 :]:
+            for point in self.wants[later]:
+                state = self.races[point]
+                if state.wanted(later) > 0:
+                    return self._key(later, point, state.taken[later]) not in self.recorded.done_s
+        return False
+
     def _choose(self) -> None:
-        """``auto``: race on, or measure every remaining trial now, whichever the first round expects cheaper."""
-        known = list(self.visit_s.values())
-        fallback = float(np.median(known)) if known else 0.0
-        visit_s = {index: self.visit_s.get(index, fallback) for index in self.launches}
-        nodes = {index: launch.nodes for index, launch in self.launches.items()}
-        self.choice = choose(self.races, visit_s, nodes)
+        """``auto``: race on, or measure every remaining trial now, whichever the first round expects cheaper (a
+        first round replayed from the store: the choice the store shows)."""
+        if not self.live and not all(state.done for state in self.races.values()):
+            self.choice = Choice.resumed(not self.replayed_choice(False))
+        else:
+            known = list(self.visit_s.values())
+            fallback = float(np.median(known)) if known else 0.0
+            visit_s = {index: self.visit_s.get(index, fallback) for index in self.launches}
+            nodes = {index: launch.nodes for index, launch in self.launches.items()}
+            self.choice = choose(self.races, visit_s, nodes)
         if not self.choice.race:
             for state in self.races.values():
                 state.measure_all()
@@ -152,7 +266,7 @@ class RaceRun:
     def decision_rows(self) -> list[Row]:
         """A ``pruned`` row for each configuration and point that stopped before its most trials since the last
         call (it left the race, the race settled, or it ended unsettled with this one resting), saying why; none
-        twice, none the store holds."""
+        twice, none the store holds (nor where it holds an ok trial)."""
         rows = []
         for point, state in self.races.items():
             leader = self._leader(state)
@@ -162,10 +276,12 @@ class RaceRun:
                     continue
                 trial = state.taken[index]
                 key = self._key(index, point, trial)
-                if key in self.written:
+                self.stopped.add(key)
+                if key in self.written or key in self.recorded.done_s:
                     continue
                 self.written.add(key)
-                rows.append(self._decision_row(point, state, index, trial, key, reason, leader))
+                if not self.dry:
+                    rows.append(self._decision_row(point, state, index, trial, key, reason, leader))
         return rows
 
     def _leader(self, state: RaceState[int]) -> str:
@@ -211,14 +327,51 @@ class RaceRun:
         return lines
 
 
+def resume_choices(race: RaceRun) -> tuple[bool, ...]:
+    """The choices under which a replay of the store explains every trial and decision it holds (see the module):
+    the store's own first (each point where it shows them), then histories with one of them flipped, fewest flips
+    first; where none explains the store (a trial failed or was lost in the middle), the one that explains most."""
+    if not race.stored.trials:
+        return ()
+    candidates: deque[tuple[bool, ...]] = deque([()])
+    best: tuple[int, tuple[bool, ...]] | None = None
+    for _ in range(MAX_REPLAYS):
+        if not candidates:
+            break
+        given = candidates.popleft()
+        replay = RaceRun(
+            race.plan, _dry_launch, race.recorded, _ignore, _ignore, race.run_record, race.data,
+            choices=given, stored=race.stored, dry=True,
+        )  # fmt: skip
+        unexplained, chosen = replay.replayed()
+        if unexplained == 0:
+            return chosen
+        if best is None or unexplained < best[0]:
+            best = (unexplained, chosen)
+        candidates.extend((*chosen[:flip], not chosen[flip]) for flip in range(len(given), len(chosen)))
+    return best[1] if best is not None else ()
+
+
+def _dry_launch(launch: Launch, queue: LaunchQueue) -> Iterator[Row]:
+    """A replay's launch: it takes nothing, and ends the replay where its queue wants a trial the store lacks."""
+    if queue.next() is not None:
+        raise _Frontier
+    yield from ()
+
+
+def _ignore(_: object) -> None:
+    return None
+
+
 class RaceQueue:
     """One visit of a launch: its trials of the round at each point, then, where staying is cheaper than coming
-    back, every trial its configurations may still need."""
+    back, every trial its configurations may still need. Trials the store holds ok are taken from it."""
 
     def __init__(self, run: RaceRun, launch: Launch, points: list[Point], round_: int) -> None:
         self.run, self.launch, self.points, self.round = run, launch, points, round_
         self.budget = {point: run.races[point].wanted(launch.index) for point in points}
         self.visit_s: float | None = None
+        self.measured = False  # the visit asked for a trial the store lacks (its launch started, or tried to)
         self.stay_checked = False
         self.closed = False
 
@@ -232,22 +385,26 @@ class RaceQueue:
     def next(self) -> Todo | None:
         if self.closed:
             return None
-        index = self.launch.index
+        index, run = self.launch.index, self.run
         for point in self.points:
-            state = self.run.races[point]
+            state = run.races[point]
             while self.budget[point] > 0:
                 trial = state.taken[index]
-                key = self.run._key(index, point, trial)
-                if key not in self.run.recorded.done_s:
+                key = run._key(index, point, trial)
+                time_s = run.recorded.done_s.get(key)
+                if time_s is None and not (run.dry and run.stored.gap(index, point, trial)):
+                    self.measured = run.live = True
                     return Todo(self.launch, point, trial, key)
-                state.record(index, self.run.recorded.done_s[key])  # ok in the store already (after a gap)
+                state.record(index, time_s)  # ok in the store already (a replay: a gap is a trial that failed)
                 self.budget[point] -= 1
-                self.run.skipped += 1
-        if not self.stay_checked and self.visit_s is not None:
+                if time_s is not None:
+                    run.consumed.add(key)
+                    run.skipped += 1
+        if not self.stay_checked and (self.visit_s is not None or not self.measured):
             self.stay_checked = True
-            if stays(self.visit_s, sum(self.run.races[point].rest_s(index) for point in self.points)):
+            if run.stays_for_all(self):
                 for point in self.points:
-                    state = self.run.races[point]
+                    state = run.races[point]
                     self.budget[point] = 0 if state.exhausted(index) else state.policy.max_trials - state.taken[index]
                 return self.next()
         return None

@@ -229,13 +229,6 @@ class RaceState(Generic[K]):
         """``key`` has what the next decision needs: :attr:`level` ok trials, or its most trials taken, or it rests."""
         return len(self.times_s[key]) >= self.level or self.exhausted(key) or key in self.resting
 
-    def resumed(self) -> None:
-        """After an earlier run's trials and decisions are restored: count the decisions it took, one per count of
-        the schedule below the ok trials of every configuration still racing (the next is at the count above)."""
-        counts = [len(self.times_s[key]) for key in self.alive if not self.exhausted(key) and key not in self.resting]
-        if counts:
-            self.rounds = max(self.rounds, sum(1 for size in self.policy.schedule if size < min(counts)))
-
     def decide(self) -> Round[K] | None:
         """After a round: who leaves, whether it is settled (None: no decision yet, see below).
 
@@ -263,21 +256,14 @@ class RaceState(Generic[K]):
         self.leader = decision.leader
         return decision
 
+    def finished(self, key: K) -> bool:
+        """``key`` takes no more trials here: it left, took its most, or the race is done."""
+        return key in self.left_at or self.exhausted(key) or self.done
+
     def rest_s(self, key: K) -> float:
         """What the trials ``key`` may still take would cost, at the median of its ok times so far (0 without)."""
         times = self.times_s[key]
         return (self.policy.max_trials - self.taken[key]) * float(np.median(times)) if times else 0.0
-
-    def restore(self, key: K, reason: str, decision: int) -> None:
-        """A decision an earlier run of the sweep recorded (its ``pruned`` row): ``key`` left, or the race settled,
-        or it ended unsettled with ``key`` resting."""
-        if reason == LEFT:
-            self.left_at[key] = decision
-        elif reason == SETTLED:
-            self.settled = True
-        elif reason == RESTING:
-            self.resting.add(key)
-        self.rounds = max(self.rounds, decision)
 
     def stop_reason(self, key: K) -> str | None:
         """Why ``key`` stopped measuring (None while it still races)."""

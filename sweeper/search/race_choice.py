@@ -30,17 +30,28 @@ FALLBACK_SPREAD = 0.05  # log-time spread where a race has no repeated trial to 
 
 @dataclass(frozen=True)
 class Choice:
-    """The expected node-seconds of what is left, racing on and measuring everything at once."""
+    """The expected node-seconds of what is left, racing on and measuring everything at once; or, resuming a race
+    whose first round an earlier run measured, the choice ``kept`` from it (racing on: True)."""
 
     race_s: float
     all_at_once_s: float
     repeats: int
+    kept: bool | None = None
+
+    @classmethod
+    def resumed(cls, race: bool) -> Choice:
+        """The choice of the run that measured the first round, as the rows after it show (racing on where none do):
+        its start costs are not in the store, so it is kept rather than made again."""
+        return cls(math.nan, math.nan, 0, race)
 
     @property
     def race(self) -> bool:
-        return self.race_s <= self.all_at_once_s
+        return self.kept if self.kept is not None else self.race_s <= self.all_at_once_s
 
     def text(self) -> str:
+        if self.kept is not None:
+            chosen = "racing on" if self.kept else "measuring every remaining trial now, no more decisions"
+            return f"auto, after the first round (measured by an earlier run of this sweep): {chosen}, kept from it"
         if self.race_s == self.all_at_once_s == 0:
             return (
                 "auto, after the first round: nothing left to choose (every race ended in it, or every launch took "
