@@ -1,13 +1,19 @@
 """Text as messages and consoles show it: values quoted in bounded form, and what counts as a control character.
 
 A leaf module (no project imports), so the grid, its reader, the units and the console views share
-one definition of each; :func:`plain` is how every console view prints user text.
+one definition of each; :func:`visible` is how every output a person reads shows text from a store or a
+grid (:func:`plain` on a console, the report's Markdown and HTML, figure labels), and :func:`json_text`
+is how every ``--json`` prints.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import numbers
 import re
 import reprlib
+from collections.abc import Mapping
 from typing import Any
 
 from rich.text import Text
@@ -86,6 +92,36 @@ def plain(text: object, style: str = "") -> Text:
     '[bold]x :smile:\\x1b[2J'
     """
     return Text(visible(str(text)), style=style)
+
+
+def json_nulls(value: Any) -> Any:
+    """``value`` as JSON holds it: NaN and infinities as None, NumPy numbers as Python's, tuples as lists, all the
+    way down.
+
+    >>> json_nulls({"a": (float("nan"), 1.5, float("-inf")), 2: [None, True]})
+    {'a': [None, 1.5, None], '2': [None, True]}
+    """
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(key): json_nulls(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_nulls(item) for item in value]
+    return value
+
+
+def json_text(value: Any, indent: int | None = None) -> str:
+    """``value`` as a JSON document every parser reads: NaN and infinities as ``null`` (:func:`json_nulls`), never
+    the ``NaN`` that :func:`json.dumps` writes by default; what :func:`json.dumps` cannot write raises.
+
+    >>> json_text({"ratio": float("nan"), "n": 3})
+    '{"ratio": null, "n": 3}'
+    """
+    return json.dumps(json_nulls(value), indent=indent, allow_nan=False)
 
 
 def between_markers(text: str, begin: str, end: str, content: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,6 +14,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from sweeper import load_results
 from sweeper.errors import UserError
@@ -84,6 +86,45 @@ def test_compact_merges_and_fills_teardown(tmp_path: Path) -> None:
     frame = load_results(tmp_path)
     assert frame["measurement_key"].tolist() == ["a", "b", "c"]
     assert frame["teardown_s"].tolist() == [2.5, 2.5, 2.5]
+
+
+@pytest.mark.parametrize("deleted", ["store", "sweep"])
+def test_compacting_a_deleted_store_is_a_user_error_naming_it(deleted: str, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    parts = [write_rows(store, "s", [row(k)], f"part-x-{i}") for i, k in enumerate("ab")]
+    shutil.rmtree(store if deleted == "store" else store / "s")
+    with pytest.raises(UserError) as raised:
+        compact(store, "s", parts, "part-x", teardown_s=2.5)
+    assert str(raised.value) == (
+        f"store {store}: part-x-0.parquet, a measurement this sweep wrote, is gone (the "
+        f"{'store' if deleted == 'store' else 'sweep' + chr(39) + 's directory'} deleted while the sweep ran?); "
+        "the sweep stops here: run it again to measure what the store lacks"
+    )
+    assert not store.exists() or not (store / "s").exists()  # nothing written back
+
+
+def test_a_store_deleted_under_a_running_sweep_ends_it_with_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real sweep (the baseline's one fit, in this process) whose store is deleted once its row is written."""
+    from sweeper import cli
+    from sweeper.run import launches
+    from tests.conftest import minimal_grid
+
+    grid, store = tmp_path / "g.yaml", tmp_path / "store"
+    grid.write_text(yaml.safe_dump(minimal_grid(exclude=[{"engine": ["spark", "dask"]}])))
+    written = launches.write_rows
+
+    def then_deleted(*args: Any, **options: Any) -> Path:
+        path = written(*args, **options)
+        shutil.rmtree(store)
+        return path
+
+    monkeypatch.setattr(launches, "write_rows", then_deleted)
+    assert cli.main(["run", str(grid), "--store", str(store)]) == 2
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err and err.startswith(f"error: store {store}: part-")
+    assert "is gone (the store deleted while the sweep ran?)" in " ".join(err.split())
 
 
 def ok_keys(store: Path, sweep: str) -> set[str]:

@@ -9,9 +9,11 @@ from typing import Any
 from rich.console import Console
 
 from sweeper.config import load as grid_file
+from sweeper.errors import UserError
 from sweeper.planning.dry_run import shrink_plan
 from sweeper.planning.plan import Plan, make_plan
 from sweeper.planning.view import beyond_this_machine, plan_json, show_plan
+from sweeper.text import visible
 
 
 def add_parser(commands: Any) -> None:
@@ -31,12 +33,17 @@ def add_parser(commands: Any) -> None:
 
 def main(args: argparse.Namespace, console: Console) -> int:
     """``sweeper plan GRID [--json] [--dry-run]``."""
+    if args.json and args.predict_from:  # stdout must stay one JSON document
+        raise UserError(
+            "sweeper plan: --predict-from prints its predictions as text, so not with --json; "
+            "`sweeper predict STORE --grid GRID --json` prints them as JSON"
+        )
     plan = make_plan(grid_file.load(args.grid))
     if args.dry_run:
         plan = shrink_plan(plan)
     if args.json:
         for warning in [*plan.grid.warnings, *beyond_this_machine(plan)]:  # stdout stays JSON
-            print(f"warning: {warning}", file=sys.stderr)
+            print(f"warning: {visible(warning)}", file=sys.stderr)
         print(plan_json(plan))
     else:
         show_plan(plan, console)

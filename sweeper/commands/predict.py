@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from rich.console import Console
@@ -41,7 +40,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
         validation_lines,
     )
     from sweeper.store.parquet import load_sweep
-    from sweeper.text import plain
+    from sweeper.text import json_text, plain
 
     if args.grid is None and not args.validate:
         raise UserError("sweeper predict: pass --grid GRID (the launches to predict) or --validate")
@@ -51,13 +50,13 @@ def main(args: argparse.Namespace, console: Console) -> int:
     predictions = [learned.predict(shape) for _, _, shape in targets]
     skipped = unpredicted_lines(unpredicted_engines(learned, plan)) if plan is not None and not args.validate else []
     if args.json:
-        print(json.dumps(to_json(learned, predictions), indent=2, allow_nan=False))
+        print(json_text(to_json(learned, predictions), indent=2))
         return 0
     shown = validation_lines(learned) if args.validate else [*model_lines(learned), *validation_lines(learned)]
     for line in [*shown, *skipped]:
         console.print(plain(line), soft_wrap=True)
     if predictions:
-        table = Table(title=f"predicted median batch times of {args.grid}")
+        table = Table(title=plain(f"predicted median batch times of {args.grid}"))
         for header in PREDICTION_HEADERS:
             table.add_column(header)
         for row in prediction_rows(predictions):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from rich.console import Console
@@ -35,7 +34,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
     from sweeper.results.recommend_view import lines, to_json
     from sweeper.results.report.sections.measured import dry_run_banner
     from sweeper.store.parquet import load_sweep
-    from sweeper.text import plain
+    from sweeper.text import json_text, plain
 
     df = load_sweep(args.store, args.sweep)
     recommendation = recommend(
@@ -46,7 +45,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
         budget=args.budget,
     )
     if args.json:
-        print(json.dumps(to_json(recommendation), indent=2, allow_nan=False))
+        print(json_text(to_json(recommendation), indent=2))
     else:
         banner = dry_run_banner(df)
         for line in ([banner] if banner else []) + lines(recommendation):

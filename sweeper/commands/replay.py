@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -19,7 +18,7 @@ from sweeper.config.sections import REPLAY, SEARCH, TRIAL_FLAGS, TRIALS
 from sweeper.errors import UserError
 from sweeper.search.adaptive import TrialPolicy
 from sweeper.search.halving import HalvingPolicy
-from sweeper.text import plain
+from sweeper.text import json_text, plain
 
 if TYPE_CHECKING:
     from sweeper.results.replay import ReplaySettings
@@ -111,20 +110,19 @@ def main(args: argparse.Namespace, console: Console) -> int:
     from sweeper.results.replay import KEYS, replay
     from sweeper.results.report.sections.measured import dry_run_banner
     from sweeper.store.parquet import load_sweep
-    from sweeper.text import plain
 
     settings = settings_from(args)
     df = load_sweep(args.store, args.sweep)
     if args.compare:
         results = [replay(df, replace(settings, strategy=strategy)) for strategy in COMPARED_STRATEGIES]
         if args.json:
-            print(json.dumps({r["strategy"]: {key: r[key] for key in KEYS} for r in results}, sort_keys=False))
+            print(json_text({r["strategy"]: {key: r[key] for key in KEYS} for r in results}))
         else:
             console.print(comparison_table(results))
         return 0
     result = replay(df, settings)
     if args.json:
-        print(json.dumps({key: result[key] for key in KEYS}, sort_keys=False))
+        print(json_text({key: result[key] for key in KEYS}))
     else:
         banner = dry_run_banner(df)
         for line in ([plain(banner)] if banner else []) + replay_lines(result):
@@ -149,15 +147,17 @@ def comparison_table(results: list[dict[str, Any]]) -> Table:
     """Every strategy replayed on the same store, one row each (cluster time: a share of the full grid's)."""
     first = results[0]
     table = Table(
-        title=f"{first['repeats']} bootstrap repeats of {first['configurations']} configurations; full grid "
-        f"{first['full_grid_cluster_s']:.0f} node-seconds, best {first['full_grid_best']}"
+        title=plain(
+            f"{first['repeats']} bootstrap repeats of {first['configurations']} configurations; full grid "
+            f"{first['full_grid_cluster_s']:.0f} node-seconds, best {first['full_grid_best']}"
+        )
     )
     table.add_column("strategy")
     for column, _, _ in COMPARED:
         table.add_column(column, justify="right")
     for result in results:
         cells = [_share(result[key]) if kind == "share" else f"{result[key]:.1f}" for _, key, kind in COMPARED]
-        table.add_row(result["strategy"], *cells)
+        table.add_row(plain(result["strategy"]), *cells)
     return table
 
 

@@ -7,7 +7,6 @@ names and paths from a grid (``[`` and ``]`` included) show as written.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from rich.console import Console
@@ -19,7 +18,7 @@ from sweeper.names import BASELINE_ENGINE, on_spark
 from sweeper.planning.measurements import pending, split_reused
 from sweeper.planning.plan import Launch, Plan
 from sweeper.shapes import BASELINE_TEXT, counted, noun_for, shape_text_mib
-from sweeper.text import plain
+from sweeper.text import json_text, plain
 from sweeper.units import MIB_PER_GIB, format_mib, spark_size
 
 
@@ -237,7 +236,7 @@ def plan_json(plan: Plan) -> str:
         if launch.dry_run:
             shape.update(dry_run=True, here=here_json(launch))
         objects.append(shape)
-    return json.dumps(objects, indent=2)
+    return json_text(objects, indent=2)
 
 
 def here_json(launch: Launch) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweeper.names import on_spark
 from sweeper.shapes import shape_text
+from sweeper.text import json_nulls
 
 if TYPE_CHECKING:
     from sweeper.results.predict.worth import WorthMeasuring
@@ -299,18 +300,7 @@ def to_json(recommendation: Recommendation) -> dict[str, Any]:
         ],
         "overall": recommendation.overall,
     }
-    return _nulls(document)
-
-
-def _nulls(value: Any) -> Any:
-    """NaN and infinities as None, tuples as lists, all the way down."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, Mapping):
-        return {str(key): _nulls(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_nulls(item) for item in value]
-    return value
+    return json_nulls(document)
 
 
 # -- the command -----------------------------------------------------------------------------------

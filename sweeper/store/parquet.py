@@ -147,18 +147,37 @@ def write_rows(store: Path, sweep: str, rows: Sequence[Mapping[str, Any]], stem:
 
 
 def compact(store: Path, sweep: str, files: Iterable[Path], stem: str, **fill: Any) -> Path | None:
-    """Merge a launch's measurement files into one (filling e.g. ``teardown_s``), then remove them."""
+    """Merge a launch's measurement files into one (filling e.g. ``teardown_s``), then remove them.
+
+    A part that is gone (the store or the sweep's directory deleted under the running sweep) is a
+    :class:`StoreWriteError` naming it: the sweep ends there, with the parts still in place left as they are.
+    """
     parts = list(files)
     if not parts:
         return None
-    rows = [row for part in parts for row in pq.read_table(part, schema=SCHEMA).to_pylist()]
+    rows = [row for part in parts for row in _part_rows(store, part).to_pylist()]
     for row in rows:
         row.update(fill)
     merged = write_rows(store, sweep, rows, stem)
     for part in parts:
         if part != merged:
-            part.unlink()
+            part.unlink(missing_ok=True)
     return merged
+
+
+def _part_rows(store: Path, part: Path) -> pa.Table:
+    """One measurement file a launch wrote, read back to be merged (its absence a :class:`StoreWriteError`)."""
+    try:
+        return pq.read_table(part, schema=SCHEMA)
+    except FileNotFoundError:
+        places = (("the store", Path(store)), ("the sweep's directory", part.parent))
+        gone = next((name for name, place in places if not place.is_dir()), "the file")
+        raise StoreWriteError(
+            f"store {store}: {part.name}, a measurement this sweep wrote, is gone ({gone} deleted while the sweep "
+            "ran?); the sweep stops here: run it again to measure what the store lacks"
+        ) from None
+    except (OSError, pa.ArrowException) as error:
+        raise StoreWriteError(f"store {store}: cannot read back {part} to merge it: {error}") from None
 
 
 def sweeps(store: str | Path) -> list[str]:

@@ -1,13 +1,15 @@
 """Values a store may hold but no measurement can produce: named when read, and kept out of every statistic.
 
-A store is a directory of Parquet files anyone can write. An ``ok`` row whose time is negative, infinite or
-beyond any real run (``fit_wall_s = 1e300``), whose accuracy is outside [0, 1], or whose counters are absurd
-(``launch_index`` 2^31-1 or negative) would be analysed as a real measurement, or make an analysis allocate
-in proportion to it. Such a row becomes ``status = "invalid"`` with an ``error`` naming the value (only in
-the frame that was read; the files are not changed), so the answer lists it as not measured. A resource
-figure out of range (an infinite peak memory) is dropped to null with a ``resource_note``: the row's
-time still counts. Text is cut to a bound (200 characters; an error 2,000), so that no value makes a
-report, table or plot label grow with it.
+A store is a directory of Parquet files anyone can write. An ``ok`` row whose time is negative, infinite,
+beyond any real run (``fit_wall_s = 1e300``) or under any timed batch (``fit_wall_s = 0``, ``5e-324``: a
+ratio to it is infinite), whose accuracy is outside [0, 1], whose counters are absurd (``launch_index``
+2^31-1 or negative, ``n_train`` negative), whose launch had no executor or node, or whose fraction of the
+training set is outside (0, 1] would be analysed as a real measurement, divide by zero, or make an analysis
+allocate in proportion to it. Such a row becomes ``status = "invalid"`` with an ``error`` naming the value
+and the range it is outside (only in the frame that was read; the files are not changed), so the answer
+lists it as not measured. A resource figure out of range (an infinite peak memory) is dropped to null with
+a ``resource_note``: the row's time still counts. Text is cut to a bound (200 characters; an error 2,000),
+so that no value makes a report, table or plot label grow with it.
 """
 
 from __future__ import annotations
@@ -20,9 +22,13 @@ MAX_SECONDS = 1e7  # ~116 days: longer than any batch, start or teardown
 MAX_GIB = 2.0**21  # 2 PiB: above any size a grid allows (1 PiB)
 MAX_COUNT = 1_000_000  # trials, launch indexes, executors, cores
 MAX_EPOCHS = 10_000_000
+MAX_ROWS = 10**12  # rows or features of a dataset: 8 TB per feature as float64, beyond what a fit loads
+# A batch of fits timed by time.perf_counter (nanoseconds) takes far more than a microsecond (a task sent to
+# an executor and back): a shorter time was never measured, and times are divided by it (ratios, speedups).
+MIN_FIT_SECONDS = 1e-6
 
 ROW_LIMITS: dict[str, tuple[float, float]] = {  # out of range: the row is invalid
-    "fit_wall_s": (0.0, MAX_SECONDS),
+    "fit_wall_s": (MIN_FIT_SECONDS, MAX_SECONDS),
     "fit_task_sum_s": (0.0, MAX_SECONDS * MAX_COUNT),
     "fit_task_max_s": (0.0, MAX_SECONDS),
     "cluster_start_s": (0.0, MAX_SECONDS),
@@ -34,15 +40,21 @@ ROW_LIMITS: dict[str, tuple[float, float]] = {  # out of range: the row is inval
     "launch_index": (0, MAX_COUNT),
     "trial": (0, MAX_COUNT),
     "epochs": (0, MAX_EPOCHS),
-    "executors": (0, MAX_COUNT),
-    "cores_per_executor": (0, MAX_COUNT),
+    "executors": (1, MAX_COUNT),  # a configuration's time is shared out per executor and core
+    "cores_per_executor": (1, MAX_COUNT),
     "granted_executors": (0, MAX_COUNT),
     "granted_cores_per_executor": (0, MAX_COUNT),
-    "nodes": (0, MAX_COUNT),
+    "nodes": (1, MAX_COUNT),  # cluster time is node-seconds
     "n_fits": (0, MAX_COUNT),
+    "threads_per_fit": (1, MAX_COUNT),
+    "n_train": (0, MAX_ROWS),
+    "n_test": (0, MAX_ROWS),
+    "n_features": (0, MAX_ROWS),
+    "fraction": (0.0, 1.0),  # of the training set: (0, 1], as the grid allows (OPEN_BELOW)
     "executor_memory_gib": (0.0, MAX_GIB),
     "granted_executor_memory_gib": (0.0, MAX_GIB),
 }
+OPEN_BELOW = frozenset({"fraction"})  # columns whose low limit is itself out of range
 FIGURE_LIMITS: dict[str, tuple[float, float]] = {  # out of range: the figure is dropped
     "cpu_s_fits": (0.0, MAX_SECONDS * MAX_COUNT),
     "cpu_s_workers": (0.0, MAX_SECONDS * MAX_COUNT),
@@ -70,13 +82,24 @@ def _cut(values: pd.Series, limit: int) -> pd.Series:
     return cut
 
 
-def _outside(values: pd.Series, low: float, high: float) -> pd.Series:
-    """True where a value is present and not a finite number in [low, high]."""
+def _outside(values: pd.Series, low: float, high: float, open_below: bool = False) -> pd.Series:
+    """True where a value is present and not a finite number in [low, high] ((low, high] if ``open_below``)."""
     numbers = pd.to_numeric(values, errors="coerce").astype("Float64")
     present = values.notna()
     finite = pd.Series(np.isfinite(numbers.to_numpy(dtype="float64", na_value=np.nan)), index=values.index)
-    inside = finite & numbers.ge(low).fillna(False) & numbers.le(high).fillna(False)
+    above = numbers.gt(low) if open_below else numbers.ge(low)
+    inside = finite & above.fillna(False) & numbers.le(high).fillna(False)
     return (present & ~inside).astype(bool)
+
+
+def limits_text(column: str) -> str:
+    """The range a row's value must be in, as the error of an invalid row names it.
+
+    >>> limits_text("fit_wall_s"), limits_text("fraction"), limits_text("executors")
+    ('[1e-06, 1e+07]', '(0, 1]', '[1, 1e+06]')
+    """
+    low, high = ROW_LIMITS[column]
+    return f"{'(' if column in OPEN_BELOW else '['}{low:g}, {high:g}]"
 
 
 def checked(frame: pd.DataFrame) -> pd.DataFrame:
@@ -90,10 +113,11 @@ def checked(frame: pd.DataFrame) -> pd.DataFrame:
     for column, (low, high) in ROW_LIMITS.items():
         if column not in frame:
             continue
-        bad = _outside(frame[column], low, high)
+        bad = _outside(frame[column], low, high, column in OPEN_BELOW)
         if bad.any():
             shown = frame.loc[bad, column].astype(str).str.slice(0, 40)
-            frame.loc[bad, "error"] = f"invalid value read from the store: {column}=" + shown
+            impossible = f" (impossible: outside {limits_text(column)})"
+            frame.loc[bad, "error"] = f"invalid value read from the store: {column}=" + shown + impossible
             frame.loc[bad, "status"] = INVALID
     for column, (low, high) in FIGURE_LIMITS.items():
         if column not in frame:

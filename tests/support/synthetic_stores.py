@@ -164,3 +164,33 @@ def to_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
 def synthetic_frame(arms: Sequence[ArmSpec], **options: Any) -> pd.DataFrame:
     """:func:`synthetic_rows` as a typed DataFrame (same options)."""
     return to_frame(synthetic_rows(arms, **options))
+
+
+# What a store's text may hold that every output must show and never obey: a colour and a window title (ANSI CSI
+# and OSC, ended by BEL), a carriage return (the line overwritten), Rich markup, HTML, a Markdown table cell and code.
+HOSTILE_TEXT = "\x1b[31m\x1b]0;owned\x07\r[bold]<script>|`x`"
+HOSTILE_ENGINE = "spark" + HOSTILE_TEXT  # no engine a grid names: its rows are compared all the same
+HOSTILE_COLUMNS = (  # free text the runner writes; every one of them hostile in hostile_rows
+    "sweep", "run_id", "grid_hash", "host", "manager", "rule", "model_params", "hidden_layer_sizes", "resource_note",
+    "fit_environment", "cluster_hosts", "python_version", "sklearn_version", "java_version", "search_strategy",
+    "stop_reason", "reused_from",
+)  # fmt: skip
+
+
+def hostile_rows(seed: int = 0) -> list[dict[str, Any]]:
+    """A sweep of Spark and Dask arms and a faster one of :data:`HOSTILE_ENGINE` (the full grid's best, so every
+    summary names it) whose text columns (:data:`HOSTILE_COLUMNS`) hold :data:`HOSTILE_TEXT`, with a failed row
+    whose ``error``, ``error_type`` and ``measurement_key`` hold it too. The dataset stays ``digits``, so a grid of
+    digits is predicted from it."""
+    arms = [
+        ArmSpec("spark", 1, 2, 4.0, median_s=12.0, trials=3),
+        ArmSpec("dask", 1, 2, 4.0, median_s=14.0, trials=3),
+        ArmSpec("dask", 2, 2, 4.0, median_s=9.0, trials=3),
+        ArmSpec(HOSTILE_ENGINE, 2, 2, 4.0, median_s=5.0, trials=3),
+    ]
+    rows = synthetic_rows(arms, epochs=(5, 10), seed=seed)
+    for row in rows:
+        row.update(dict.fromkeys(HOSTILE_COLUMNS, "x" + HOSTILE_TEXT))
+    failed = {**rows[0], "status": "failed", "error": HOSTILE_TEXT, "error_type": HOSTILE_TEXT, "trial": 3}
+    failed.update(fit_wall_s=None, accuracy=None, accuracy_best=None, measurement_key="k" + HOSTILE_TEXT)
+    return [*rows, failed]

@@ -12,6 +12,7 @@ import pandas as pd
 from sweeper.errors import UserError
 from sweeper.planning.plan import Plan, Point
 from sweeper.results.predict.model import Shape
+from sweeper.store.validity import MAX_ROWS
 
 PREDICTED_ENGINES = ("spark", "dask")
 RANGES = {  # the name an extrapolation is reported under -> what of a shape it measures
@@ -68,7 +69,15 @@ def training_rows(points: pd.DataFrame, dataset: str, fraction: float) -> int:
     if not at_fraction.empty:
         return int(at_fraction["n_train"].median())
     largest = same[same["fraction"] == same["fraction"].max()]
-    return round(float(largest["n_train"].median()) * fraction / float(largest["fraction"].iloc[0]))
+    measured_rows, measured_fraction = float(largest["n_train"].median()), float(largest["fraction"].iloc[0])
+    rows = measured_rows * fraction / measured_fraction
+    if not rows <= MAX_ROWS:  # a stored fraction near 0 (the store's check allows any in (0, 1]): scaled past any data
+        raise UserError(
+            f"fraction {fraction:g} of {dataset}: {rows:.3g} training rows, scaled from the sweep's "
+            f"{measured_rows:g} rows at fraction {measured_fraction:g}, more than any dataset holds ({MAX_ROWS:g}); "
+            "predict a fraction the sweep measured"
+        )
+    return round(rows)
 
 
 def outside(shape: Shape, measured: list[Shape]) -> list[str]:

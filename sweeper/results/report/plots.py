@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 from sweeper.names import BASELINE_ENGINE, CONFIG
 from sweeper.results.statistics import NEVER, ok_mask, pareto_front
 from sweeper.shapes import BASELINE_TEXT, shape_text
+from sweeper.text import visible
 
 ENGINE_COLORS = {"spark": "#e8710a", "dask": "#1f77b4", BASELINE_ENGINE: "#555555"}
 OTHER_COLORS = ("#2ca02c", "#9467bd", "#8c564b", "#e377c2")
@@ -33,12 +34,13 @@ def engine_color(engine: str) -> str:
 
 
 def shown(text: object) -> str:
-    r"""Text from the store (an engine name) as a figure label, as written: a '$' starts no maths.
+    r"""Text from the store (an engine name) as a figure label, as written: a '$' starts no maths, control
+    characters show as ``\xNN`` (:func:`~sweeper.text.visible`).
 
-    >>> shown("spark$x$")
-    'spark\\$x\\$'
+    >>> shown("spark$x$\x1b[31m")
+    'spark\\$x\\$\\x1b[31m'
     """
-    return str(text).replace("$", r"\$")
+    return visible(str(text)).replace("$", r"\$")
 
 
 def short_config(row: Any) -> str:
