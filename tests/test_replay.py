@@ -295,3 +295,29 @@ def test_a_sweep_with_one_configuration_cannot_be_replayed(
     store = write_store(tmp_path / "one", budget_rows(easy_winner()[:1], trials=3))
     code, err = run_cli(["replay", str(store)], monkeypatch, capsys)
     assert code == 2 and "no two configurations measured at every value" in err
+
+
+@pytest.mark.parametrize("strategy", ["grid", "halving", "race"])
+def test_a_huge_launch_index_replays_as_its_renumbered_store_does(
+    strategy: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Arrays indexed by launch are as long as the launches there are: a store whose launch indices run up to
+    999999 (valid, and once 10.7 GB of replay) replays exactly as the same store numbered from 0."""
+    rows = budget_rows(easy_winner(), sweep="easy", seed=1)
+    far = [{**r, "launch_index": int(r["launch_index"]) * 1000 + 999} for r in rows]
+    options = ("--strategy", strategy, "--seed", "3")
+    far[-1]["launch_index"] = 999999  # a launch of its own in both stores: the numbering keeps its order
+    rows[-1]["launch_index"] = max(int(r["launch_index"]) for r in rows[:-1]) + 1
+    near = replayed(write_store(tmp_path / "near2", rows), "easy", *options, monkeypatch=monkeypatch, capsys=capsys)
+    distant = replayed(write_store(tmp_path / "far", far), "easy", *options, monkeypatch=monkeypatch, capsys=capsys)
+    assert distant == near
+
+
+def test_repeats_and_trials_are_checked_together(
+    store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each flag in its range, their product over the sweep's configurations past the replay's memory bound: exit 2
+    naming both flags, before anything is allocated."""
+    argv = ["replay", str(store), "--sweep", "easy", "--repeats", "100000", "--max-trials", "1000"]
+    code, err = run_cli(argv, monkeypatch=monkeypatch, capsys=capsys)
+    assert code == 2 and "--repeats 100000 x --max-trials 1000" in err and "lower --repeats or --max-trials" in err

@@ -139,6 +139,30 @@ def _race(
     return Race(point_text, labels, engines, np.array(launches, dtype=int), np.array(nodes), samples)
 
 
+MAX_DRAWS = 2 * 10**8  # resampled times held at once (8 bytes each: 1.5 GiB); a replay's memory is bounded by it
+
+
+def check_draws(found: Sequence[Race], repeats: int, max_trials: int) -> None:
+    """Refuse ``--repeats`` x ``--max-trials`` (checked together) when the largest point's draws pass MAX_DRAWS."""
+    largest = max((len(race.labels) * len(race.samples[0]) for race in found), default=0)
+    draws = largest * repeats * max_trials
+    if draws > MAX_DRAWS:
+        raise UserError(
+            f"replay: --repeats {repeats} x --max-trials {max_trials} over {largest} configurations and rungs is "
+            f"{draws:.3g} resampled times ({draws * 8 / 2**30:.1f} GiB), more than {MAX_DRAWS:.0e}: "
+            "lower --repeats or --max-trials"
+        )
+
+
+def dense_launches(found: list[Race], overhead: pd.Series) -> tuple[list[Race], pd.Series]:
+    """The races and per-launch overhead with launch indices renumbered 0..K-1, so that arrays indexed by launch
+    are as long as the launches there are, not as the largest index a store holds (999999)."""
+    indices = np.unique(np.concatenate([overhead.index.to_numpy(dtype=int), *(r.launches.ravel() for r in found)]))
+    renumbered = [replace(r, launches=np.searchsorted(indices, r.launches)) for r in found]
+    dense = pd.Series(overhead.to_numpy(dtype=float), index=np.searchsorted(indices, overhead.index.to_numpy(int)))
+    return renumbered, dense
+
+
 def recorded_trials(found: Sequence[Race]) -> int:
     """The ok trials the sweep recorded a point (the median over every configuration and rung)."""
     return int(np.median([times.size for race in found for per_rung in race.samples for times in per_rung]))
@@ -224,9 +248,10 @@ def replay(df: pd.DataFrame, settings: ReplaySettings) -> dict[str, Any]:
     if auto:
         settings = replace(settings, strategy=RACE if settings.trials.max_trials >= RACE_MIN_TRIALS else FULL_GRID)
     found, rungs, left_out = races(df, settings.rung_axis)
+    check_draws(found, settings.repeats, settings.trials.max_trials)
     rng = np.random.default_rng(settings.seed)
     scope = df[df["engine"].ne(BASELINE_ENGINE).fillna(False).astype(bool)]
-    overhead = one_launch_s(scope).sum(axis=1)
+    found, overhead = dense_launches(found, one_launch_s(scope).sum(axis=1))
     reference_s = cluster_seconds(scope).total_s
     if settings.strategy == RACE:
         return _replay_race(settings, found, rungs, left_out, overhead, reference_s, rng, auto)
