@@ -24,6 +24,7 @@ from sweeper.store.parquet import (
     check_writable,
     compact,
     finish_merges,
+    merge_leftovers,
     read_table,
     recorded_rows,
     remove_sweep,
@@ -380,3 +381,19 @@ def test_a_merge_stopped_before_removing_its_parts_never_counts_a_row_twice_and_
     # a part whose rows are not all in the merged file is not a copy: it stays
     write_rows(tmp_path, "s", [row("c")], "part-r-001-0002")
     assert finish_merges(tmp_path, "s") == [] and len(load_results(tmp_path, "s")) == 3
+
+
+def test_parts_a_killed_run_never_merged_are_merged_by_the_next_run_once(tmp_path: Path) -> None:
+    """kill -9 before a launch's merge leaves one file per measurement; the next run merges them, one file per
+    launch, every row kept once; the current run's own parts and merged files are left alone."""
+    for n, key in enumerate(("a", "b", "c")):
+        write_rows(tmp_path, "s", [row(key)], f"part-killed-001-{n:04d}")
+    write_rows(tmp_path, "s", [row("d")], "part-killed-002-0000")
+    write_rows(tmp_path, "s", [row("e")], "part-done-001")  # a launch merged as usual
+    before = sorted(load_results(tmp_path, "s")["measurement_key"])
+    merged = merge_leftovers(tmp_path, "s")
+    assert len(merged) == 4 and not any(p.exists() for p in merged)
+    names = sorted(p.name for p in (tmp_path / "s").iterdir())
+    assert names == ["part-done-001.parquet", "part-killed-001.parquet", "part-killed-002.parquet"]
+    assert sorted(load_results(tmp_path, "s")["measurement_key"]) == before == ["a", "b", "c", "d", "e"]
+    assert merge_leftovers(tmp_path, "s") == []

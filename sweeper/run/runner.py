@@ -39,6 +39,7 @@ from sweeper.store.parquet import (
     check_writable,
     finish_merges,
     grid_hashes,
+    merge_leftovers,
     race_decisions,
     read_table,
     recorded_rows,
@@ -164,6 +165,9 @@ def _run_held(
     repaired = finish_merges(store, grid.name)
     if repaired:
         warn(f"removed {len(repaired)} part files a stopped merge left beside their merged file")
+    leftovers = merge_leftovers(store, grid.name)
+    if leftovers:
+        warn(f"merged {len(leftovers)} part files a stopped run left unmerged")
     table = read_table(store, grid.name)  # once: what the sweep holds
     others = grid_hashes(table) - {grid.grid_hash}
     if others:

@@ -289,6 +289,23 @@ def finish_merges(store: Path, sweep: str) -> list[Path]:
     return removed
 
 
+def merge_leftovers(store: Path, sweep: str) -> list[Path]:
+    """Merge the part files of launches a killed run never merged (no ``STEM.parquet`` beside them), one merged
+    file per launch; the parts merged. Reading a store of many one-row files costs a file each (20,000 of them:
+    1.7 GB and 93 s for ``predict``). Call it while holding the sweep's lock, after :func:`finish_merges`."""
+    directory = sweep_dir(store, sweep)
+    unmerged: dict[str, list[Path]] = {}
+    for part in _sweep_files(directory):
+        stem, _, serial = part.stem.rpartition("-")
+        if len(serial) == 4 and serial.isdigit() and not (directory / f"{stem}.parquet").exists():
+            unmerged.setdefault(stem, []).append(part)
+    merged = []
+    for stem, parts in unmerged.items():
+        compact(store, sweep, sorted(parts), stem)
+        merged += parts
+    return merged
+
+
 def _read_file(path: Path) -> pa.Table:
     """One store file with the store's columns and types (raises FileNotFoundError only when it is gone)."""
     try:
