@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -27,6 +27,7 @@ from sweeper import load_results
 from sweeper.config import load as grid_file
 from sweeper.planning.plan import Plan, make_plan
 from sweeper.results.recommend import recommend
+from sweeper.results.recommend_view import unmeasured_lines
 from sweeper.results.unmeasured import UNFINISHED, unmeasured
 from sweeper.run import runner
 from sweeper.run.race import RaceRun, Recorded, race_policy
@@ -185,6 +186,11 @@ def test_a_race_short_of_its_trials_without_a_decision_is_named_unfinished() -> 
     (short,) = unmeasured(pd.DataFrame(rows))
     assert (short.label, short.epochs, short.status) == ("dask 2 executors x 1 core x 2 GiB", (5,), UNFINISHED)
     assert short.reason.startswith("2 of 4 trials at 5 epochs, and no decision of the race stopped it")
+    failed = replace(short, executors=4, status="failed", reason="launch did not start: no room")
+    lines = unmeasured_lines(SimpleNamespace(unmeasured=(short, failed)))  # type: ignore[arg-type]
+    unfinished_at = lines.index(next(line for line in lines if line.startswith("Unfinished (in the answer above")))
+    assert lines[0] == "Not measured (left out of the answer above):" and "did not start" in lines[1]
+    assert unfinished_at == 2 and "2 of 4 trials" in lines[3]  # in the answer, not "left out" of it
 
 
 def race_over(plan: Plan, rows: Sequence[Row]) -> bool:

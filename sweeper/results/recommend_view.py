@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from sweeper.names import on_spark
+from sweeper.results.unmeasured import UNFINISHED
 from sweeper.shapes import shape_text
 from sweeper.text import json_nulls
 
@@ -165,14 +166,19 @@ SETTLED_MEANS = (
 
 
 def unmeasured_lines(recommendation: Recommendation) -> list[str]:
-    """The configurations the answer could not weigh: no ok row at some epochs, with the reason."""
-    if not recommendation.unmeasured:
-        return []
-    out = ["Not measured (left out of the answer above):"]
-    for missing in recommendation.unmeasured:
-        epochs = ", ".join(str(e) for e in missing.epochs)
-        why = f"{missing.status}: {missing.reason}" if missing.reason else missing.status
-        out.append(f"  {missing.label} at {epochs} epochs: {why}")
+    """The configurations the answer could not weigh (no ok row at some epochs), and those a stopped race left
+    short (in the answer, with fewer trials), each with the reason."""
+    out = []
+    for heading, short in (
+        ("Not measured (left out of the answer above):", False),
+        ("Unfinished (in the answer above with fewer trials; run the sweep again to finish them):", True),
+    ):
+        listed = [m for m in recommendation.unmeasured if (m.status == UNFINISHED) == short]
+        out += [heading] if listed else []
+        for missing in listed:
+            epochs = ", ".join(str(e) for e in missing.epochs)
+            why = f"{missing.status}: {missing.reason}" if missing.reason else missing.status
+            out.append(f"  {missing.label} at {epochs} epochs: {why}")
     return out
 
 
