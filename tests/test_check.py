@@ -138,11 +138,11 @@ def test_ssh_check_passes_on_a_healthy_host_and_names_each_planted_fault(sshd: S
 # --- YARN -----------------------------------------------------------------------------------------------------------
 
 
-def yarn_grid(conf_dir: Path, tmp_path: Path, memory: str = "3GiB") -> Path:
+def yarn_grid(conf_dir: Path, tmp_path: Path, memory: str = "3GiB", **cluster: Any) -> Path:
     spec = minimal_grid(
         name="checked",
         cluster={"manager": "yarn", "nodes": 2, "cores_per_node": 2, "memory_per_node": memory,
-                 "hadoop_conf_dir": str(conf_dir)},
+                 "hadoop_conf_dir": str(conf_dir), **cluster},
         sizing={"cores_per_executor": [1], "reserve": {"cores": 1, "memory": "1GiB"}, "application_master": 0},
         store=str(tmp_path / "store"),
     )  # fmt: skip

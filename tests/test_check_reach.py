@@ -27,22 +27,9 @@ from tests.conftest import minimal_grid, run_cli
 from tests.support.hadoop_sites import site
 from tests.support.sshd import Sshd
 from tests.support.yarn_cluster import YarnCluster, rest, wait_until_idle
-from tests.test_check import checks, failed, ssh_grid
+from tests.test_check import checks, failed, ssh_grid, yarn_grid
 
 QUICK_S = 60.0  # far below the 120 s and more the Java client's retries took, with room for a slow machine
-
-
-def yarn_grid(conf_dir: Path, tmp_path: Path, **cluster: Any) -> Path:
-    spec = minimal_grid(
-        name="reach",
-        cluster={"manager": "yarn", "nodes": 2, "cores_per_node": 2, "memory_per_node": "3GiB",
-                 "hadoop_conf_dir": str(conf_dir), **cluster},
-        sizing={"cores_per_executor": [1], "reserve": {"cores": 1, "memory": "1GiB"}, "application_master": 0},
-        store=str(tmp_path / "store"),
-    )  # fmt: skip
-    path = tmp_path / f"grid-{uuid.uuid4().hex[:6]}.yaml"
-    path.write_text(yaml.safe_dump(spec, sort_keys=False))
-    return path
 
 
 def closed_port() -> int:

@@ -26,9 +26,8 @@ from typing import Any
 from sweeper.launch.base import LaunchError
 from sweeper.launch.hosts.containers import AM_MEMORY_MIB, ContainerShape, containers_command, shipped_archive
 from sweeper.launch.hosts.hadoop_conf import HadoopConf, HadoopConfError, read_hadoop_conf
-from sweeper.launch.hosts.packed_cache import packed_environment
 from sweeper.launch.hosts.ssh import MIN_JAVA
-from sweeper.launch.hosts.yarn import container_python, driver_address
+from sweeper.launch.hosts.yarn import container_python, driver_address, shipped_environment
 from sweeper.launch.hosts.yarn_client import YarnClient, hadoop_lib
 from sweeper.launch.options import YarnOptions
 from sweeper.planning.plan import Launch
@@ -268,7 +267,7 @@ def _nodes(
     name = f"sweeper-check-{uuid.uuid4().hex[:8]}"
     memory_mib = _probe_memory_mib(conf, nodes, room_mib)
     try:
-        archive, listener = probe_archive(options, conf), DriverListener(driver)
+        archive, listener = shipped_environment(options, conf)[0], DriverListener(driver)
     except LaunchError as error:
         found.add("environment", None, False, str(error))
         return
@@ -310,14 +309,6 @@ def _probe_memory_mib(conf: HadoopConf, nodes: list[dict[str, Any]], room_mib: i
         _conf_mib(conf, "yarn.scheduler.maximum-allocation-mb", DEFAULT_LARGEST_CONTAINER_MIB),
         room_mib,
     )
-
-
-def probe_archive(options: YarnOptions, conf: HadoopConf) -> Path | None:
-    """The environment the probe ships, as a launch would: ``cluster.python_archive``, else this one packed (nodes of
-    their own), else none (``file:``: the nodes are this machine)."""
-    if options.python_archive or conf.default_fs.startswith("file:"):
-        return options.python_archive
-    return packed_environment()[0]
 
 
 def java_environment(options: YarnOptions) -> dict[str, str]:

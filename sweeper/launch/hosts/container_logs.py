@@ -32,7 +32,7 @@ _NUMBERED = re.compile(r"^(container_(?:e\d+_)?\d+_\d+_\d+_)(\d+)$")
 
 def save_container_logs(yarn: YarnClient, app_ids: Iterable[str], out: Path) -> Path | None:
     """The logs of every container of ``app_ids`` the NodeManagers still have, written to ``out``; None if none."""
-    scheme = "https" if (yarn.conf.get("yarn.http.policy") or "").strip().upper() == "HTTPS_ONLY" else "http"
+    scheme = yarn.conf.web_scheme
     try:
         nodes = [f"{scheme}://{address}" for address in yarn.node_web_addresses()]
     except LaunchError:

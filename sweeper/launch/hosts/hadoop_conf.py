@@ -136,12 +136,17 @@ class HadoopConf:
             return []
         return [rm_id.strip() for rm_id in (self.get("yarn.resourcemanager.ha.rm-ids") or "").split(",") if rm_id]
 
+    @property
+    def web_scheme(self) -> str:
+        """``https`` when YARN's web servers (ResourceManager, NodeManagers) serve HTTPS only, else ``http``."""
+        return "https" if (self.get("yarn.http.policy") or "").strip().upper() == "HTTPS_ONLY" else "http"
+
     def resource_manager_urls(self) -> list[str]:
         """The ResourceManager's web UI/REST base URLs, one per HA id (the active one among them)."""
-        https = (self.get("yarn.http.policy") or "").strip().upper() == "HTTPS_ONLY"
+        scheme = self.web_scheme
+        https = scheme == "https"
         key = "yarn.resourcemanager.webapp.https.address" if https else "yarn.resourcemanager.webapp.address"
         port = "8090" if https else "8088"
-        scheme = "https" if https else "http"
         rm_ids = self.ha_rm_ids
         if not rm_ids:
             return [f"{scheme}://{self.get(key)}"]

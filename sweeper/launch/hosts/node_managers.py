@@ -27,7 +27,7 @@ POLL_S = 0.3
 def containers_left(yarn: YarnClient, app_ids: Iterable[str]) -> dict[str, list[str]]:
     """The containers of ``app_ids`` each NodeManager still holds (NodeManagers holding none left out)."""
     wanted = list(app_ids)
-    scheme = "https" if (yarn.conf.get("yarn.http.policy") or "").strip().upper() == "HTTPS_ONLY" else "http"
+    scheme = yarn.conf.web_scheme
     left: dict[str, list[str]] = {}
     for address in yarn.node_web_addresses():
         held = [c for app_id in wanted for c in _containers(f"{scheme}://{address}/ws/v1/node/apps/{app_id}")]

@@ -47,6 +47,15 @@ def python_archive(options: YarnOptions) -> Path | None:
     return archive
 
 
+def shipped_environment(options: YarnOptions, conf: HadoopConf) -> tuple[Path | None, float]:
+    """The environment YARN ships to the containers, and the seconds spent packing it here: ``cluster.python_archive``,
+    else this one packed (nodes of their own), else none (``fs.defaultFS`` ``file:``: the nodes are this machine)."""
+    archive = python_archive(options)
+    if archive is not None or conf.default_fs.startswith("file:"):
+        return archive, 0.0
+    return packed_environment()
+
+
 def container_python(archive: Path | None) -> str:
     """The Python that runs fits in a container: the unpacked archive's, else this one's same path."""
     return f"./{ARCHIVE_LINK}/bin/python" if archive is not None else sys.executable
@@ -126,7 +135,5 @@ class YarnSite:
         options = yarn_options(context)
         conf = hadoop_conf(options)
         host = driver_address(conf)
-        archive, packed_s = python_archive(options), 0.0
-        if archive is None and not conf.default_fs.startswith("file:"):  # nodes of their own: ship this environment
-            archive, packed_s = packed_environment()
+        archive, packed_s = shipped_environment(options, conf)
         return cls(options, conf, archive, YarnClient(conf, hadoop_lib()), host, packed_s)
