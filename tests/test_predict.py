@@ -17,6 +17,7 @@ import pytest
 from sweeper.cli import main as sweeper_main
 from sweeper.config import load as grid_file
 from sweeper.planning.plan import make_plan
+from sweeper.results.predict import validation as validation_module
 from sweeper.results.predict.forecast import learn, planned_cost, predicted_targets
 from sweeper.results.predict.worth import worth_measuring
 from sweeper.results.recommend import recommend
@@ -160,6 +161,38 @@ def test_predict_refuses_what_it_cannot_answer_with_exit_2(
     assert code == 2 and "bad.yaml" in err, err
     code, _, err = run(capsys, str(tmp_path / "nowhere"), "--validate")
     assert code == 2 and "no such store" in err, err
+
+
+def test_a_grid_with_more_pairs_than_predict_prints_is_refused_with_exit_2(
+    tmp_path: Path, write_grid: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """12 launches (2 engines x 6 shapes) x 1,000 epochs values: 12,000 launch x point pairs, over MAX_PREDICTIONS
+    (10,000)."""
+    store = write_store(tmp_path / "store", law_rows(LAWS))
+    grid = predict_grid()
+    grid["sizing"] = {**grid["sizing"], "cores_per_executor": [1, 2, 3, 4, 6, 12]}
+    grid["workload"] = {**grid["workload"], "epochs": list(range(1, 1001))}
+    code, out, err = run(capsys, str(store), "--grid", str(write_grid(grid)))
+    assert code == 2 and "12,000 Spark and Dask launch x replicas point pairs" in err and "at most 10,000" in err, err
+    assert "Traceback" not in err and not out
+
+
+def test_many_configurations_are_held_out_in_folds_never_predicted_from_themselves(
+    monkeypatch: pytest.MonkeyPatch, law_store: Any
+) -> None:
+    """With fewer folds than configurations, each configuration is still predicted from a model that never saw
+    it: one configuration 3x slower than the law is predicted near the law (a large error), as without folds."""
+    slow = law_store.copy()
+    one = (slow["engine"] == "dask") & (slow["cores_per_executor"] == 2)
+    slow.loc[one, "fit_wall_s"] = slow.loc[one, "fit_wall_s"] * 3
+    unfolded = learn(slow).validation
+    monkeypatch.setattr(validation_module, "MAX_FOLDS", 2)
+    folded = learn(slow).validation
+    for validation in (unfolded, folded):
+        errors = {(h.configuration, h.epochs): h.relative_error for h in validation.held_out if h.engine == "dask"}
+        assert len(errors) == 12
+        slowest = [error for (configuration, _), error in errors.items() if " x 2 cores" in configuration]
+        assert len(slowest) == 3 and min(slowest) > 0.5, errors
 
 
 def test_plan_predicts_each_launch_and_the_sweeps_cluster_time(

@@ -60,6 +60,7 @@ from scipy import stats as scipy_stats
 from sweeper.errors import UserError
 from sweeper.names import ACCURACY_MARGIN, BASELINE_ENGINE, CONFIG, OBJECTIVES
 from sweeper.results import statistics
+from sweeper.results.groups import first_rows, group_ids, members
 from sweeper.results.predict.worth import WorthMeasuring, worth_measuring
 from sweeper.results.right_sizing import (
     ARM,
@@ -405,29 +406,29 @@ class _Measured(NamedTuple):
 
 def _arms(rows: pd.DataFrame, options: _Options) -> list[_Measured]:
     """Each arm of one workload and epochs value (rows of :func:`_cells`), lowest median first."""
+    ids = group_ids(rows, ARM)
+    times = rows["fit_wall_s"].to_numpy(dtype=float, na_value=np.nan)
+    accuracies = rows["accuracy"].to_numpy(dtype=float, na_value=np.nan)
+    nodes = rows["nodes"].to_numpy(dtype=float, na_value=1.0)
     found = []
-    for key, group in rows.groupby(list(ARM), dropna=False, sort=True):
-        timed = group[group["fit_wall_s"].notna()]
-        times_s = timed["fit_wall_s"].to_numpy()
+    for first, positions in zip(first_rows(rows, ids), members(ids), strict=True):
+        timed = positions[~np.isnan(times[positions])]
+        times_s = times[timed]
         if times_s.size == 0:
             continue
         median, low, high = statistics.median_bootstrap_ci(times_s, options.n_bootstrap, options.seed)
-        arm = Arm(str(key[0]), as_int(key[1]), as_int(key[2]), float(key[3]), times_s.size, median, low, high)
+        cores, executors = as_int(first["cores_per_executor"]), as_int(first["executors"])
+        memory_gib = float(first["executor_memory_gib"])
+        arm = Arm(str(first["engine"]), cores, executors, memory_gib, times_s.size, median, low, high)
         values = times_s
         if options.cost_per_node_hour is not None:
-            costs = _costs(timed, options.cost_per_node_hour)
+            costs = times_s / 3600 * nodes[timed] * options.cost_per_node_hour  # as statistics.price
             arm = replace(arm, median_cost=float(np.median(costs)))
             values = costs if options.objective == "cost" else times_s
-        accuracy = group["accuracy"].dropna().to_numpy()
-        found.append((_Measured(arm, values, accuracy), as_int(key[1]) * as_int(key[2])))
+        accuracy = accuracies[positions]
+        found.append((_Measured(arm, values, accuracy[~np.isnan(accuracy)]), cores * executors))
     found.sort(key=lambda item: (float(np.median(item[0].values)), item[1]))
     return [measured for measured, _ in found]
-
-
-def _costs(timed: pd.DataFrame, cost_per_node_hour: float) -> np.ndarray:
-    """Cost of each measurement, as :func:`statistics.price`: ``fit_wall_s / 3600 x nodes x price``."""
-    nodes = timed["nodes"].fillna(1.0).to_numpy()
-    return timed["fit_wall_s"].to_numpy() / 3600 * nodes * cost_per_node_hour
 
 
 def _answer(

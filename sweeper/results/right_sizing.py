@@ -8,7 +8,7 @@ and :func:`idle_slots`. Used by :mod:`sweeper.results.recommend` and the report.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,7 @@ import pandas as pd
 from sweeper.config.sizing import MIN_EXECUTOR_MEMORY_MIB, REPORT_RULE, report_overhead_mib, spark_overhead_mib
 from sweeper.names import BASELINE_ENGINE, CONFIG, on_spark
 from sweeper.results import statistics
+from sweeper.results.groups import first_rows, group_ids
 from sweeper.results.statistics import ok_mask
 from sweeper.units import MIB_PER_GIB
 
@@ -39,7 +40,7 @@ class ConfigurationAdvice:
     executor_memory_gib: float
 
 
-def configuration_of(workload: dict[str, Any], row: pd.Series) -> dict[str, Any]:
+def configuration_of(workload: dict[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
     """The :class:`ConfigurationAdvice` fields of a configuration's (first) row, as keyword arguments."""
     return {
         "workload": workload,
@@ -161,22 +162,49 @@ def memory_advice(df: pd.DataFrame) -> list[MemoryAdvice]:
     """
     keys = [*statistics.workload_keys(df), *ARM]
     ok = _engine_rows(df, [*keys, *_MEMORY_COLUMNS])
-    advice = []
-    for values, group in ok.groupby(keys, dropna=False, sort=True):
-        workload = {key: plain_value(value) for key, value in zip(keys[: -len(ARM)], values, strict=False)}
-        advice.append(_advice(workload, group))
-    return advice
+    ids = group_ids(ok, keys)
+    firsts = first_rows(ok, ids)
+    measured = [c for c in ("granted_executor_memory_gib", *_PEAK_COLUMNS) if c in ok]
+    largest = ok[measured].astype(float).groupby(ids).max().reindex(columns=_LARGEST_COLUMNS)
+    notes = _notes(ok, ids)
+    return [
+        _advice(_workload(keys, first), first, dict(zip(_LARGEST_COLUMNS, peaks, strict=True)), notes.get(group, []))
+        for group, (first, peaks) in enumerate(zip(firsts, largest.itertuples(index=False), strict=True))
+    ]
 
 
-def _advice(workload: dict[str, Any], group: pd.DataFrame) -> MemoryAdvice:
-    first = group.iloc[0]
+_PEAK_COLUMNS = ("jvm_peak_heap_gib", "worker_peak_rss_gib_max", "python_peak_rss_gib_max")
+_LARGEST_COLUMNS = ("granted_executor_memory_gib", *_PEAK_COLUMNS)
+
+
+def _workload(keys: Sequence[str], first: Mapping[str, Any]) -> dict[str, Any]:
+    """The workload keys of a group, from its first row."""
+    return {key: plain_value(first[key]) for key in keys[: -len(ARM)]}
+
+
+def _notes(rows: pd.DataFrame, ids: np.ndarray) -> dict[int, list[str]]:
+    """Each group's distinct ``resource_note`` values, sorted (groups without one left out)."""
+    if "resource_note" not in rows:
+        return {}
+    noted = rows["resource_note"].notna().to_numpy()
+    found: dict[int, set[str]] = {}
+    for group, note in zip(ids[noted], rows["resource_note"].to_numpy()[noted], strict=True):
+        found.setdefault(int(group), set()).add(str(note))
+    return {group: sorted(notes) for group, notes in found.items()}
+
+
+def _advice(
+    workload: dict[str, Any], first: Mapping[str, Any], largest: dict[str, float], notes: list[str]
+) -> MemoryAdvice:
+    """One configuration's advice from its first row, the largest of its measured columns (NaN: not measured)
+    and its resource notes."""
     cores, executors = as_int(first["cores_per_executor"]), as_int(first["executors"])
-    granted = _largest(group, ["granted_executor_memory_gib"])
+    granted = largest["granted_executor_memory_gib"]
     granted = float(first["executor_memory_gib"]) if math.isnan(granted) else granted
     spark = on_spark(first["engine"])
-    heap_peak = _largest(group, ["jvm_peak_heap_gib"]) if spark else math.nan
-    peak = heap_peak if not math.isnan(heap_peak) else _largest(group, ["worker_peak_rss_gib_max"])
-    python_peak = _largest(group, ["python_peak_rss_gib_max"]) if spark else math.nan
+    heap_peak = largest["jvm_peak_heap_gib"] if spark else math.nan
+    peak = heap_peak if not math.isnan(heap_peak) else largest["worker_peak_rss_gib_max"]
+    python_peak = largest["python_peak_rss_gib_max"] if spark else math.nan
     rule = None if pd.isna(first["rule"]) else str(first["rule"])
     overhead_now = _overhead_gib(granted, rule, first["memory_overhead_gib"])
     nodes = max(as_int(first["nodes"]), 1)
@@ -190,7 +218,6 @@ def _advice(workload: dict[str, Any], group: pd.DataFrame) -> MemoryAdvice:
         "executors_per_node": per_node,
     }
     if math.isnan(peak):
-        notes = sorted({str(n) for n in group["resource_note"].dropna()}) if "resource_note" in group else []
         note = "memory was not measured" + (f" ({'; '.join(notes)})" if notes else "")
         return MemoryAdvice(**base, suggested_gib=math.nan, suggested_overhead_gib=math.nan,
                             executors_per_node_by_memory=None, limit="not measured", alternative=None,
@@ -219,13 +246,6 @@ def suggested_overhead_gib(heap_gib: float, python_peak_gib: float) -> float:
         return math.nan
     jvm_gib = spark_overhead_mib(round(heap_gib * MIB_PER_GIB)) / MIB_PER_GIB
     return _round_up_gib(jvm_gib + python_peak_gib * HEADROOM)
-
-
-def _largest(group: pd.DataFrame, columns: Sequence[str]) -> float:
-    """The largest value of the columns over the rows (NaN when all are missing or absent)."""
-    present = [group[c].astype(float).max() for c in columns if c in group]
-    values = [float(v) for v in present if not pd.isna(v)]
-    return max(values) if values else math.nan
 
 
 def _overhead_gib(memory_gib: float, rule: str | None, recorded_gib: Any) -> float:
@@ -280,25 +300,24 @@ def idle_slots(df: pd.DataFrame, threshold: float = LOW_UTILISATION) -> list[Idl
         return []
     keys = [*statistics.workload_keys(df), *ARM]
     ok = _engine_rows(df, [*keys, *_SLOT_COLUMNS])
-    found = []
-    for values, group in ok.groupby(keys, dropna=False, sort=True):
-        utilisation = statistics.seconds(group, "slot_utilisation")
-        if utilisation.size == 0 or float(np.median(utilisation)) >= threshold:
-            continue
-        first = group.iloc[0]
-        workload = {key: plain_value(value) for key, value in zip(keys[: -len(ARM)], values, strict=False)}
-        found.append(
-            IdleSlots(
-                **configuration_of(workload, first),
-                slot_utilisation=float(np.median(utilisation)),
-                reasons=_idle_reasons(group),
-            )
+    ids = group_ids(ok, keys)
+    firsts = first_rows(ok, ids)
+    utilisation = ok["slot_utilisation"].astype(float).groupby(ids).median().reindex(range(len(firsts)))
+    mean_fit = ok["fit_task_sum_s"].astype(float) / ok["n_fits"].astype(float)
+    straggle = (ok["fit_task_max_s"].astype(float) / mean_fit).groupby(ids).median().reindex(range(len(firsts)))
+    return [
+        IdleSlots(
+            **configuration_of(_workload(keys, first), first),
+            slot_utilisation=float(median),
+            reasons=_idle_reasons(first, float(straggle.iloc[group])),
         )
-    return found
+        for group, (first, median) in enumerate(zip(firsts, utilisation, strict=True))
+        if median < threshold  # NaN (nothing measured) is not
+    ]
 
 
-def _idle_reasons(group: pd.DataFrame) -> tuple[str, ...]:
-    first = group.iloc[0]
+def _idle_reasons(first: Mapping[str, Any], straggle: float) -> tuple[str, ...]:
+    """Why a configuration's slots idled, from its first row and its median longest fit / mean fit (NaN: unknown)."""
     reasons = []
     threads = max(as_int(first["threads_per_fit"]), 1)
     slots, fits = as_int(first["total_cores"]) // threads, as_int(first["n_fits"])
@@ -309,8 +328,6 @@ def _idle_reasons(group: pd.DataFrame) -> tuple[str, ...]:
             f"GIL-bound threads: {as_int(first['cores_per_executor'])} threads share one Python interpreter "
             "in each Dask worker"
         )
-    mean_fit = group["fit_task_sum_s"].astype(float) / group["n_fits"].astype(float)
-    straggle = (group["fit_task_max_s"].astype(float) / mean_fit).dropna()
-    if len(straggle) and float(straggle.median()) >= STRAGGLER_RATIO:
-        reasons.append(f"stragglers: the longest fit takes {float(straggle.median()):.1f}x the mean fit")
+    if straggle >= STRAGGLER_RATIO:
+        reasons.append(f"stragglers: the longest fit takes {straggle:.1f}x the mean fit")
     return tuple(reasons) or ("no cause visible in the rows (start-up, scheduling or data transfer)",)

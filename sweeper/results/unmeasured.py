@@ -46,12 +46,10 @@ def unmeasured(df: pd.DataFrame) -> list[Unmeasured]:
     if df.empty or any(column not in df for column in needed):
         return []
     rows = df[df["engine"].ne(BASELINE_ENGINE).fillna(False) & df["status"].ne(PRUNED).fillna(False)]
+    at = [rows[column] for column in (*ARM, "epochs")]
+    ok_there = rows["status"].eq(OK).fillna(False).groupby(at, dropna=False, sort=False).transform("any")
     found = []
-    for key, group in rows.groupby(list(ARM), dropna=False, sort=True):
-        ok_epochs = set(group.loc[group["status"].eq(OK).fillna(False), "epochs"].dropna())
-        missing = group[~group["epochs"].isin(ok_epochs)]
-        if missing.empty:
-            continue
+    for key, missing in rows[~(ok_there & rows["epochs"].notna())].groupby(list(ARM), dropna=False, sort=True):
         latest = missing.sort_values("started_at").iloc[-1] if "started_at" in missing else missing.iloc[-1]
         error = latest["error"] if "error" in missing and isinstance(latest["error"], str) else ""
         epochs = tuple(sorted(as_int(value) for value in set(missing["epochs"].dropna())))

@@ -15,8 +15,8 @@ import pandas as pd
 
 from sweeper.errors import UserError
 from sweeper.planning.plan import Plan, Point
-from sweeper.results.predict.model import EngineModel, Shape, fit_engine, medians, shape_of
-from sweeper.results.predict.targets import PREDICTED_ENGINES, outside, plan_targets
+from sweeper.results.predict.model import EngineModel, Shape, fit_engine, medians
+from sweeper.results.predict.targets import PREDICTED_ENGINES, Ranges, measured_ranges, outside, plan_targets
 from sweeper.results.predict.validation import Validation, validate
 
 MIN_RELATIVE_WIDTH = 0.02  # no interval narrower than +-2 %: run-to-run noise on a quiet cluster
@@ -52,15 +52,16 @@ class Learned:
     launch_overhead_s: dict[str, float]  # per engine: a launch's median start + warm-up + teardown
 
     @cached_property
-    def measured(self) -> list[Shape]:
-        return [shape_of(row) for _, row in self.points.iterrows()]
+    def ranges(self) -> dict[str, Ranges]:
+        """Per engine, what it was measured over (:func:`~sweeper.results.predict.targets.measured_ranges`)."""
+        return measured_ranges(self.points)
 
     def predict(self, shape: Shape) -> Prediction:
         model = self.models.get(shape.engine)
         if model is None:
             raise UserError(f"the sweep measured no {shape.engine} batch: its times cannot be predicted")
         predicted = model.batch_s(shape)
-        extrapolated_on = tuple(outside(shape, self.measured))
+        extrapolated_on = tuple(outside(shape, self.ranges))
         held_out = self.validation.max_log_error(shape.engine)
         interval = None
         if held_out is not None:

@@ -93,6 +93,11 @@ class EngineModel:
             + self.wave_factor * shape.waves * self.fit_s(shape)
         )
 
+    def batch_s_of(self, terms: Terms) -> np.ndarray:
+        """:meth:`batch_s` of many medians at once."""
+        fit_s = self.fixed_s + (self.work_s + self.contention_s * (terms.concurrent - 1)) * terms.work
+        return self.batch_overhead_s + self.per_executor_s * terms.executors + self.wave_factor * terms.waves * fit_s
+
     def peak_gib(self, shape: Shape) -> float | None:
         if self.base_gib is None or self.per_fit_gib is None:
             return None
@@ -144,38 +149,84 @@ def shape_of(row: pd.Series) -> Shape:
     )
 
 
+@dataclass(frozen=True)
+class Terms:
+    """The model's terms for many medians at once (what :class:`Shape`'s properties give one shape), with the
+    targets they are fitted to: arrays of one length, one entry per median."""
+
+    work: np.ndarray
+    concurrent: np.ndarray
+    waves: np.ndarray
+    executors: np.ndarray
+    fit_s: np.ndarray
+    wall_s: np.ndarray
+    peak_gib: np.ndarray
+
+    def subset(self, keep: np.ndarray) -> Terms:
+        """The terms of the medians ``keep`` (a boolean mask) selects."""
+        return Terms(*(getattr(self, name)[keep] for name in self.__dataclass_fields__))
+
+
+def terms_of(points: pd.DataFrame) -> Terms:
+    """:class:`Terms` of medians (:func:`medians`), computed as :class:`Shape` does, column by column."""
+
+    def column(name: str) -> np.ndarray:
+        return points[name].astype("int64").to_numpy()
+
+    threads = np.maximum(column("threads_per_fit"), 1)
+    cores, executors, n_fits = column("cores_per_executor"), column("executors"), column("n_fits")
+    slots = np.maximum(cores * executors // threads, 1)
+    per_executor = np.maximum(cores // threads, 1)
+    concurrent = np.minimum(per_executor, np.maximum(-(-n_fits // np.maximum(executors, 1)), 1))
+    return Terms(
+        work=column("epochs") * column("n_train") / WORK_UNIT,
+        concurrent=concurrent,
+        waves=-(-n_fits // slots),
+        executors=executors,
+        fit_s=points["fit_s"].astype(float).to_numpy(),
+        wall_s=points["wall_s"].astype(float).to_numpy(),
+        peak_gib=points["peak_gib"].astype(float).to_numpy(),
+    )
+
+
 def fit_engine(points: pd.DataFrame, engine: str) -> EngineModel | None:
     """The engine's model from its medians (:func:`medians`); None without any."""
     mine = points[points["engine"] == engine]
     if mine.empty:
         return None
-    shapes = [shape_of(row) for _, row in mine.iterrows()]
-    fit_s = mine["fit_s"].astype(float).to_numpy()
+    return fit_terms(terms_of(mine), engine)
+
+
+def fit_terms(terms: Terms, engine: str) -> EngineModel:
+    """The engine's model from the terms of its medians (at least one)."""
+    fit_s, work = terms.fit_s, terms.work
     fixed_s, work_s, contention_s = _relative_nnls(
-        [[1.0, s.work, s.work * (s.concurrent - 1)] for s in shapes], fit_s, fallback=(float(np.median(fit_s)), 0, 0)
+        np.column_stack([np.ones_like(work), work, work * (terms.concurrent - 1)]),
+        fit_s,
+        fallback=(float(np.median(fit_s)), 0, 0),
     )
-    wall_s = mine["wall_s"].astype(float).to_numpy()
-    waited = np.array([s.waves * f for s, f in zip(shapes, fit_s, strict=True)])  # a batch waits at least this
+    waited = terms.waves * fit_s  # a batch waits at least this
     overhead_s, per_executor_s, straggle = _relative_nnls(
-        [[1.0, s.executors, w] for s, w in zip(shapes, waited, strict=True)], wall_s, fallback=(0, 0, 0), less=waited
+        np.column_stack([np.ones_like(waited), terms.executors, waited]), terms.wall_s, fallback=(0, 0, 0), less=waited
     )
     wave_factor = 1.0 + straggle
-    peaks = mine["peak_gib"].astype(float).to_numpy()
+    peaks = terms.peak_gib
     has_peak = ~np.isnan(peaks)
     base_gib: float | None = None
     per_fit_gib: float | None = None
     if has_peak.any():
-        concurrent = [s.concurrent for s, known in zip(shapes, has_peak, strict=True) if known]
+        concurrent = terms.concurrent[has_peak]
         base_gib, per_fit_gib = _relative_nnls(
-            [[1.0, c] for c in concurrent], peaks[has_peak], fallback=(float(np.median(peaks[has_peak])), 0)
+            np.column_stack([np.ones_like(concurrent), concurrent]),
+            peaks[has_peak],
+            fallback=(float(np.median(peaks[has_peak])), 0),
         )
-    return EngineModel(
-        engine, fixed_s, work_s, contention_s, overhead_s, per_executor_s, wave_factor, base_gib, per_fit_gib, len(mine)
-    )
+    coefficients = (fixed_s, work_s, contention_s, overhead_s, per_executor_s, wave_factor, base_gib, per_fit_gib)
+    return EngineModel(engine, *coefficients, points=fit_s.size)
 
 
 def _relative_nnls(
-    columns: list[list[float]], target: np.ndarray, fallback: tuple[float, ...], less: np.ndarray | None = None
+    columns: np.ndarray, target: np.ndarray, fallback: tuple[float, ...], less: np.ndarray | None = None
 ) -> tuple[float, ...]:
     """Non-negative coefficients minimising the squared relative error of ``less + columns @ x`` against ``target``
     (``less``: a known part of it, 0 by default)."""

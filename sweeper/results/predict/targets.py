@@ -15,6 +15,7 @@ from sweeper.results.predict.model import Shape
 from sweeper.store.validity import MAX_ROWS
 
 PREDICTED_ENGINES = ("spark", "dask")
+MAX_PREDICTIONS = 10_000  # launch x point pairs one `predict --grid` predicts and prints
 RANGES = {  # the name an extrapolation is reported under -> what of a shape it measures
     "epochs": lambda s: s.epochs,
     "training rows": lambda s: s.n_train,
@@ -28,32 +29,35 @@ RANGES = {  # the name an extrapolation is reported under -> what of a shape it 
 
 def plan_targets(plan: Plan, points: pd.DataFrame) -> list[tuple[int, Point, Shape]]:
     """The plan's Spark and Dask launches x replicas points, with the rows each would train on: (launch index,
-    point, shape)."""
+    point, shape); at most :data:`MAX_PREDICTIONS` of them (a grid with more: exit 2, nothing predicted)."""
     workload = plan.grid.workload
+    launches = [launch for launch in plan.launches if launch.engine in PREDICTED_ENGINES]
+    asked = sum(point.mode == "replicas" for launch in launches for point in plan.points.get(launch.index, ()))
+    if asked > MAX_PREDICTIONS:
+        raise UserError(
+            f"{plan.grid.path}: {asked:,} Spark and Dask launch x replicas point pairs to predict; at most "
+            f"{MAX_PREDICTIONS:,}: shorten an axis, narrow it with exclude/only, or split the grid"
+        )
+    rows: dict[float, int] = {}  # training rows per fraction, looked up once
     shapes = []
-    for launch in plan.launches:
-        if launch.engine not in PREDICTED_ENGINES:
-            continue
+    for launch in launches:
         for point in plan.points.get(launch.index, ()):
             if point.mode != "replicas":
                 continue
-            shapes.append(
-                (
-                    launch.index,
-                    point,
-                    Shape(
-                        engine=launch.engine,
-                        nodes=launch.nodes,
-                        cores_per_executor=launch.cores_per_executor,
-                        executors=launch.executors,
-                        executor_memory_gib=launch.executor_memory_mib / 1024,
-                        threads_per_fit=workload.threads_per_fit,
-                        epochs=point.epochs,
-                        n_train=training_rows(points, workload.dataset.name, point.fraction),
-                        n_fits=plan.fits(point.mode),
-                    ),
-                )
+            if point.fraction not in rows:
+                rows[point.fraction] = training_rows(points, workload.dataset.name, point.fraction)
+            shape = Shape(
+                engine=launch.engine,
+                nodes=launch.nodes,
+                cores_per_executor=launch.cores_per_executor,
+                executors=launch.executors,
+                executor_memory_gib=launch.executor_memory_mib / 1024,
+                threads_per_fit=workload.threads_per_fit,
+                epochs=point.epochs,
+                n_train=rows[point.fraction],
+                n_fits=plan.fits(point.mode),
             )
+            shapes.append((launch.index, point, shape))
     if not shapes:
         raise UserError(f"{plan.grid.path}: the grid has no Spark or Dask launch at a replicas point to predict")
     return shapes
@@ -80,14 +84,33 @@ def training_rows(points: pd.DataFrame, dataset: str, fraction: float) -> int:
     return round(rows)
 
 
-def outside(shape: Shape, measured: list[Shape]) -> list[str]:
+Ranges = dict[str, tuple[float, float]]  # a name of RANGES -> (smallest, largest) measured
+
+
+def measured_ranges(points: pd.DataFrame) -> dict[str, Ranges]:
+    """Per engine, the range of each of :data:`RANGES` over its medians (:func:`~.model.medians`)."""
+    threads = points["threads_per_fit"].astype("int64").clip(lower=1)
+    columns = {
+        "epochs": points["epochs"],
+        "training rows": points["n_train"],
+        "fits": points["n_fits"],
+        "slots": (points["cores_per_executor"] * points["executors"] // threads).clip(lower=1),
+        "executors": points["executors"],
+        "cores per executor": points["cores_per_executor"],
+        "nodes": points["nodes"],
+    }
+    frame = pd.DataFrame({name: values.astype(float) for name, values in columns.items()})
+    grouped = frame.groupby(points["engine"].astype(str).to_numpy(), sort=True)
+    low, high = grouped.min(), grouped.max()
+    return {
+        str(engine): {name: (float(low.at[engine, name]), float(high.at[engine, name])) for name in RANGES}
+        for engine in low.index
+    }
+
+
+def outside(shape: Shape, ranges: dict[str, Ranges]) -> list[str]:
     """What of ``shape`` lies outside the range its engine was measured over (empty: an interpolation)."""
-    mine = [m for m in measured if m.engine == shape.engine]
-    if not mine:
+    mine = ranges.get(shape.engine)
+    if mine is None:
         return ["engine"]
-    found = []
-    for name, value in RANGES.items():
-        values = [value(m) for m in mine]
-        if not min(values) <= value(shape) <= max(values):
-            found.append(name)
-    return found
+    return [name for name, value in RANGES.items() if not mine[name][0] <= value(shape) <= mine[name][1]]
