@@ -58,9 +58,29 @@ def full_report(**changes: Any) -> dict[str, Any]:
         "plan": {"measurements": 10_000, "make_plan_median_s": 0.01},
         "store": {"rows": 100_000, "load_median_s": 0.3, "load_s": [0.3]},
         "memory": {"dask": {"rss_mib": [300.0] * 20, "slope_mib": 0.0, "live_schedulers_after": 0}},
+        "analysis": analysis(1_000, recommend=3.0, report=12.0),
     }
     report.update(changes)
     return report
+
+
+def analysis(configurations: int, **wall_s: float) -> dict[str, Any]:
+    """The analysis part of a report: each named command's wall time, exit 0."""
+    commands = {name: {"exit": 0, "wall_s": s, "peak_mib": 300.0, "error": ""} for name, s in wall_s.items()}
+    return {"configurations": configurations, "rows": 2 * configurations, "commands": commands}
+
+
+def test_the_analysis_target_is_its_slowest_command_on_1000_configurations() -> None:
+    found = checks(full_report())["analysis_s"]
+    assert found.measured == 12.0 and found.ok is False  # report 12 s > 10 s
+    assert checks(full_report(analysis=analysis(1_000, recommend=3.0, report=9.0)))["analysis_s"].ok is True
+    small = checks(full_report(analysis=analysis(20, recommend=3.0)))["analysis_s"]
+    assert small.ok is None and "20 configurations" in small.note
+    failed = analysis(1_000, recommend=3.0)
+    failed["commands"]["recommend"]["exit"] = 1
+    found = checks(full_report(analysis=failed))["analysis_s"]
+    assert found.ok is False and "failed: recommend" in found.note
+    assert "`recommend` 3.00 s" in bench.render_markdown(full_report())
 
 
 def quick_memory() -> dict[str, Any]:
@@ -233,6 +253,8 @@ def test_a_quick_bench_runs_every_engine_and_writes_both_files(tmp_path: Path) -
     # the shipping counts hold at any size; the timing ratios are not judged on a quick run
     assert targets["dask_copies_per_process"]["measured"] == 1
     assert targets["spark_copies_per_process"]["measured"] == 1
+    assert all(c["exit"] == 0 for c in report["analysis"]["commands"].values()), report["analysis"]
+    assert report["analysis"]["rows"] == 2 * bench.QUICK.analysis_configurations
     text = markdown.read_text()
     assert "## Targets" in text and "--quick**: smoke-test sizes, targets do not apply" in text
     assert_no_launch_processes()

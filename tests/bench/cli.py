@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.workload.data import Data
+from tests.bench.analysis import time_analysis
 from tests.bench.batches import compare_engines
 from tests.bench.costs import time_planning, time_store
 from tests.bench.machine import machine_facts
@@ -57,6 +58,9 @@ def run(settings: Settings, command: str, profile_dir: Path | None = None) -> di
     report["plan"] = time_planning(settings.plan_measurements)
     with tempfile.TemporaryDirectory(prefix="sweeper-bench-store-") as store:
         report["store"] = time_store(settings.store_rows, settings.store_files, Path(store))
+    log(f"analysis of a {settings.analysis_configurations:,}-configuration store")
+    with tempfile.TemporaryDirectory(prefix="sweeper-bench-analysis-") as scratch:
+        report["analysis"] = time_analysis(settings.analysis_configurations, Path(scratch))
     data, dataset, note = load_data(settings.rows)
     with tempfile.TemporaryDirectory(prefix="sweeper-bench-") as scratch, applied(fit_environment(1, {})):
         batch, engines = compare_engines(settings, data, dataset, Path(scratch) / "compare", profile_dir)

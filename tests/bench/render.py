@@ -131,6 +131,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         f"`load_results` {_fmt(store.get('load_median_s'), 3)} s (median of {_fmt(store.get('runs'))}: "
         f"{', '.join(_fmt(s, 3) for s in store.get('load_s', []))}).",
     ]
+    lines += _analysis_lines(report.get("analysis", {}))
     for name, memory in report.get("memory", {}).items():
         rss = memory.get("rss_mib", [])
         lines.append(
@@ -165,3 +166,17 @@ def write_outputs(report: dict[str, Any], markdown_path: Path, json_path: Path) 
     report["findings"] = diagnose(report)
     markdown_path.write_text(render_markdown(report))
     json_path.write_text(json.dumps(report, indent=2, default=str) + "\n")
+
+
+def _analysis_lines(analysis: dict[str, Any]) -> list[str]:
+    """The analysis commands on the large synthetic store: wall time and peak memory of each."""
+    if not analysis:
+        return []
+    timed = "; ".join(
+        f"`{name}` {_fmt(c['wall_s'])} s, {_fmt(c['peak_mib'], 0)} MiB" + (f" (exit {c['exit']})" if c["exit"] else "")
+        for name, c in analysis["commands"].items()
+    )
+    return [
+        f"- **Analysis**: a synthetic store of {_fmt(analysis['configurations'])} configurations "
+        f"({_fmt(analysis['rows'])} rows, 2 trials each), each command in its own process: {timed}."
+    ]

@@ -21,11 +21,13 @@ class Settings:
     plan_measurements: int = 10_000
     store_rows: int = 100_000
     store_files: int = 4
+    analysis_configurations: int = 1_000
     quick: bool = False
 
 
 QUICK = Settings(
-    rows=1_000, fits=4, epochs=2, repeats=3, dask_launches=2, spark_launches=1, store_rows=10_000, quick=True
+    rows=1_000, fits=4, epochs=2, repeats=3, dask_launches=2, spark_launches=1, store_rows=10_000,
+    analysis_configurations=20, quick=True
 )
 
 

@@ -18,6 +18,8 @@ TARGETS: tuple[tuple[str, str, float, str], ...] = (
     ("spark_copies_per_process", "Spark: copies of the data per Python worker per launch", 1, "copies"),
     ("plan_s", "planning a ~10,000-measurement grid (make_plan)", 1.0, "s"),
     ("store_load_s", "loading a 100,000-row store into pandas (load_results)", 1.0, "s"),
+    ("analysis_s", "slowest of recommend, predict --validate, replay race/halving, report on 1,000 configurations",
+     10.0, "s"),
     ("dask_schedulers_alive", "closed Dask schedulers still alive in the driver after the launches", 0, "objects"),
     ("dask_rss_slope_mib", "driver RSS growth per Dask launch (Theil-Sen slope, after warm-up)", 0.1, "MiB/launch"),
     ("measuring_pct", "measuring CPU and memory (in the fits and the driver), share of a batch's time", 2.0, "%"),
@@ -25,6 +27,7 @@ TARGETS: tuple[tuple[str, str, float, str], ...] = (
 MIN_FITS = 8
 MIN_FIT_S = 2.0
 FULL_LAUNCHES = 20  # the memory targets are about 20 consecutive launches
+ANALYSIS_CONFIGURATIONS = 1_000  # the analysis target is about a store of this many configurations
 
 
 BUSY_LIMIT = 0.10  # above this share of the machine used by others during the batches, timing ratios are not judged
@@ -74,6 +77,7 @@ def evaluate(report: Mapping[str, Any]) -> list[Check]:
         "dask_rss_slope_mib": report.get("memory", {}).get("dask", {}).get("slope_mib"),
         "dask_schedulers_alive": report.get("memory", {}).get("dask", {}).get("live_schedulers_after"),
         "measuring_pct": measuring_pct(report),
+        "analysis_s": slowest_analysis_s(report),
     }
     launches = len(report.get("memory", {}).get("dask", {}).get("rss_mib", []))
     checks = []
@@ -89,12 +93,24 @@ def evaluate(report: Mapping[str, Any]) -> list[Check]:
             ok, note = None, f"store of {report['store']['rows']} rows, not 100,000"
         elif key.startswith("dask_") and key != "dask_copies_per_process" and launches < FULL_LAUNCHES:
             ok, note = None, f"{launches} launches, not {FULL_LAUNCHES}"
+        elif key == "analysis_s" and report.get("analysis", {}).get("configurations", 0) < ANALYSIS_CONFIGURATIONS:
+            ok, note = None, f"store of {report['analysis']['configurations']} configurations, not 1,000"
+        elif key == "analysis_s" and any(c["exit"] for c in report["analysis"]["commands"].values()):
+            ok, note = False, "a command failed: " + ", ".join(
+                name for name, c in report["analysis"]["commands"].items() if c["exit"]
+            )
         elif key == "plan_s" and report.get("plan", {}).get("measurements", 0) < 10_000:
             ok, note = None, f"grid of {report['plan']['measurements']} measurements, not 10,000"
         else:
             ok = value <= limit
         checks.append(Check(key, what, value, limit, unit, ok, note))
     return checks
+
+
+def slowest_analysis_s(report: Mapping[str, Any]) -> float | None:
+    """The longest wall time of the analysis commands on the large store (None: not measured)."""
+    commands = report.get("analysis", {}).get("commands", {})
+    return max((c["wall_s"] for c in commands.values()), default=None)
 
 
 def measuring_pct(report: Mapping[str, Any]) -> float | None:
