@@ -7,19 +7,19 @@ Run as ``python -m tests.bench [--quick]``. One run measures, side by side on th
 - **dask** and **spark**: the sweeper's local launches of 2 x 1 core, planned from an in-memory grid and
   started with :func:`sweeper.launch.registry.starter`, data shipped once per launch.
 
-All three run in the same controlled fit environment, are up at the same time, and take turns batch by
-batch (the order rotates each repetition) so a noisy machine does not favour one. It also times
-planning a ~10,000-measurement grid, loading a 100,000-row store and the analysis commands (``recommend``,
-``predict --validate``, ``replay`` race and halving, ``report``) on a 1,000-configuration store, and follows the driver's memory
-over 20 consecutive Dask launches (and a few Spark launches). It writes ``BENCHMARKS.md`` and
+All three run in the same controlled fit environment, are up at the same time, and take turns batch by batch
+(the order rotates each repetition) so a noisy machine does not favour one. It also times planning a
+~10,000-measurement grid, loading a 100,000-row store and the analysis commands (``recommend``, ``predict
+--validate``, ``replay`` race and halving, ``report``) on a 1,000-configuration store, and follows the
+driver's memory over 20 consecutive Dask launches (and a few Spark launches). It writes ``BENCHMARKS.md`` and
 ``bench.json``; the pure pieces (targets, ratios, the markdown) are unit-tested in tests/test_bench.py.
 
 The package, a module a job: ``settings`` (sizes and grids), ``stats`` (arithmetic), ``machine`` (machine
 facts, CPU and memory accounting), ``engine_run``, ``loky``, ``shipping`` and ``batches`` (the batch
-comparison), ``costs`` (planning and store), ``analysis`` (the commands on a large store), ``memory`` (driver memory over launches), ``targets`` (targets
-and findings), ``render`` (BENCHMARKS.md and bench.json), ``text`` (formatting, progress) and ``cli``
-(the run and ``main``). Their public names are importable from ``tests.bench`` as before the split.
-"""
+comparison), ``costs`` (planning and store), ``analysis`` (the commands on a large store), ``memory`` (driver
+memory over launches), ``targets`` (targets and findings), ``render`` (BENCHMARKS.md and bench.json), ``text``
+(formatting, progress) and ``cli`` (the run and ``main``). Their public names are importable from
+``tests.bench`` as before the split."""
 
 from __future__ import annotations
 
