@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -59,7 +60,7 @@ def value_text(value: Any) -> str:
     return "?" if value is None or pd.isna(value) else str(value)
 
 
-def time_cell(row: pd.Series, prefix: str = "") -> str:
+def time_cell(row: Mapping[str, Any] | pd.Series, prefix: str = "") -> str:
     """Median time, IQR, trials and failures of a ``statistics`` row; ``prefix`` picks an engine's columns."""
     median, iqr = row[f"{prefix}median_s"], row[f"{prefix}iqr_s"]
     n, failed = int(row[f"{prefix}n"]), int(row[f"{prefix}failed"])
@@ -67,7 +68,7 @@ def time_cell(row: pd.Series, prefix: str = "") -> str:
     return f"{text}, {failed} failed" if failed else text
 
 
-def accuracy_cell(row: pd.Series) -> str:
+def accuracy_cell(row: Mapping[str, Any] | pd.Series) -> str:
     """Accuracy and its IQR of a ``statistics`` row."""
     return f"{number_text(row['accuracy'])} (IQR {number_text(row['accuracy_iqr'])})"
 

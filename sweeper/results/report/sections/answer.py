@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from sweeper.results import recommend, recommend_view
-from sweeper.results.report import plots
+from sweeper.results.report import plots, selection
 from sweeper.results.report.blocks import Block, Heading, Paragraph, Picture, Rows
 from sweeper.results.report.formatting import ratio_text, seconds_text, value_text
 from sweeper.results.report.sections import memory
@@ -21,22 +21,36 @@ from sweeper.shapes import shape_text
 def answer_blocks(df: pd.DataFrame, cost_per_node_hour: float | None = None) -> list[Block]:
     """ "The answer": a few sentences, one table, time per configuration and (when measured) memory figures."""
     found = recommend.recommend(df, cost_per_node_hour=cost_per_node_hour)
-    blocks: list[Block] = [Heading("The answer"), *(Paragraph(text) for text in _answer_paragraphs(found))]
+    arms = _arm_points(found)
+    named = _keys(arms[arms["named"]])
+    blocks: list[Block] = [Heading("The answer"), *(Paragraph(text) for text in _answer_paragraphs(found, named))]
     if not found.answers:
         return blocks
     blocks.append(_answer_table(found))
+    drawn = arms[arms["named"] | selection.fastest(arms, within=("panel",), scope=("panel",), config=("config",))]
+    total = selection.configurations(arms, ["config"])
+    note = selection.left_out_note(total, len(_keys(drawn)), "at each epochs value drawn")
     blocks.append(
         Picture(
             "answer_time.png",
-            "Median fit time with its 95 % interval per configuration and engine",
-            plots.time_by_configuration(_arm_points(found)),
+            selection.with_note("Median fit time with its 95 % interval per configuration and engine", note),
+            plots.time_by_configuration(drawn, note),
         )
     )
-    return [*blocks, *memory.memory_picture(found)]
+    fastest = named | _keys(arms[selection.fastest(arms, within=("panel",), config=("config",))])
+    return [*blocks, *memory.memory_picture(found, fastest)]
 
 
-def _answer_paragraphs(found: recommend.Recommendation) -> list[str]:
-    """The answer's sentences: overall, Spark vs Dask, memory to right-size, slots left idle."""
+def _keys(arms: pd.DataFrame) -> set[tuple[str, str]]:
+    """The (engine, configuration label) pairs of some arms."""
+    return set(zip(arms["engine"], arms["config"], strict=True))
+
+
+def _answer_paragraphs(found: recommend.Recommendation, named: set[tuple[str, str]]) -> list[str]:
+    """The answer's sentences: overall, Spark vs Dask, memory to right-size, slots left idle.
+
+    ``named`` (engine, configuration label): those the memory and idle sentences name when they are many.
+    """
     overall = recommend.overall(found.answers)
     texts = [f"{overall[:1].upper()}{overall[1:]}."]
     if found.spark_vs_dask:
@@ -48,8 +62,8 @@ def _answer_paragraphs(found: recommend.Recommendation) -> list[str]:
             )
             + "."
         )
-    texts.append(memory.memory_text(found))
-    idle = memory.idle_text(found)
+    texts.append(memory.memory_text(found, named))
+    idle = memory.idle_text(found, named)
     return [*texts, idle] if idle else texts
 
 
@@ -102,7 +116,10 @@ def _workload_fields(workload: dict[str, Any]) -> str:
 
 
 def _arm_points(found: recommend.Recommendation) -> pd.DataFrame:
-    """Every arm of every answer as a point of the time figure (panel = epochs, and workload when several)."""
+    """Every arm of every answer as a point of the time figure (panel = epochs, and workload when several).
+
+    ``winner`` rings the answer's winner; ``named``: the winner or the runner-up.
+    """
     several = len({repr(sorted(a.workload.items())) for a in found.answers}) > 1
     rows = [
         {
@@ -113,8 +130,10 @@ def _arm_points(found: recommend.Recommendation) -> pd.DataFrame:
             "low_s": arm.median_low_s,
             "high_s": arm.median_high_s,
             "winner": arm == answer.winner,
+            "named": arm in (answer.winner, answer.runner_up),
         }
         for index, answer in enumerate(found.answers, start=1)
         for arm in answer.arms
     ]
-    return pd.DataFrame(rows)
+    columns = ["panel", "engine", "config", "median_s", "low_s", "high_s", "winner", "named"]
+    return pd.DataFrame(rows, columns=columns).astype({"winner": bool, "named": bool})

@@ -9,11 +9,12 @@ import pandas as pd
 
 from sweeper.names import BASELINE_ENGINE, CONFIG
 from sweeper.results import statistics
-from sweeper.results.report import plots
+from sweeper.results.report import plots, selection
 from sweeper.results.report.blocks import Block, Heading, Picture, Rows
 from sweeper.results.report.formatting import accuracy_cell, p_text, seconds_text, time_cell, value_text
 
 ENGINE_ORDER = ("spark", "dask")
+TABLE_CONFIGURATIONS = 12  # shapes with a table each; beyond, one table holds every configuration
 
 
 def workload_label(rows: pd.DataFrame) -> str:
@@ -31,12 +32,28 @@ def time_blocks(rows: pd.DataFrame, prefix: str) -> list[Block]:
     table = statistics.summary(rows)
     blocks: list[Block] = [Heading("Time and accuracy per configuration", level=3)]
     blocks += _config_tables(table)
+    return [*blocks, *_time_figures(rows, table, prefix)]
+
+
+def _time_figures(rows: pd.DataFrame, table: pd.DataFrame, prefix: str) -> list[Block]:
+    """The box plots (each engine's fastest at each epochs value), time and accuracy against epochs and each other."""
+    total = selection.configurations(table)
+    per_epochs = selection.fastest(table, scope=("epochs",))
+    overall = selection.fastest(table)
+    box_note = selection.left_out_note(total, selection.configurations(table[per_epochs]), "at each epochs value drawn")
+    drawn = selection.configurations(table[overall])
+    note, dots = selection.left_out_note(total, drawn), selection.left_out_note(total, drawn, "in colour", "grey dots")
+    keys = ["engine", *CONFIG, "epochs"]
+    boxed = pd.MultiIndex.from_frame(rows[keys]).isin(pd.MultiIndex.from_frame(table.loc[per_epochs, keys]))
     figures = (
-        ("fit_time_box.png", "Box plots of fit time per configuration and engine", plots.box_fit_time(rows)),
-        ("time_accuracy_vs_epochs.png", "Median time and accuracy against epochs", plots.versus_epochs(table)),
-        ("accuracy_vs_time.png", "Accuracy against time, Pareto front marked", plots.accuracy_vs_time(table)),
-    )
-    return [*blocks, *(Picture(f"{prefix}{name}", alt, png) for name, alt, png in figures)]
+        ("fit_time_box.png", "Box plots of fit time per configuration and engine", box_note,
+         plots.box_fit_time(rows[boxed], box_note)),
+        ("time_accuracy_vs_epochs.png", "Median time and accuracy against epochs", note,
+         plots.versus_epochs(table[overall], note)),
+        ("accuracy_vs_time.png", "Accuracy against time, Pareto front marked", dots,
+         plots.accuracy_vs_time(table, overall, dots)),
+    )  # fmt: skip
+    return [Picture(f"{prefix}{name}", selection.with_note(alt, said), png) for name, alt, said, png in figures]
 
 
 def engine_order(engines: Sequence[str]) -> list[str]:
@@ -50,15 +67,20 @@ def engine_order(engines: Sequence[str]) -> list[str]:
 
 
 def _config_tables(table: pd.DataFrame) -> list[Block]:
-    """One table per configuration (the report's Tables 1-6), engines side by side, and the baseline."""
+    """One table per configuration (the report's Tables 1-6), engines side by side, and the baseline.
+
+    Beyond :data:`TABLE_CONFIGURATIONS` shapes, one table holds them all (:func:`_every_configuration`).
+    """
     cluster = table[table["engine"] != BASELINE_ENGINE]
     engines = engine_order(cluster["engine"].unique().tolist())
-    blocks: list[Block] = [
-        _config_table(group, engines) for _, group in cluster.groupby(list(CONFIG), dropna=False, sort=True)
-    ]
+    shapes = cluster.groupby(list(CONFIG), dropna=False, sort=True)
+    if shapes.ngroups > TABLE_CONFIGURATIONS:
+        blocks: list[Block] = [_every_configuration(cluster, engines, shapes.ngroups)]
+    else:
+        blocks = [_config_table(group, engines) for _, group in shapes]
     baseline = table[table["engine"] == BASELINE_ENGINE].sort_values("epochs")
     if len(baseline):
-        lines = [(str(row["epochs"]), time_cell(row), accuracy_cell(row)) for _, row in baseline.iterrows()]
+        lines = [(str(row["epochs"]), time_cell(row), accuracy_cell(row)) for row in baseline.to_dict("records")]
         blocks.append(Rows("Single-thread baseline (no cluster)", ("# Epochs", "Time (s)", "Accuracy"), tuple(lines)))
     return blocks
 
@@ -75,6 +97,27 @@ def _config_table(group: pd.DataFrame, engines: Sequence[str]) -> Rows:
             cells += ["–", "–"] if hit.empty else [time_cell(hit.iloc[0]), accuracy_cell(hit.iloc[0])]
         lines.append(tuple(cells))
     return Rows(f"Config: {config} ({value_text(total_cores)} cores in all)", tuple(header), tuple(lines))
+
+
+def _every_configuration(cluster: pd.DataFrame, engines: Sequence[str], shapes: int) -> Rows:
+    """Every configuration in one table: a line per shape and epochs, time and accuracy per engine.
+
+    The lines of one epochs value go fastest first (by the faster engine's median).
+    """
+    keys = [*CONFIG, "epochs"]
+    first = cluster.drop_duplicates([*keys, "engine"])  # as the table per configuration: an engine's first line
+    fastest = first.groupby(keys, dropna=False, sort=False)["median_s"].transform("min")
+    first = first.assign(_fastest=fastest).sort_values(["epochs", "_fastest"], kind="stable", na_position="last")
+    lines: dict[tuple[object, ...], tuple[tuple[str, ...], dict[str, tuple[str, str]]]] = {}
+    for row in first.to_dict("records"):
+        start = (str(row["config"]), value_text(row["total_cores"]), str(row["epochs"]))
+        _, cells = lines.setdefault(tuple(row[k] for k in keys), (start, {}))
+        cells[str(row["engine"])] = (time_cell(row), accuracy_cell(row))
+    header = ["Config", "Cores in all", "# Epochs"] + [
+        f"{e.capitalize()} {what}" for e in engines for what in ("time (s)", "accuracy")
+    ]
+    body = tuple((*start, *(c for e in engines for c in cells.get(e, ("–", "–")))) for start, cells in lines.values())
+    return Rows(f"Every configuration ({shapes:,} shapes): a line per epochs value, fastest first", tuple(header), body)
 
 
 def comparison_blocks(rows: pd.DataFrame) -> list[Block]:

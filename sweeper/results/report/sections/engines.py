@@ -15,6 +15,7 @@ def engine_rows(df: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ...]
     When ``df`` holds several workloads (or sweeps), a first column tells them apart.
     """
     table = statistics.engines(df)
+    records = table.to_dict("records")
     varying = [c for c in statistics.workload_keys(table) if table[c].nunique(dropna=False) > 1]
     header: tuple[str, ...] = (
         "Config",
@@ -37,11 +38,11 @@ def engine_rows(df: pd.DataFrame) -> tuple[tuple[str, ...], list[tuple[str, ...]
             p_text(row["welch_p"]),
             str(row["verdict"]),
         )
-        for _, row in table.iterrows()
+        for row in records
     ]
     if varying:
         header = ("Workload", *header)
-        workloads = (", ".join(f"{c}={value_text(row[c])}" for c in varying) for _, row in table.iterrows())
+        workloads = (", ".join(f"{c}={value_text(row[c])}" for c in varying) for row in records)
         lines = [(workload, *line) for workload, line in zip(workloads, lines, strict=True)]
     return header, lines
 

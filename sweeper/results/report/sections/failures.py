@@ -26,7 +26,7 @@ def failure_blocks(df: pd.DataFrame) -> list[Block]:
             value_text(row["error_type"]),
             value_text(row["error"])[:500],
         )
-        for _, row in bad.iterrows()
+        for row in bad.to_dict("records")
     ]
     header = ("Started (UTC)", "Engine", "Config", "# Epochs", "Trial", "Status", "Error type", "Error")
     return [

@@ -9,6 +9,8 @@ from sweeper.results import statistics
 from sweeper.results.report.blocks import Block, Bullets, Heading
 from sweeper.results.report.formatting import distinct
 
+NAMED_SHAPES = 24  # configurations "What was measured" names one by one
+
 
 def dry_run_banner(df: pd.DataFrame) -> str | None:
     """The warning a dry run's tables carry: the real sweep's structure, times that mean nothing."""
@@ -33,13 +35,13 @@ def provenance(df: pd.DataFrame, machine: str) -> list[str]:
     started = pd.to_datetime(df["started_at"]).dropna()
     dates = f"{started.min():%Y-%m-%d %H:%M:%S} to {started.max():%Y-%m-%d %H:%M:%S} UTC" if len(started) else "unknown"
     cluster = df[df["engine"] != BASELINE_ENGINE]
-    shapes = statistics.summary(cluster).drop_duplicates("config") if len(cluster) else pd.DataFrame()
+    trials = statistics.summary(df)
+    shapes = trials[trials["engine"] != BASELINE_ENGINE].drop_duplicates("config")
     versions = [
         f"{column.removesuffix('_version')} {'/'.join(distinct(df, column)) or '?'}"
         for column in df.columns
         if column.endswith("_version") and column != "schema_version"
     ]
-    trials = statistics.summary(df)
     status = df["status"].fillna("unknown").value_counts()
     dry = df["dry_run"].fillna(False).astype(bool)
     baseline_ok = int((statistics.ok_mask(df) & (df["engine"] == BASELINE_ENGINE)).sum())
@@ -50,7 +52,7 @@ def provenance(df: pd.DataFrame, machine: str) -> list[str]:
         f"Hosts: {', '.join(distinct(df, 'host')) or '?'}",
         f"Cluster (from the rows): manager {', '.join(distinct(cluster, 'manager')) or '-'}, "
         f"{_int_max(cluster, 'nodes')} node(s), up to {_int_max(cluster, 'total_cores')} cores per launch; "
-        f"{len(shapes)} configuration(s): {'; '.join(shapes['config']) if len(shapes) else '-'}",
+        f"{len(shapes)} configuration(s): {_shapes_text(shapes)}",
         f"Engines: {', '.join(distinct(df, 'engine'))}",
         f"Versions: {', '.join(versions)}",
         f"Epochs: {', '.join(str(e) for e in sorted(df['epochs'].dropna().unique()))}; "
@@ -72,6 +74,29 @@ def provenance(df: pd.DataFrame, machine: str) -> list[str]:
     if machine:
         lines.append(f"Report made on: {machine}")
     return lines
+
+
+def _shapes_text(shapes: pd.DataFrame) -> str:
+    """The configurations measured, each named; beyond :data:`NAMED_SHAPES`, the range of each of their axes."""
+    if shapes.empty:
+        return "-"
+    if len(shapes) <= NAMED_SHAPES:
+        return "; ".join(shapes["config"])
+    axes = (("executors", "executors"), ("cores_per_executor", "cores each"), ("executor_memory_gib", "GiB each"))
+    spans = [f"{_value_span(shapes[column].dropna().astype(float))} {name}" for column, name in axes]
+    return ", ".join(spans) + " (each in the tables)"
+
+
+def _value_span(values: pd.Series) -> str:
+    """The lowest and highest value, or the one value.
+
+    >>> _value_span(pd.Series([4.0, 1.5, 8.0])), _value_span(pd.Series([2.0])), _value_span(pd.Series([], dtype=float))
+    ('1.5 to 8', '2', '?')
+    """
+    if values.empty:
+        return "?"
+    low, high = float(values.min()), float(values.max())
+    return f"{low:g}" if low == high else f"{low:g} to {high:g}"
 
 
 def _span(counts: pd.Series) -> str:

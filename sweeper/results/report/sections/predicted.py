@@ -37,7 +37,7 @@ def predicted_blocks(df: pd.DataFrame) -> list[Block]:
             f"{r['measured_s']:.3g}",
             f"{error:.1%}",
         )
-        for (_, r), error in zip(table.iterrows(), errors, strict=True)
+        for r, error in zip(table.to_dict("records"), errors, strict=True)
     )
     return [
         Heading("Predicted vs measured"),

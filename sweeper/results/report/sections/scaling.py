@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from sweeper.names import BASELINE_ENGINE
 from sweeper.results import statistics
-from sweeper.results.report import plots
+from sweeper.results.report import plots, selection
 from sweeper.results.report.blocks import Block, Heading, Paragraph, Picture, Rows
 from sweeper.results.report.formatting import number_text, seconds_text, value_text
 
@@ -13,8 +14,8 @@ from sweeper.results.report.formatting import number_text, seconds_text, value_t
 def speedup_blocks(rows: pd.DataFrame, prefix: str) -> list[Block]:
     """COST and the speedup of every configuration over the single-thread baseline, and their figure."""
     blocks: list[Block] = [Heading("Speedup over the single thread, and COST", level=3)]
-    speedups = statistics.speedup(rows)
-    if speedups["baseline_median_s"].isna().all():
+    speedups = statistics.speedup(rows) if _has_baseline(rows) else None
+    if speedups is None or speedups["baseline_median_s"].isna().all():
         return [*blocks, Paragraph("No single-thread baseline in this workload: no speedup, no COST.")]
     costs = statistics.cost(rows)
     cost_lines = [
@@ -26,7 +27,7 @@ def speedup_blocks(rows: pd.DataFrame, prefix: str) -> list[Block]:
             str(row["cost_config"] or "–"),
             f"{number_text(row['best_speedup'], 2)}x ({row['best_config']})",
         )
-        for _, row in costs.iterrows()
+        for row in costs.to_dict("records")
     ]
     speed_lines = [
         (
@@ -38,7 +39,7 @@ def speedup_blocks(rows: pd.DataFrame, prefix: str) -> list[Block]:
             f"{number_text(row['speedup'], 2)}x",
             number_text(row["efficiency"], 3),
         )
-        for _, row in speedups.sort_values(["engine", "epochs", "total_cores"]).iterrows()
+        for row in speedups.sort_values(["engine", "epochs", "total_cores"]).to_dict("records")
     ]
     return [
         *blocks,
@@ -60,9 +61,20 @@ def speedup_blocks(rows: pd.DataFrame, prefix: str) -> list[Block]:
     ]
 
 
+def _has_baseline(rows: pd.DataFrame) -> bool:
+    """Whether a cluster configuration has a baseline time to compare with: an ok baseline row at its epochs."""
+    timed = statistics.ok_mask(rows) & rows["fit_wall_s"].notna()
+    baseline = rows["engine"].eq(BASELINE_ENGINE).fillna(False).astype(bool)
+    cluster_epochs = rows.loc[~baseline, "epochs"].dropna().unique()
+    return bool((timed & baseline & rows["epochs"].isin(cluster_epochs)).any())
+
+
 def price_blocks(rows: pd.DataFrame, prefix: str, cost_per_node_hour: float) -> list[Block]:
     """Time vs cost per measurement at ``cost_per_node_hour``, the Pareto frontier marked."""
     prices = statistics.price(rows, cost_per_node_hour)
+    shown = selection.fastest(prices, scope=("epochs",)) | prices["pareto"].astype(bool).to_numpy()
+    total, labelled = selection.configurations(prices), selection.configurations(prices[shown])
+    note = selection.left_out_note(total, labelled, "and the frontier in colour, the frontier labelled", "grey dots")
     lines = [
         (
             str(row["engine"]),
@@ -73,11 +85,15 @@ def price_blocks(rows: pd.DataFrame, prefix: str, cost_per_node_hour: float) -> 
             number_text(row["median_cost"], 4),
             "yes" if row["pareto"] else "",
         )
-        for _, row in prices.sort_values(["epochs", "median_cost"]).iterrows()
+        for row in prices.sort_values(["epochs", "median_cost"]).to_dict("records")
     ]
     header = ("Engine", "Config", "Nodes", "# Epochs", "Time (s)", "Cost per measurement", "Pareto frontier")
     return [
         Heading(f"Time vs cost at {cost_per_node_hour:g} per node hour", level=3),
         Rows("Cost = fit time / 3600 x nodes x cost per node hour", header, tuple(lines)),
-        Picture(f"{prefix}time_vs_cost.png", "Time against cost, Pareto frontier marked", plots.time_vs_price(prices)),
+        Picture(
+            f"{prefix}time_vs_cost.png",
+            selection.with_note("Time against cost, Pareto frontier marked", note),
+            plots.time_vs_price(prices, shown, note),
+        ),
     ]

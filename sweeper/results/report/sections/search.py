@@ -60,7 +60,7 @@ def _race_blocks(df: pd.DataFrame) -> list[Block]:
                     str(r["ended"]),
                     seconds_text(r["median_s"]),
                 )
-                for _, r in standings.iterrows()
+                for r in standings.to_dict("records")
             ),
         ),
     ]
@@ -97,7 +97,7 @@ def _halving_blocks(df: pd.DataFrame) -> list[Block]:
                     str(r["rung"]),
                     value_text(r["error"]),
                 )
-                for _, r in statistics.pruned(df).iterrows()
+                for r in statistics.pruned(df).to_dict("records")
             ),
         ),
     ]
