@@ -20,6 +20,7 @@ from sweeper.search.halving import (
     rung_values,
     successive_halving,
 )
+from sweeper.search.halving_batch import RungTrials, halving_batch
 
 EPOCHS = (10, 100, 1000, 10000)
 
@@ -213,3 +214,88 @@ def test_the_reports_rung_table_checks_ranks_with_the_sweeps_own_delta() -> None
 
     assert rungs(frame(rows(0.05)), "epochs")["agreement"].tolist()[1] == pytest.approx(-1.0)
     assert math.isnan(rungs(frame(rows(0.5)), "epochs")["agreement"].tolist()[1])
+
+
+def batch_times(
+    rng: np.random.Generator, sizes: Sequence[int], rungs: int, repeats: int
+) -> list[list[list[list[float]]]]:
+    """Trial times per (configuration of every race in turn, rung, repeat): orders that change from rung to rung
+    (so rank checks fail and widen), times on a coarse grid (ties), one to six trials, and a repeat of one trial
+    each (the medians decide the rank check)."""
+    times = []
+    for size in sizes:
+        base = rng.uniform(10, 12, (size, rungs)) * np.where(
+            rng.random((1, rungs)) < 0.5, 1.0, rng.uniform(0.9, 1.1, (size, rungs))
+        )
+        for config in range(size):
+            times.append(
+                [
+                    [
+                        list(
+                            np.round(
+                                base[config, rung]
+                                * np.exp(0.03 * rng.standard_normal(1 if repeat == 0 else rng.integers(1, 7))),
+                                1,
+                            )
+                        )
+                        for repeat in range(repeats)
+                    ]
+                    for rung in range(rungs)
+                ]
+            )
+    return times
+
+
+def rung_trials(times: list[list[list[list[float]]]]) -> RungTrials:
+    """:class:`RungTrials` of trial times per (configuration, rung, repeat), as replay computes them."""
+    logs = [[[np.log(t) for t in per_rung] for per_rung in config] for config in times]
+    return RungTrials(
+        np.array([[[np.median(t) for t in per_rung] for per_rung in config] for config in times]),
+        np.array([[[len(t) for t in per_rung] for per_rung in config] for config in times]),
+        np.array([[[v.mean() for v in per_rung] for per_rung in config] for config in logs]),
+        np.array([[[((v - v.mean()) ** 2).sum() for v in per_rung] for per_rung in config] for config in logs]),
+    )
+
+
+def halved_alone(
+    times: list[list[list[list[float]]]], rungs: int, repeat: int, policy: HalvingPolicy
+) -> tuple[HalvingResult[int], np.ndarray]:
+    """successive_halving of one race's configurations on one repeat's trials (the best of each parity goes on), and
+    which (configuration, rung) it measured."""
+    measured = np.zeros((len(times), rungs), dtype=bool)
+
+    def measure(rung: int, keys: Sequence[int]) -> dict[int, list[float]]:
+        measured[list(keys), rung] = True
+        return {key: times[key][rung][repeat] for key in keys}
+
+    return successive_halving(list(range(len(times))), rungs, measure, policy, group=lambda key: key % 2), measured
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        HalvingPolicy(),
+        HalvingPolicy(eta=2, min_keep=1, rank_threshold=0.8),
+        HalvingPolicy(widen="all", rank_threshold=0.9),
+    ],
+)
+def test_halving_many_problems_at_once_decides_as_successive_halving_does(policy: HalvingPolicy) -> None:
+    """Replay's vectorised halving (every repeat of every race together) chooses, widens and measures exactly as
+    successive_halving on each (race, repeat) alone, ties and median-only rank checks included."""
+    rng = np.random.default_rng(5)
+    sizes, rungs, repeats = (2, 5, 13, 40), 4, 12
+    times = batch_times(rng, sizes, rungs, repeats)
+    starts = np.cumsum([0, *sizes])
+    groups = np.array([i % 2 for size in sizes for i in range(size)])
+    result = halving_batch(rung_trials(times), starts, groups, policy)
+    widened = 0
+    for race, size in enumerate(sizes):
+        for repeat in range(repeats):
+            per_config = [times[starts[race] + config] for config in range(size)]
+            alone, measured = halved_alone(per_config, rungs, repeat, policy)
+            problem = race * repeats + repeat
+            assert result.best[problem] == starts[race] + alone.best
+            assert result.widened[problem] == alone.widened
+            assert np.array_equal(result.measured[starts[race] : starts[race + 1], :, repeat], measured)
+            widened += alone.widened
+    assert widened >= 10  # the rank check failed and brought configurations back, often

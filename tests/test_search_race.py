@@ -34,6 +34,7 @@ from sweeper.search.race import (
     run_race,
     stays,
 )
+from sweeper.search.race_batch import RaceBatch
 from sweeper.store.row import Row
 from sweeper.workload.data import Data
 from tests.conftest import minimal_grid
@@ -419,3 +420,47 @@ def test_replayed_auto_measures_everything_at_once_where_racing_on_would_come_ba
     assert auto["strategy"] == "race" and auto["auto_all_at_once"] >= 0.6
     assert race["auto_all_at_once"] is None
     assert auto["cluster_s_fraction"] < 0.9 * race["cluster_s_fraction"]
+
+
+def test_races_many_at_once_decide_as_race_states_do() -> None:
+    """Replay's vectorised races (repeats x races together) take, rest, leave, settle and lead exactly as a RaceState
+    run alone on the same trials (run_race's loop); measuring everything at once (auto's choice) after the first
+    look in some repeats as RaceState.measure_all does."""
+    rng = np.random.default_rng(8)
+    ratios = [(1.0, 1.3), (1.0, 1.02, 1.04, 1.5), (1.0, 1.0, 1.01, 1.03, 1.06, 1.1, 2.0)]
+    rows, policy = 40, RacePolicy(min_trials=2, max_trials=10)
+    true_s = np.concatenate([np.array(r) * 10 for r in ratios])
+    draws = np.round(true_s[None, :, None] * np.exp(0.04 * rng.standard_normal((rows, true_s.size, 10))), 2)
+    starts = np.cumsum([0, *(len(r) for r in ratios)])[:-1]
+    batch, looks = RaceBatch(draws, starts, policy), 0
+    while (wanted := batch.wanted()).any():
+        taking_rows, taking_items = np.nonzero(wanted)
+        batch.take(taking_rows, taking_items, wanted[taking_rows, taking_items])
+        batch.decide(batch.any_of(wanted > 0) & ~batch.measuring_all)
+        looks += 1
+        if looks == 1:
+            batch.measure_all(np.arange(0, rows, 4))
+    for row in range(rows):
+        for race, (start, size) in enumerate(zip(starts, map(len, ratios), strict=True)):
+            state = raced_alone(draws[row, start : start + size], policy, measure_all=row % 4 == 0)
+            items = range(start, start + size)
+            assert [batch.taken[row, i] for i in items] == [state.taken[c] for c in range(size)]
+            assert {i - start: int(batch.left_at[row, i]) for i in items if batch.left_at[row, i]} == state.left_at
+            assert {i - start for i in items if batch.resting[row, i]} == state.resting
+            assert (batch.settled[row, race], batch.rounds[row, race]) == (state.settled, state.rounds)
+            assert batch.leader[row, race] - start == state.leader
+    assert batch.settled.mean() > 0.3 and batch.resting.any() and (batch.left_at > 0).any()
+
+
+def raced_alone(draws: np.ndarray, policy: RacePolicy, measure_all: bool) -> RaceState[int]:
+    """One race on ``draws[configuration, trial]`` as run_race runs it, set to measure everything after its first
+    decision when ``measure_all``."""
+    state = RaceState.start(range(draws.shape[0]), policy)
+    while not state.done:
+        for key in state.alive:
+            for time_s in draws[key, state.taken[key] : state.taken[key] + state.wanted(key)]:
+                state.record(key, float(time_s))
+        state.decide()
+        if measure_all and state.rounds == 1:
+            state.measure_all()
+    return state

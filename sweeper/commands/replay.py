@@ -108,7 +108,6 @@ def _trials(args: argparse.Namespace) -> TrialPolicy:
 def main(args: argparse.Namespace, console: Console) -> int:
     """``sweeper replay STORE [--sweep NAME] [--strategy halving|grid] [--eta 3] [--trials adaptive|N] ...``."""
     from sweeper.results.replay import KEYS, replay
-    from sweeper.results.report.sections.measured import dry_run_banner
     from sweeper.store.parquet import load_sweep
 
     settings = settings_from(args)
@@ -124,6 +123,8 @@ def main(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         print(json_text({key: result[key] for key in KEYS}))
     else:
+        from sweeper.results.report.sections.measured import dry_run_banner  # the report's modules: text only
+
         banner = dry_run_banner(df)
         for line in ([plain(banner)] if banner else []) + replay_lines(result):
             console.print(line, soft_wrap=True)

@@ -6,130 +6,166 @@ come in looks; at each look, every launch with a configuration still wanting tri
 once: it is charged its start, warm-up and teardown as the rows record them, takes its trials of
 the look, and then, when measuring every trial its configurations may still need costs no more
 than coming back (:func:`sweeper.search.race.stays`), takes them all at once.
+
+The repeats run together, a block at a time (:class:`sweeper.search.race_batch.RaceBatch`): a look is a few array
+operations over (repeats x configurations), however many races and configurations there are.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
-from sweeper.search.race import RacePolicy, RaceState, stays
+from sweeper.search.race import RacePolicy, RaceState
+from sweeper.search.race_batch import RaceBatch
 from sweeper.search.race_choice import choose
 
-RaceKey = tuple[int, int]  # (race, rung)
 AUTO_CONTINUATIONS = 8  # per repeat: a replay takes hundreds of repeats, a run one choice of 64
+TIMES_AT_ONCE = 1 << 21  # resampled times of a block of repeats held at once (8 bytes each)
 
 
-@dataclass
-class RaceRepeat:
-    """One repeat of every race: the choice of each race at the largest rung, what it cost, trials per point."""
+@dataclass(frozen=True)
+class RaceItems:
+    """Every (model point, rung) of a replay as a race of its configurations, the items, in the order (point, rung,
+    configuration): where each race's items begin, each point's race at the largest rung, and per item its launch
+    (numbered 0..), nodes and recorded ok times (``times[first : first + count]``)."""
 
-    choices: list[int] = field(default_factory=list)
-    spent_s: float = 0.0
-    trials: list[int] = field(default_factory=list)
-    settled: list[bool] = field(default_factory=list)
-    all_at_once: bool = False  # auto chose, after the first look, to measure every remaining trial at once
-
-
-class _Repeat:
-    """The races of one repeat: resampled trials, the states, what was spent."""
-
-    def __init__(self, samples: Sequence[list[list[np.ndarray]]], policy: RacePolicy, rng: np.random.Generator) -> None:
-        self.policy = policy
-        self.draws: dict[tuple[int, int, int], np.ndarray] = {}
-        self.states: dict[RaceKey, RaceState[int]] = {}
-        for r, race in enumerate(samples):
-            for g in range(len(race[0])):
-                self.states[(r, g)] = RaceState.start(range(len(race)), policy)
-                for c, per_rung in enumerate(race):
-                    recorded = per_rung[g]
-                    self.draws[(r, g, c)] = recorded[rng.integers(0, recorded.size, size=policy.max_trials)]
-
-    def take(self, key: RaceKey, c: int, trials: int) -> float:
-        """``trials`` more of configuration ``c`` in race ``key``; their seconds."""
-        state = self.states[key]
-        taken = self.draws[(*key, c)][state.taken[c] : state.taken[c] + trials]
-        for time_s in taken:
-            state.record(c, float(time_s))
-        return float(taken.sum())
+    starts: np.ndarray
+    last: np.ndarray
+    launch: np.ndarray
+    nodes: np.ndarray
+    first: np.ndarray
+    count: np.ndarray
+    times: np.ndarray
 
 
-def race_repeat(
-    samples: Sequence[list[list[np.ndarray]]],
-    launches: Sequence[np.ndarray],
-    nodes: Sequence[np.ndarray],
+@dataclass(frozen=True)
+class RaceRepeats:
+    """Every repeat: each point's choice (a configuration of its race at the largest rung) and whether that race
+    settled (repeats x points), the node-seconds spent, whether ``auto`` measured everything at once after the
+    first look; and the trials taken in all."""
+
+    choices: np.ndarray
+    settled: np.ndarray
+    spent_s: np.ndarray
+    all_at_once: np.ndarray
+    trials_taken: int
+
+
+def race_repeats(
+    items: RaceItems,
     visit_s: np.ndarray,
     policy: RacePolicy,
+    repeats: int,
     rng: np.random.Generator,
     auto: bool = False,
-) -> RaceRepeat:
-    """One repeat: ``samples[race][configuration][rung]`` recorded times, ``launches[race][configuration, rung]``
-    the launch that measured them, ``nodes[race][configuration]``, ``visit_s[launch]`` a visit's overhead
-    (node-seconds); ``auto``: after the first look, race on or measure everything at once as ``auto`` chooses
-    (:mod:`sweeper.search.race_choice`, from :data:`AUTO_CONTINUATIONS` simulated continuations)."""
-    repeat = _Repeat(samples, policy, rng)
-    result = RaceRepeat()
+) -> RaceRepeats:
+    """``repeats`` repeats of every race, ``visit_s[launch]`` a visit's overhead (node-seconds); ``auto``: after the
+    first look, race on or measure everything at once as ``auto`` chooses (:mod:`sweeper.search.race_choice`, from
+    :data:`AUTO_CONTINUATIONS` simulated continuations)."""
+    block = max(1, TIMES_AT_ONCE // (items.launch.size * policy.max_trials))
+    parts = [
+        _block(items, visit_s, policy, min(block, repeats - start), rng, auto) for start in range(0, repeats, block)
+    ]
+    choices, settled, spent_s, at_once = (
+        np.concatenate([getattr(part, name) for part in parts])
+        for name in ("choices", "settled", "spent_s", "all_at_once")
+    )
+    return RaceRepeats(choices, settled, spent_s, at_once, sum(part.trials_taken for part in parts))
+
+
+def _block(
+    items: RaceItems, visit_s: np.ndarray, policy: RacePolicy, rows: int, rng: np.random.Generator, auto: bool
+) -> RaceRepeats:
+    """``rows`` repeats at once."""
+    draws, seeds = _draws(items, policy.max_trials, rows, rng, auto)
+    batch = RaceBatch(draws, items.starts, policy)
+    spent, all_at_once = np.zeros(rows), np.zeros(rows, dtype=bool)
     looks = 0
-    while True:
-        wants: dict[int, list[tuple[RaceKey, int]]] = defaultdict(list)
-        for key, state in repeat.states.items():
-            for c in state.alive:
-                if state.wanted(c) > 0:
-                    wants[int(launches[key[0]][c, key[1]])].append((key, c))
-        if not wants:
-            break
-        for launch, items in wants.items():
-            result.spent_s += float(visit_s[launch])
-            for key, c in items:
-                result.spent_s += repeat.take(key, c, repeat.states[key].wanted(c)) * nodes[key[0]][c]
-            rest = [(key, c, repeat.states[key].rest_s(c) * nodes[key[0]][c]) for key, c in items]
-            if stays(float(visit_s[launch]), sum(cost for _, _, cost in rest)):
-                for key, c, _ in rest:
-                    left = policy.max_trials - len(repeat.states[key].times_s[c])
-                    result.spent_s += repeat.take(key, c, left) * nodes[key[0]][c]
-        for key in {key for items in wants.values() for key, _ in items}:
-            repeat.states[key].decide()
+    while _look(batch, items, visit_s, spent):
         looks += 1
         if auto and looks == 1:
-            result.all_at_once = _measure_all_at_once(repeat, launches, nodes, visit_s, rng)
-    last = {r: max(g for rr, g in repeat.states if rr == r) for r, _ in repeat.states}
-    for (r, g), state in repeat.states.items():
-        result.trials += [len(times) for times in state.times_s.values()]
-        if g == last[r]:
-            result.choices.append(int(state.leader) if state.leader is not None else 0)
-            result.settled.append(state.settled)
-    return result
+            all_at_once = _measure_all_at_once(batch, items, visit_s, seeds)
+    leader = batch.leader[:, items.last]
+    choices = np.where(leader >= 0, leader - items.starts[items.last], 0)
+    return RaceRepeats(choices, batch.settled[:, items.last], spent, all_at_once, int(batch.taken.sum()))
 
 
-def _measure_all_at_once(
-    repeat: _Repeat,
-    launches: Sequence[np.ndarray],
-    nodes: Sequence[np.ndarray],
-    visit_s: np.ndarray,
-    rng: np.random.Generator,
-) -> bool:
-    """``auto``'s choice after the first look, on the races keyed by launch as a run holds them; True (and every
-    race set to measure its remaining trials) where measuring everything at once is expected to cost less."""
-    by_launch: dict[RaceKey, RaceState[int]] = {}
-    launch_nodes: dict[int, int] = {}
-    for (r, g), state in repeat.states.items():
-        launch_of = {c: int(launches[r][c, g]) for c in state.times_s}
-        launch_nodes |= {launch_of[c]: int(nodes[r][c]) for c in state.times_s}
-        by_launch[(r, g)] = RaceState(
-            {launch_of[c]: list(times) for c, times in state.times_s.items()},
-            {launch_of[c]: taken for c, taken in state.taken.items()},
-            state.policy,
-            {launch_of[c]: at for c, at in state.left_at.items()},
-            {launch_of[c] for c in state.resting},
-            state.rounds,
-            state.settled,
-        )
+def _draws(
+    items: RaceItems, trials: int, rows: int, rng: np.random.Generator, auto: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each repeat's resample (``trials`` per item, item after item) and, for ``auto``, the seed of its choice: drawn
+    in the order one repeat after another draws them."""
+    draws, seeds = np.empty((rows, items.launch.size, trials)), np.zeros(rows, dtype=np.int64)
+    for row in range(rows):
+        draws[row] = items.times[items.first[:, None] + picks(rng, items.count[:, None], (items.launch.size, trials))]
+        if auto:
+            seeds[row] = rng.integers(2**31)
+    return draws, seeds
+
+
+def _look(batch: RaceBatch, items: RaceItems, visit_s: np.ndarray, spent: np.ndarray) -> bool:
+    """One look of every repeat: each launch with an item wanting trials visited, what it takes, the races decided;
+    False when no repeat has anything left to take."""
+    wanted = batch.wanted()
+    rows, columns = np.nonzero(wanted)
+    if rows.size == 0:
+        return False
+    launches = visit_s.size
+    visit = rows * launches + items.launch[columns]  # (repeat, launch)
+    visited = np.bincount(visit, minlength=spent.size * launches).reshape(spent.size, launches) > 0
+    spent += visited @ visit_s
+    nodes = items.nodes[columns]
+    spent += np.bincount(rows, weights=batch.take(rows, columns, wanted[rows, columns]) * nodes, minlength=spent.size)
+    rest_s = np.bincount(visit, weights=batch.rest_s(rows, columns) * nodes, minlength=visited.size)  # item by item
+    stay = (rest_s <= np.tile(visit_s, spent.size))[visit]  # sweeper.search.race.stays, launch by launch
+    rows, columns, nodes = rows[stay], columns[stay], nodes[stay]
+    rest = batch.policy.max_trials - batch.taken[rows, columns]
+    spent += np.bincount(rows, weights=batch.take(rows, columns, rest) * nodes, minlength=spent.size)
+    batch.decide(batch.any_of(wanted > 0) & ~batch.measuring_all)
+    return True
+
+
+def _measure_all_at_once(batch: RaceBatch, items: RaceItems, visit_s: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+    """``auto``'s choice after the first look, per repeat, on the races keyed by launch as a run holds them; True
+    (and every race of the repeat set to measure its remaining trials) where everything at once is expected to cost
+    less."""
+    launch_nodes = {int(launch): int(nodes) for launch, nodes in zip(items.launch, items.nodes, strict=True)}
     seconds = {launch: float(visit_s[launch]) / count for launch, count in launch_nodes.items()}  # per node
-    choice = choose(by_launch, seconds, launch_nodes, repeats=AUTO_CONTINUATIONS, seed=int(rng.integers(2**31)))
-    if not choice.race:
-        for state in repeat.states.values():
-            state.measure_all()
-    return not choice.race
+    chosen = np.zeros(seeds.size, dtype=bool)
+    for row, seed in enumerate(seeds):
+        states = _states(batch, items, row)
+        choice = choose(states, seconds, launch_nodes, repeats=AUTO_CONTINUATIONS, seed=int(seed))
+        chosen[row] = not choice.race
+    batch.measure_all(np.flatnonzero(chosen))
+    return chosen
+
+
+def _states(batch: RaceBatch, items: RaceItems, row: int) -> dict[int, RaceState[int]]:
+    """Repeat ``row``'s races as :class:`RaceState` keyed by launch."""
+    states = {}
+    bounds = np.r_[items.starts, items.launch.size]
+    for race, (start, end) in enumerate(pairwise(bounds)):
+        span = range(int(start), int(end))
+        launch = {item: int(items.launch[item]) for item in span}
+        left = sorted((int(batch.left_at[row, item]), item) for item in span if batch.left_at[row, item])
+        states[race] = RaceState(
+            {launch[item]: batch.draws[row, item, : batch.taken[row, item]].tolist() for item in span},
+            {launch[item]: int(batch.taken[row, item]) for item in span},
+            batch.policy,
+            {launch[item]: at for at, item in left},
+            {launch[item] for item in span if batch.resting[row, item]},
+            int(batch.rounds[row, race]),
+            bool(batch.settled[row, race]),
+        )
+    return states
+
+
+def picks(rng: np.random.Generator, count: np.ndarray, size: tuple[int, ...]) -> np.ndarray:
+    """``rng.integers(0, count, size)``: indices into recorded times, ``count`` broadcast to ``size``; the same
+    numbers drawn faster where every count is equal."""
+    if count.size and np.all(count == count.flat[0]):
+        return rng.integers(0, int(count.flat[0]), size=size)
+    return rng.integers(0, count, size=size)

@@ -15,13 +15,21 @@ Cluster-seconds: a measured trial costs its recorded ``fit_wall_s`` times nodes;
 one start + warm-up + teardown (as its rows record) per rung at which halving measures any of
 its configurations (halving must see a rung's results before the next rung, so a launch starts
 again per rung), and once for the grid. The reference is the full grid as the rows record it.
+
+Every repeat of every race is replayed at once, so a replay's time and memory grow with the rows and the
+repeats, not with their product by the races or configurations: the resample is drawn in blocks of
+configurations (in the order one configuration after another draws it, so a seed replays as it did), halving
+runs on arrays of every (race, repeat)'s candidates (:mod:`sweeper.search.halving_batch`) and racing on arrays of
+(repeats x configurations) (:mod:`sweeper.results.race_replay`).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -42,11 +50,12 @@ from sweeper.config.grid import (
 from sweeper.config.sections import REPLAY, flag_problems, search_problems
 from sweeper.errors import UserError
 from sweeper.names import BASELINE_ENGINE, CONFIG
-from sweeper.results.race_replay import race_repeat
+from sweeper.results.race_replay import RaceItems, picks, race_repeats
 from sweeper.results.statistics import FASTER, INCONCLUSIVE, config_label, ok_mask, pair_verdict
 from sweeper.search.accounting import POINT, cluster_seconds, one_launch_s
 from sweeper.search.adaptive import ADAPTIVE, TrialPolicy, stopping_trials
-from sweeper.search.halving import HalvingPolicy, Measured, rung_values, successive_halving
+from sweeper.search.halving import HalvingPolicy, rung_values
+from sweeper.search.halving_batch import BatchResult, RungTrials, every_best, halving_batch
 from sweeper.search.race import RacePolicy
 
 HALVING = HalvingPolicy()
@@ -85,19 +94,35 @@ class ReplaySettings:
 
 @dataclass(frozen=True)
 class Race:
-    """The configurations of one model point: their recorded times per rung and what they are."""
+    """The configurations of one model point: what they are and their recorded ok times per rung."""
 
     point: str
     labels: list[str]
     engines: list[str]
     launches: np.ndarray  # [configuration, rung]: the launch_index that measured it
     nodes: np.ndarray
-    samples: list[list[np.ndarray]]  # [configuration][rung]: recorded ok fit_wall_s
+    first: np.ndarray  # [configuration, rung]: where its recorded ok fit_wall_s begin in ``times``
+    count: np.ndarray  # [configuration, rung]: how many there are
+    times: np.ndarray  # every race's, in the rows' order by configuration and rung
 
-    @property
+    def recorded(self, configuration: int, rung: int) -> np.ndarray:
+        """The recorded ok fit_wall_s of one configuration at one rung."""
+        start = self.first[configuration, rung]
+        return self.times[start : start + self.count[configuration, rung]]
+
+    @cached_property
     def truth_s(self) -> np.ndarray:
         """The full grid's median per configuration at the largest rung."""
-        return np.array([float(np.median(times[-1])) for times in self.samples])
+        return medians_of(self.times, self.first[:, -1], self.count[:, -1])
+
+
+def medians_of(times: np.ndarray, first: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """The median of each ``times[first[i] : first[i] + count[i]]`` (count at least 1)."""
+    medians = np.empty(first.size)
+    for n in np.unique(count):
+        at = np.flatnonzero(count == n)
+        medians[at] = np.median(times[first[at, None] + np.arange(n)], axis=1)
+    return medians
 
 
 def races(df: pd.DataFrame, rung_axis: str) -> tuple[list[Race], tuple[Any, ...], int]:
@@ -105,46 +130,102 @@ def races(df: pd.DataFrame, rung_axis: str) -> tuple[list[Race], tuple[Any, ...]
     ok = df[ok_mask(df) & df["engine"].ne(BASELINE_ENGINE).fillna(False).astype(bool) & df["fit_wall_s"].notna()]
     rungs = rung_values(ok[rung_axis].dropna().tolist())
     point_columns = [c for c in POINT if c != rung_axis]
-    config_columns = ["engine", "manager", *CONFIG, "nodes"]
-    found, left_out = [], 0
-    for point, group in ok.groupby(point_columns, dropna=False, sort=True):
-        race = _race(group, point_columns, point, config_columns, rung_axis, rungs)
-        left_out += group.groupby(config_columns, dropna=False).ngroups - len(race.labels)
-        if len(race.labels) >= 2:
-            found.append(race)
+    rows = _Rows.of(ok, point_columns, ["engine", "manager", *CONFIG, "nodes"], rung_axis, rungs)
+    complete = np.all(rows.count > 0, axis=1) if rungs else np.zeros(len(rows.point), dtype=bool)
+    bounds = np.searchsorted(rows.point, np.arange(rows.points + 1))  # configurations are numbered point by point
+    found = []
+    for start, end in pairwise(bounds):
+        configs = start + np.flatnonzero(complete[start:end])
+        if configs.size >= 2:
+            found.append(rows.race(configs, point_columns))
     if not found:
         raise UserError(
             "the sweep has no two configurations measured at every value of the rung axis "
             f"({rung_axis}: {', '.join(str(v) for v in rungs) or 'none'}); replay needs a sweep measured in full"
         )
-    return found, rungs, left_out
+    return found, rungs, int(np.count_nonzero(~complete))
 
 
-def _race(
-    group: pd.DataFrame, point_columns: list[str], point: Any, config_columns: list[str], axis: str, rungs: tuple
-) -> Race:
-    labels, engines, launches, nodes, samples = [], [], [], [], []
-    for key, config in group.groupby(config_columns, dropna=False, sort=True):
-        values = dict(zip(config_columns, key, strict=True))
-        at_rung = [config[config[axis] == rung] for rung in rungs]
-        times = [rows["fit_wall_s"].to_numpy(dtype=float) for rows in at_rung]
-        if any(t.size == 0 for t in times):
-            continue
-        engines.append(str(values["engine"]))
-        labels.append(f"{values['engine']} {config_label(*(values[c] for c in CONFIG))}")
-        launches.append([int(rows["launch_index"].mode().iloc[0]) for rows in at_rung])
-        nodes.append(1.0 if pd.isna(values["nodes"]) else float(values["nodes"]))
-        samples.append(times)
-    point_text = ", ".join(f"{c}={v}" for c, v in zip(point_columns, point, strict=True) if not pd.isna(v))
-    return Race(point_text, labels, engines, np.array(launches, dtype=int), np.array(nodes), samples)
+@dataclass(frozen=True)
+class _Rows:
+    """A sweep's ok rows by configuration (numbered in the order of (point, configuration)) and rung: each
+    configuration's first row and point, per (configuration, rung) the rows' count, where their times begin, and
+    the launch that measured most of them (the smallest index of equals); every time, in that order."""
+
+    heads: pd.DataFrame
+    point: np.ndarray
+    count: np.ndarray
+    first: np.ndarray
+    launches: np.ndarray
+    times: np.ndarray
+
+    @property
+    def points(self) -> int:
+        return int(self.point.max()) + 1 if self.point.size else 0
+
+    @classmethod
+    def of(
+        cls, ok: pd.DataFrame, point_columns: list[str], config_columns: list[str], axis: str, rungs: tuple
+    ) -> _Rows:
+        points = ok.groupby(point_columns, dropna=False, sort=True).ngroup().to_numpy()
+        config = ok.groupby([*point_columns, *config_columns], dropna=False, sort=True).ngroup().to_numpy()
+        configs, head = np.unique(config, return_index=True)
+        rung = ok[axis].map({value: index for index, value in enumerate(rungs)}).to_numpy(dtype=float, na_value=np.nan)
+        at = ~np.isnan(rung)
+        cell = config[at] * len(rungs) + rung[at].astype(int)
+        count = np.bincount(cell, minlength=configs.size * len(rungs))
+        order = np.argsort(cell, kind="stable")
+        first = np.cumsum(count) - count
+        launch = ok["launch_index"].to_numpy(dtype=float, na_value=np.nan)[at]
+        shape = (configs.size, len(rungs))
+        return cls(
+            ok.iloc[head],
+            points[head],
+            count.reshape(shape),
+            first.reshape(shape),
+            _most_frequent(cell, launch, count.size).reshape(shape),
+            ok["fit_wall_s"].to_numpy(dtype=float)[at][order],
+        )
+
+    def race(self, configs: np.ndarray, point_columns: list[str]) -> Race:
+        """The race of ``configs`` (one point's)."""
+        heads = self.heads.iloc[configs]
+        engines = [str(engine) for engine in heads["engine"]]
+        shapes = zip(*(heads[column] for column in CONFIG), strict=True)
+        labels = [f"{engine} {config_label(*shape)}" for engine, shape in zip(engines, shapes, strict=True)]
+        nodes = np.array([1.0 if pd.isna(n) else float(n) for n in heads["nodes"]])
+        first = heads.iloc[0]
+        point = ", ".join(f"{c}={first[c]}" for c in point_columns if not pd.isna(first[c]))
+        return Race(
+            point,
+            labels,
+            engines,
+            self.launches[configs],
+            nodes,
+            self.first[configs],
+            self.count[configs],
+            self.times,
+        )
 
 
-MAX_DRAWS = 2 * 10**8  # resampled times held at once (8 bytes each: 1.5 GiB); a replay's memory is bounded by it
+def _most_frequent(cell: np.ndarray, launch: np.ndarray, cells: int) -> np.ndarray:
+    """Per cell, the launch_index most of its rows have (the smallest of equals; -1 for a cell without rows)."""
+    known = ~np.isnan(launch)
+    frame = pd.DataFrame({"cell": cell[known], "launch": launch[known].astype(np.int64)})
+    sizes = frame.groupby(["cell", "launch"]).size().rename("rows").reset_index()
+    sizes = sizes.sort_values(["cell", "rows", "launch"], ascending=[True, False, True], kind="stable")
+    chosen = sizes.drop_duplicates("cell")
+    most = np.full(cells, -1, dtype=np.int64)
+    most[chosen["cell"].to_numpy()] = chosen["launch"].to_numpy()
+    return most
+
+
+MAX_DRAWS = 2 * 10**8  # resampled times of the largest point's repeats: a bound on a replay's time
 
 
 def check_draws(found: Sequence[Race], repeats: int, max_trials: int) -> None:
     """Refuse ``--repeats`` x ``--max-trials`` (checked together) when the largest point's draws pass MAX_DRAWS."""
-    largest = max((len(race.labels) * len(race.samples[0]) for race in found), default=0)
+    largest = max((race.count.size for race in found), default=0)
     draws = largest * repeats * max_trials
     if draws > MAX_DRAWS:
         raise UserError(
@@ -165,76 +246,64 @@ def dense_launches(found: list[Race], overhead: pd.Series) -> tuple[list[Race], 
 
 def recorded_trials(found: Sequence[Race]) -> int:
     """The ok trials the sweep recorded a point (the median over every configuration and rung)."""
-    return int(np.median([times.size for race in found for per_rung in race.samples for times in per_rung]))
+    return int(np.median(np.concatenate([race.count.ravel() for race in found])))
 
 
 @dataclass(frozen=True)
-class Simulated:
-    """Per configuration, rung and repeat: the resample's median, its node-seconds, trials, CI reached, and its draws
-    (the first ``trials`` are the ones taken)."""
+class Resampled:
+    """Per (configuration of every race in turn, rung, repeat): the resample's trials taken (:class:`RungTrials`),
+    their node-seconds and whether they stopped on a CI reached."""
 
-    median_s: np.ndarray
+    trials: RungTrials
     cost_s: np.ndarray
-    trials: np.ndarray
     ci_reached: np.ndarray
-    draws: np.ndarray  # (configurations, rungs, repeats, max trials)
-
-    def taken_s(self, repeat: int) -> Callable[[int, int], list[float]]:
-        """The trials taken in ``repeat``, by (configuration, rung)."""
-        return lambda c, g: self.draws[c, g, repeat, : self.trials[c, g, repeat]].tolist()
 
 
-def simulate(race: Race, policy: TrialPolicy, repeats: int, rng: np.random.Generator) -> Simulated:
-    """Resample every point of a race ``repeats`` times and stop each as the trial policy says."""
-    shape = (len(race.labels), len(race.samples[0]), repeats)
-    median_s, cost_s = np.empty(shape), np.empty(shape)
-    trials, reached = np.empty(shape, dtype=int), np.empty(shape, dtype=bool)
-    all_draws = np.empty((*shape, policy.max_trials))
-    rows = np.arange(repeats)
-    for c, per_rung in enumerate(race.samples):
-        for g, recorded in enumerate(per_rung):
-            draws = recorded[rng.integers(0, recorded.size, size=(repeats, policy.max_trials))]
-            all_draws[c, g] = draws
-            taken, stopped = stopping_trials(draws, policy)
-            for n in np.unique(taken):
-                median_s[c, g, taken == n] = np.median(draws[taken == n, :n], axis=1)
-            cost_s[c, g] = np.cumsum(draws, axis=1)[rows, taken - 1] * race.nodes[c]
-            trials[c, g], reached[c, g] = taken, stopped
-    return Simulated(median_s, cost_s, trials, reached, all_draws)
+DRAWS_AT_ONCE = 1 << 22  # resampled times held at once while resampling (8 bytes each)
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """One repeat of one race: the choice, the points measured, whether the rank check promoted more."""
+def resample(
+    found: Sequence[Race], policy: TrialPolicy, repeats: int, rng: np.random.Generator, logs: bool
+) -> Resampled:
+    """Resample every (configuration, rung) ``repeats`` times and stop each as the trial policy says; ``logs``: with
+    the log moments of the trials taken (halving's rank check). Draws in the order configuration by configuration,
+    rung by rung, a repeat's trials after another's."""
+    first = np.concatenate([race.first for race in found])
+    count = np.concatenate([race.count for race in found])
+    nodes = np.concatenate([race.nodes for race in found])
+    times = found[0].times
+    shape = (*first.shape, repeats)
+    median_s, cost_s = np.zeros(shape), np.zeros(shape)
+    log_mean, log_ssd = (np.zeros(shape) if logs else None for _ in range(2))
+    taken, reached = np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=bool)
+    block = max(1, DRAWS_AT_ONCE // (first.shape[1] * repeats * policy.max_trials))
+    for start in range(0, first.shape[0], block):
+        span = slice(start, start + block)
+        picked = picks(rng, count[span, :, None, None], (*first[span].shape, repeats, policy.max_trials))
+        draws = times[first[span, :, None, None] + picked].reshape(-1, policy.max_trials)
+        n, stopped = stopping_trials(draws, policy)
+        taken[span], reached[span] = n.reshape(-1, *shape[1:]), stopped.reshape(-1, *shape[1:])
+        moments = _moments(draws, n, logs)
+        cost_s[span] = moments[0].reshape(-1, *shape[1:]) * nodes[span, None, None]
+        for whole, part in zip((median_s, log_mean, log_ssd), moments[1:], strict=False):
+            if whole is not None:
+                whole[span] = part.reshape(-1, *shape[1:])
+    return Resampled(RungTrials(median_s, taken, log_mean, log_ssd), cost_s, reached)
 
-    choice: int
-    measured: np.ndarray  # (configurations, rungs) bool
-    widened: bool
 
-
-def run_strategy(
-    strategy: str,
-    medians_s: np.ndarray,
-    policy: HalvingPolicy,
-    engines: Sequence[str],
-    times_s: Callable[[int, int], Sequence[float]] | None = None,
-) -> Outcome:
-    """The strategy's decisions on one repeat's medians (configurations x rungs); the best of each engine goes on.
-    ``times_s(configuration, rung)``: the repeat's trials there, for halving's rank check (else the medians)."""
-    n_configs, n_rungs = medians_s.shape
-    measured = np.zeros((n_configs, n_rungs), dtype=bool)
-    if strategy == "grid":
-        measured[:] = True
-        return Outcome(int(np.argmin(medians_s[:, -1])), measured, False)
-
-    def measure(rung: int, keys: Any) -> dict[int, Measured]:
-        measured[list(keys), rung] = True
-        if times_s is not None:
-            return {key: times_s(key, rung) for key in keys}
-        return {key: float(medians_s[key, rung]) for key in keys}
-
-    result = successive_halving(list(range(n_configs)), n_rungs, measure, policy, group=engines.__getitem__)
-    return Outcome(result.best, measured, result.widened)
+def _moments(draws: np.ndarray, taken: np.ndarray, logs: bool) -> list[np.ndarray]:
+    """Per row of ``draws``, of its first ``taken``: their sum (added in order) and median and, with ``logs``, the
+    mean of their logarithms and their sum of squares around it."""
+    moments = [np.zeros(taken.size) for _ in range(4 if logs else 2)]
+    for n in np.unique(taken):
+        rows = taken == n
+        moments[0][rows] = np.cumsum(draws[rows, :n], axis=1)[:, -1]
+        moments[1][rows] = np.median(draws[rows, :n], axis=1)
+        if logs:
+            values = np.log(draws[rows, :n])
+            centre = values.mean(axis=1)
+            moments[2][rows], moments[3][rows] = centre, ((values - centre[:, None]) ** 2).sum(axis=1)
+    return moments
 
 
 def replay(df: pd.DataFrame, settings: ReplaySettings) -> dict[str, Any]:
@@ -252,87 +321,119 @@ def replay(df: pd.DataFrame, settings: ReplaySettings) -> dict[str, Any]:
     rng = np.random.default_rng(settings.seed)
     scope = df[df["engine"].ne(BASELINE_ENGINE).fillna(False).astype(bool)]
     found, overhead = dense_launches(found, one_launch_s(scope).sum(axis=1))
-    reference_s = cluster_seconds(scope).total_s
+    shared = _Shared(settings, found, rungs, left_out, cluster_seconds(scope).total_s)
     if settings.strategy == RACE:
-        return _replay_race(settings, found, rungs, left_out, overhead, reference_s, rng, auto)
-    spent_s = np.zeros(settings.repeats)
-    launches_used = np.zeros((settings.repeats, len(rungs), int(overhead.index.max()) + 1), dtype=bool)
-    regrets, wrong, widened = [], [], np.zeros(settings.repeats, dtype=bool)
-    trials_taken, reached = [], []
-    for race in found:
-        simulated = simulate(race, settings.trials, settings.repeats, rng)
-        truth_s = race.truth_s
-        fastest_engine = _significant_engine(race)
-        for repeat in range(settings.repeats):
-            outcome = run_strategy(
-                settings.strategy,
-                simulated.median_s[:, :, repeat],
-                settings.halving,
-                race.engines,
-                simulated.taken_s(repeat),
-            )
-            spent_s[repeat] += float(simulated.cost_s[:, :, repeat][outcome.measured].sum())
-            used = np.nonzero(outcome.measured)
-            launches_used[repeat, used[1], race.launches[used]] = True
-            regrets.append(truth_s[outcome.choice] / truth_s.min() - 1)
-            if fastest_engine is not None:
-                wrong.append(race.engines[outcome.choice] != fastest_engine)
-            widened[repeat] |= outcome.widened
-            trials_taken.append(simulated.trials[:, :, repeat][outcome.measured])
-            reached.append(simulated.ci_reached[:, :, repeat][outcome.measured])
-    spent_s += _overhead_s(launches_used, overhead, settings.strategy)
-    return _summary(settings, found, rungs, left_out, np.array(regrets), wrong, widened, spent_s, reference_s) | {
-        "trials_mean": float(np.concatenate(trials_taken).mean()),
-        "ci_reached": float(np.concatenate(reached).mean()) if settings.trials.adaptive else None,
+        return _replay_race(shared, overhead, rng, auto)
+    return _replay_halving(shared, overhead, rng)
+
+
+@dataclass(frozen=True)
+class _Shared:
+    """What every strategy's replay reports: the settings, the races, the rungs, the configurations left out and the
+    full grid's node-seconds; the full grid's engine verdict per race."""
+
+    settings: ReplaySettings
+    found: list[Race]
+    rungs: tuple[Any, ...]
+    left_out: int
+    reference_s: float
+
+    @cached_property
+    def verdicts(self) -> list[str | None]:
+        return [_significant_engine(race) for race in self.found]
+
+    def summary(
+        self, regrets: np.ndarray, wrong: np.ndarray, widened: np.ndarray, spent_s: np.ndarray
+    ) -> dict[str, Any]:
+        return _summary(self, regrets, [bool(w) for w in wrong], widened, spent_s)
+
+
+def _replay_halving(shared: _Shared, overhead: pd.Series, rng: np.random.Generator) -> dict[str, Any]:
+    """:func:`replay` of ``halving`` or ``grid``: every repeat of every race at once."""
+    settings, found = shared.settings, shared.found
+    halving = settings.strategy != FULL_GRID
+    sampled = resample(found, settings.trials, settings.repeats, rng, logs=halving and len(shared.rungs) > 1)
+    starts = np.cumsum([0, *(len(race.labels) for race in found)])
+    engines = np.unique(np.concatenate([race.engines for race in found]), return_inverse=True)[1]
+    if halving:
+        outcome = halving_batch(sampled.trials, starts, engines, settings.halving)
+    else:
+        best = every_best(sampled.trials.median_s[:, -1, :], starts)
+        measured = np.ones(sampled.cost_s.shape, dtype=bool)
+        outcome = BatchResult(best, np.zeros(best.size, dtype=bool), measured)
+    measured = outcome.measured
+    launches = np.concatenate([race.launches for race in found])
+    spent_s = np.where(measured, sampled.cost_s, 0.0).sum(axis=(0, 1))
+    spent_s += _overhead_s(measured, launches, overhead, per_rung=halving)
+    choices = outcome.best.reshape(len(found), settings.repeats) - starts[:-1, None]
+    regrets, wrong = _judged(shared, choices)
+    widened = np.any(outcome.widened.reshape(len(found), settings.repeats), axis=0)
+    return shared.summary(regrets, wrong, widened, spent_s) | {
+        "trials_mean": float(sampled.trials.count[measured].mean()),
+        "ci_reached": float(sampled.ci_reached[measured].mean()) if settings.trials.adaptive else None,
         "race_settled": None,
         "auto_all_at_once": None,
     }
 
 
-def _replay_race(
-    settings: ReplaySettings,
-    found: list[Race],
-    rungs: tuple[Any, ...],
-    left_out: int,
-    overhead: pd.Series,
-    reference_s: float,
-    rng: np.random.Generator,
-    auto: bool = False,
-) -> dict[str, Any]:
+def _replay_race(shared: _Shared, overhead: pd.Series, rng: np.random.Generator, auto: bool) -> dict[str, Any]:
     """:func:`replay` of ``race``: every (model point, rung value) raced, launches visited per look."""
-    policy = settings.race(recorded_trials(found))
+    found = shared.found
+    policy = shared.settings.race(recorded_trials(found))
     visit_s = np.zeros(max(int(overhead.index.max()), *(int(r.launches.max()) for r in found)) + 1)
     visit_s[overhead.index.to_numpy(dtype=int)] = overhead.to_numpy(dtype=float)
-    samples = [race.samples for race in found]
-    launches, nodes = [race.launches for race in found], [race.nodes for race in found]
-    engines = [_significant_engine(race) for race in found]
-    spent_s, regrets, wrong, trials, settled = np.zeros(settings.repeats), [], [], [], []
-    all_at_once = np.zeros(settings.repeats, dtype=bool)
-    for repeat in range(settings.repeats):
-        outcome = race_repeat(samples, launches, nodes, visit_s, policy, rng, auto)
-        all_at_once[repeat] = outcome.all_at_once
-        spent_s[repeat] = outcome.spent_s
-        trials += outcome.trials
-        settled += outcome.settled
-        for race, choice, engine in zip(found, outcome.choices, engines, strict=True):
-            regrets.append(race.truth_s[choice] / race.truth_s.min() - 1)
-            if engine is not None:
-                wrong.append(race.engines[choice] != engine)
-    no_widening = np.zeros(settings.repeats, dtype=bool)
-    return _summary(settings, found, rungs, left_out, np.array(regrets), wrong, no_widening, spent_s, reference_s) | {
-        "trials_mean": float(np.mean(trials)),
+    items = race_items(found)
+    outcome = race_repeats(items, visit_s, policy, shared.settings.repeats, rng, auto)
+    regrets, wrong = _judged(shared, outcome.choices.T)
+    no_widening = np.zeros(shared.settings.repeats, dtype=bool)
+    return shared.summary(regrets, wrong, no_widening, outcome.spent_s) | {
+        "trials_mean": outcome.trials_taken / (shared.settings.repeats * items.launch.size),
         "ci_reached": None,
-        "race_settled": float(np.mean(settled)),
-        "auto_all_at_once": float(all_at_once.mean()) if auto else None,
+        "race_settled": float(np.mean(outcome.settled)),
+        "auto_all_at_once": float(outcome.all_at_once.mean()) if auto else None,
     }
 
 
-def _overhead_s(launches_used: np.ndarray, overhead: pd.Series, strategy: str) -> np.ndarray:
-    """Per repeat: a start + warm-up + teardown per launch and rung (halving) or per launch (grid)."""
-    per_launch = np.zeros(launches_used.shape[2])
+def race_items(found: Sequence[Race]) -> RaceItems:
+    """Every (race, rung) of the replay as a race of its configurations, in the order (race, rung, configuration)."""
+    per_rung = [race.count.shape[0] for race in found for _ in range(race.count.shape[1])]
+    starts = np.cumsum([0, *per_rung])[:-1]
+    last = np.cumsum([race.count.shape[1] for race in found]) - 1
+    return RaceItems(
+        starts,
+        last,
+        np.concatenate([race.launches.T.ravel() for race in found]),
+        np.concatenate([np.tile(race.nodes, race.count.shape[1]) for race in found]),
+        np.concatenate([race.first.T.ravel() for race in found]),
+        np.concatenate([race.count.T.ravel() for race in found]),
+        found[0].times,
+    )
+
+
+def _judged(shared: _Shared, choices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each race's repeats' choices (races x repeats, a configuration of the race): the regrets against the full
+    grid's best, and whether the choice is of the slower engine (races with a verdict only)."""
+    regrets, wrong = [], []
+    for race, verdict, chosen in zip(shared.found, shared.verdicts, choices, strict=True):
+        truth_s = race.truth_s
+        regrets.append(truth_s[chosen] / truth_s.min() - 1)
+        if verdict is not None:
+            wrong.append(np.array(race.engines)[chosen] != verdict)
+    return np.concatenate(regrets), np.concatenate(wrong) if wrong else np.zeros(0, dtype=bool)
+
+
+def _overhead_s(measured: np.ndarray, launches: np.ndarray, overhead: pd.Series, per_rung: bool) -> np.ndarray:
+    """Per repeat: a start + warm-up + teardown per launch and rung at which it measured anything (halving) or per
+    launch (grid)."""
+    per_launch = np.zeros(max(int(launches.max()), int(overhead.index.max())) + 1)
     per_launch[overhead.index.to_numpy(dtype=int)] = overhead.to_numpy(dtype=float)
-    starts = launches_used.any(axis=1) if strategy == "grid" else launches_used.sum(axis=1)
-    return np.asarray(starts @ per_launch, dtype=float)
+    rungs = np.broadcast_to(np.arange(launches.shape[1]), launches.shape)
+    visit = (rungs * per_launch.size + launches if per_rung else launches).ravel()
+    visits, visit_of = np.unique(visit, return_inverse=True)
+    order = np.argsort(visit_of, kind="stable")
+    bounds = np.searchsorted(visit_of[order], np.arange(visits.size))
+    used = np.logical_or.reduceat(measured.reshape(-1, measured.shape[2])[order], bounds, axis=0)
+    return np.asarray(used.T.astype(float) @ per_launch[visits % per_launch.size])
 
 
 def _significant_engine(race: Race) -> str | None:
@@ -344,7 +445,7 @@ def _significant_engine(race: Race) -> str | None:
     if len(best) < 2:
         return None
     (first, a), (second, b) = list(best.items())[:2]
-    times_a, times_b = race.samples[a][-1], race.samples[b][-1]
+    times_a, times_b = race.recorded(a, -1), race.recorded(b, -1)
     verdict, _ = pair_verdict(times_a, times_b, (first, second))
     return first if verdict == f"{first} {FASTER}" else None
 
@@ -359,20 +460,12 @@ KEYS = (
 
 
 def _summary(
-    settings: ReplaySettings,
-    found: list[Race],
-    rungs: tuple[Any, ...],
-    left_out: int,
-    regrets: np.ndarray,
-    wrong: list[bool],
-    widened: np.ndarray,
-    spent_s: np.ndarray,
-    reference_s: float,
+    shared: _Shared, regrets: np.ndarray, wrong: list[bool], widened: np.ndarray, spent_s: np.ndarray
 ) -> dict[str, Any]:
     """The replay's figures, with the stable keys of :data:`KEYS` (each strategy's own added by :func:`replay`)."""
+    settings, found, reference_s = shared.settings, shared.found, shared.reference_s
     first = found[0]
     best = int(np.argmin(first.truth_s))
-    verdicts = [_significant_engine(race) for race in found]
     fraction = spent_s / reference_s if reference_s > 0 else np.full_like(spent_s, np.nan)
     trials = settings.trials
     if settings.strategy == RACE:
@@ -390,10 +483,10 @@ def _summary(
         "repeats": settings.repeats,
         "seed": settings.seed,
         "rung_axis": settings.rung_axis,
-        "rungs": [_plain(value) for value in rungs],
+        "rungs": [_plain(value) for value in shared.rungs],
         "races": len(found),
         "configurations": sum(len(race.labels) for race in found),
-        "left_out": left_out,
+        "left_out": shared.left_out,
         "full_grid_best": first.labels[best] + (f" ({first.point})" if len(found) > 1 else ""),
         "full_grid_best_s": float(first.truth_s[best]),
         "within_5pct": float(np.mean(regrets <= 0.05)),
@@ -404,7 +497,7 @@ def _summary(
         "cluster_s_fraction_p95": float(np.quantile(fraction, 0.95)),
         "full_grid_cluster_s": reference_s,
         "strategy_cluster_s_median": float(np.median(spent_s)),
-        "engine_verdict": _verdicts_text(verdicts),
+        "engine_verdict": _verdicts_text(shared.verdicts),
         "wrong_engine": float(np.mean(wrong)) if wrong else None,
         "rank_check_widened": float(np.mean(widened)),
         "delta": settings.delta,

@@ -136,6 +136,7 @@ def stopping_trials(draws_s: np.ndarray, policy: TrialPolicy) -> tuple[np.ndarra
 
     ``draws_s`` has at least ``max_trials`` columns. Returns, per row, the number of trials taken
     before the point stopped and whether it stopped on ``'ci reached'`` (else ``'max trials'``).
+    Each count looks only at the rows still open.
     """
     rows = draws_s.shape[0]
     taken = np.full(rows, policy.max_trials, dtype=int)
@@ -143,17 +144,29 @@ def stopping_trials(draws_s: np.ndarray, policy: TrialPolicy) -> tuple[np.ndarra
     target = policy.target_rel_ci
     if target is None:
         return taken, reached
-    open_rows = np.ones(rows, dtype=bool)
+    open_rows = np.arange(rows)
     for n in range(policy.min_trials, policy.max_trials + 1):
         ranks = median_ci_ranks(n, policy.confidence)
         if ranks is None:
             continue
-        ordered = np.sort(draws_s[:, :n], axis=1)
-        median = np.median(ordered, axis=1)
+        ordered = np.sort(draws_s[open_rows, :n], axis=1)
+        median = sorted_median(ordered)
         half = np.maximum(median - ordered[:, ranks[0]], ordered[:, ranks[1]] - median)
-        stop = open_rows & (half <= target * median)
-        taken[stop], reached[stop] = n, True
-        open_rows &= ~stop
-        if not open_rows.any():
+        stop = half <= target * median
+        taken[open_rows[stop]], reached[open_rows[stop]] = n, True
+        open_rows = open_rows[~stop]
+        if open_rows.size == 0:
             break
     return taken, reached
+
+
+def sorted_median(ordered: np.ndarray) -> np.ndarray:
+    """Per row of ``ordered`` (sorted rows), its median, as :func:`numpy.median` computes it.
+
+    >>> sorted_median(np.array([[1.0, 2.0, 4.0, 8.0], [1.0, 1.0, 3.0, 5.0]]))
+    array([3., 2.])
+    """
+    n = ordered.shape[1]
+    if n % 2:
+        return np.asarray(ordered[:, n // 2])
+    return np.asarray((ordered[:, n // 2 - 1] + ordered[:, n // 2]) / 2)

@@ -113,6 +113,13 @@ def _t_quantile(level: float, df: int) -> float:
     return float(stats.t.ppf(level, df))
 
 
+def decision_quantile(policy: RacePolicy, racing: int, df: int) -> float:
+    """The t quantile of one comparison with the leader, of ``racing`` configurations still in a race whose pooled
+    spread has ``df`` degrees of freedom: every decision may err, so the error is shared out over the looks a race
+    may take and the pairs of each (Bonferroni)."""
+    return _t_quantile(1 - (1 - policy.confidence) / (len(policy.schedule) * (racing - 1)), df)
+
+
 def race_round(
     times_s: Mapping[K, Sequence[float]], policy: RacePolicy, spread_from: Iterable[Sequence[float]] = ()
 ) -> Round[K]:
@@ -129,15 +136,14 @@ def race_round(
     keys = list(times_s)
     logs = {key: np.log(np.asarray(times_s[key], dtype=float)) for key in keys}
     means = {key: float(values.mean()) for key, values in logs.items()}
-    leader = min(keys, key=lambda key: (means[key], keys.index(key)))
+    leader = keys[min(range(len(keys)), key=lambda index: (means[keys[index]], index))]
     if len(keys) == 1:
         return Round(leader, (), True)
     spread = [*logs.values(), *(np.log(np.asarray(times, dtype=float)) for times in spread_from if len(times))]
     pooled_sd, df = pooled_log_sd(spread)
     if df < 1:
         return Round(leader, (), False)
-    looks = len(policy.schedule)  # every decision may err: the error is shared out over them all, and the pairs
-    t = _t_quantile(1 - (1 - policy.confidence) / (looks * (len(keys) - 1)), df)
+    t = decision_quantile(policy, len(keys), df)
     leaving, cleared, within = [], [], True
     for key in keys:
         if key == leader:
