@@ -28,7 +28,7 @@ from sweeper.text import visible
 
 ENGINE_COLORS = {"spark": "#e8710a", "dask": "#1f77b4", BASELINE_ENGINE: "#555555"}
 OTHER_COLORS = ("#2ca02c", "#9467bd", "#8c564b", "#e377c2")
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "p", "h", "d", "8", "H", "1", "2", "3", "4")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "p", "d", "h", "1", "2", "3", "4", "+", "x")
 LEGEND_IN_PANEL = 8  # legend entries a panel holds; more go below it
 MARKED_LINE = 24  # points of an engine's speedup line drawn as markers; more are small dots
 DPI = 100
