@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,7 @@ from scipy import stats
 
 from sweeper.errors import UserError
 from sweeper.names import BASELINE_ENGINE, CONFIG, OK, PRUNED
+from sweeper.results.groups import first_rows, group_ids, members
 from sweeper.search.accounting import configuration_columns
 from sweeper.search.halving import HalvingPolicy, rank_check
 from sweeper.shapes import shape_text
@@ -275,6 +277,15 @@ def _groups(df: pd.DataFrame, keys: Sequence[str]) -> Iterator[tuple[dict[str, A
         yield dict(zip(keys, values, strict=True)), group
 
 
+def _samples(ok: pd.DataFrame, keys: Sequence[str]) -> list[np.ndarray]:
+    """The non-missing times of each group of ``keys`` of ok rows, groups in sorted order (as :func:`seconds` of
+    each)."""
+    if ok.empty:
+        return []
+    times = ok["fit_wall_s"].to_numpy(dtype=float, na_value=np.nan)
+    return [values[~np.isnan(values)] for values in (times[positions] for positions in members(group_ids(ok, keys)))]
+
+
 def _frame(rows: list[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(columns)).reset_index(drop=True)
 
@@ -300,9 +311,15 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     ``accuracy`` (median), ``accuracy_iqr``.
     """
     keys = [*workload_keys(df), "engine", *CONFIG, "total_cores", "nodes", "epochs"]
+    columns = [*keys, "config", "n", "failed", "median_s", "q1_s", "q3_s", "iqr_s", "accuracy", "accuracy_iqr"]
+    if df.empty:
+        return _frame([], columns)
+    columns_of = _Columns.of(df)
+    ids = group_ids(df, keys)
     rows = []
-    for key, group in _groups(df, keys):
-        times, accuracies = seconds(group), seconds(group, "accuracy")
+    for first, positions in zip(first_rows(df, ids), members(ids), strict=True):
+        key = {name: first[name] for name in keys}
+        times, accuracies = columns_of.ok_values(positions)
         q1, median, q3 = quartiles(times)
         a1, accuracy, a3 = quartiles(accuracies)
         rows.append(
@@ -310,7 +327,7 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
                 **key,
                 "config": _label(key),
                 "n": times.size,
-                "failed": _failed(group),
+                "failed": columns_of.failed_count(positions),
                 "median_s": median,
                 "q1_s": q1,
                 "q3_s": q3,
@@ -319,8 +336,35 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
                 "accuracy_iqr": a3 - a1,
             }
         )
-    columns = [*keys, "config", "n", "failed", "median_s", "q1_s", "q3_s", "iqr_s", "accuracy", "accuracy_iqr"]
     return _frame(rows, columns)
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """A frame's times, accuracies and outcomes as arrays, read once for many groups of its rows."""
+
+    times: np.ndarray
+    accuracies: np.ndarray
+    ok: np.ndarray
+    failed: np.ndarray
+
+    @classmethod
+    def of(cls, df: pd.DataFrame) -> _Columns:
+        return cls(
+            df["fit_wall_s"].to_numpy(dtype=float, na_value=np.nan),
+            df["accuracy"].to_numpy(dtype=float, na_value=np.nan),
+            ok_mask(df).to_numpy(),
+            failed_mask(df).to_numpy(),
+        )
+
+    def ok_values(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The ok, non-missing times and accuracies of the rows at ``positions`` (as :func:`seconds`)."""
+        ok = positions[self.ok[positions]]
+        times, accuracies = self.times[ok], self.accuracies[ok]
+        return times[~np.isnan(times)], accuracies[~np.isnan(accuracies)]
+
+    def failed_count(self, positions: np.ndarray) -> int:
+        return int(self.failed[positions].sum())
 
 
 def engines(
@@ -343,40 +387,38 @@ def engines(
     """
     keys = [*workload_keys(df), *CONFIG, "epochs"]
     pair = df[df["engine"].isin([left, right]).fillna(False).astype(bool)]
+    per_engine = [f"{e}_{c}" for e in (left, right) for c in ("n", "failed", "median_s", "iqr_s", "accuracy")]
+    columns = [*keys, "total_cores", "config", *per_engine, "ratio", "ratio_low", "ratio_high", "mwu_p", "welch_p"]
+    if pair.empty:
+        return _frame([], [*columns, "verdict"])
+    columns_of = _Columns.of(pair)
+    engine = pair["engine"].to_numpy()
+    total_cores = pair["total_cores"].to_numpy()
+    ids = group_ids(pair, keys)
     rows = []
-    for key, group in _groups(pair, keys):
-        sides = {name: group[group["engine"] == name] for name in (left, right)}
-        a, b = seconds(sides[left]), seconds(sides[right])
-        row: dict[str, Any] = {
-            **key,
-            "total_cores": group["total_cores"].max(),
-            "config": _label(key),
-        }
+    for first, positions in zip(first_rows(pair, ids), members(ids), strict=True):
+        key = {name: first[name] for name in keys}
+        sides = {name: positions[engine[positions] == name] for name in (left, right)}
+        row: dict[str, Any] = {**key, "total_cores": total_cores[positions].max(), "config": _label(key)}
+        values = {}
         for name, side in sides.items():
-            times = seconds(side)
+            times, accuracies = columns_of.ok_values(side)
+            values[name] = times
             q1, median, q3 = quartiles(times)
             row.update(
                 {
                     f"{name}_n": times.size,
-                    f"{name}_failed": _failed(side),
+                    f"{name}_failed": columns_of.failed_count(side),
                     f"{name}_median_s": median,
                     f"{name}_iqr_s": q3 - q1,
-                    f"{name}_accuracy": quartiles(seconds(side, "accuracy"))[1],
+                    f"{name}_accuracy": quartiles(accuracies)[1],
                 }
             )
+        a, b = values[left], values[right]
         ratio, low, high = ratio_of_medians(a, b, n_bootstrap=n_bootstrap, seed=seed)
         verdict, p = pair_verdict(a, b, (left, right), alpha, min_trials)
-        row.update(
-            ratio=ratio,
-            ratio_low=low,
-            ratio_high=high,
-            mwu_p=p,
-            welch_p=welch_p(a, b),
-            verdict=verdict,
-        )
+        row.update(ratio=ratio, ratio_low=low, ratio_high=high, mwu_p=p, welch_p=welch_p(a, b), verdict=verdict)
         rows.append(row)
-    per_engine = [f"{e}_{c}" for e in (left, right) for c in ("n", "failed", "median_s", "iqr_s", "accuracy")]
-    columns = [*keys, "total_cores", "config", *per_engine, "ratio", "ratio_low", "ratio_high", "mwu_p", "welch_p"]
     return _frame(rows, [*columns, "verdict"])
 
 
@@ -396,7 +438,7 @@ def configs(df: pd.DataFrame, alpha: float = ALPHA, min_trials: int = MIN_TRIALS
     for key, group in _groups(engines_only, keys):
         shapes = summary(group)
         shapes = shapes[shapes["n"] > 0].sort_values(["median_s", "total_cores"], kind="stable")
-        samples = [seconds(g) for _, g in _groups(group[ok_mask(group)], list(CONFIG))]
+        samples = _samples(group[ok_mask(group)], list(CONFIG))
         labels = shapes["config"].tolist()
         medians = shapes["median_s"].to_numpy(dtype=float)
         many = len(samples) >= 2
