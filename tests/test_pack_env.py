@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fnmatch
+import json
 import os
 import shlex
 import subprocess
@@ -20,7 +22,8 @@ from tests.conftest import REPO, run_cli
 
 @pytest.fixture(scope="module")
 def small_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A venv of this interpreter with a few fake packages: a test suite, a stub, caches, jars, an editable hook."""
+    """A venv of this interpreter with a few fake packages: a test suite, a stub, caches, jars, an editable hook,
+    sources and headers of an extension, pyspark's examples, a tool with a script in bin/."""
     prefix = tmp_path_factory.mktemp("venv") / "env"
     venv.EnvBuilder(with_pip=False, symlinks=True).create(prefix)
     site = site_packages(prefix)
@@ -31,7 +34,14 @@ def small_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "numpyish/__pycache__/__init__.cpython-311.pyc": "",
         "pyspark/__init__.py": "",
         "pyspark/jars/spark-core.jar": "jar",
+        "pyspark/examples/src/main/python/pi.py": "",
+        "pyspark/data/mllib/sample.txt": "",
+        "numpyish/_ext.pyx": "",
+        "numpyish/_ext.c": "",
+        "numpyish/include/numpyish/api.h": "",
         "mypy/__init__.py": "",
+        "mypy-1.0.dist-info/RECORD": "mypy/__init__.py,,\n../../../bin/mypy,sha256=x,10\n",
+        "../../../bin/mypy": "#!/usr/bin/env python\n",
         "__editable__.sweeper-0.1.0.pth": "/somewhere/else\n",
     }.items():
         path = site / relative
@@ -55,8 +65,12 @@ def test_the_archive_has_the_venv_a_real_sweeper_and_none_of_what_containers_do_
     assert f"lib/python{version}/lib-dynload" in names and "pyvenv.cfg" not in names
     assert not [name for name in names if name.startswith(f"lib/python{version}/test/")]
     assert {f"{site}/sweeper/__init__.py", f"{site}/sweeper/workload/fit.py", f"{site}/sweeper/launch/base.py"} <= names
-    left_out = ("numpyish/core.pyi", "numpyish/tests", "__pycache__", "pyspark/jars", "mypy", "__editable__")
+    left_out = (
+        "numpyish/core.pyi", "numpyish/tests", "__pycache__", "pyspark/jars", "pyspark/examples", "pyspark/data",
+        "numpyish/_ext.pyx", "numpyish/_ext.c", "numpyish/include", "mypy", "mypy-1.0.dist-info", "__editable__",
+    )  # fmt: skip
     assert not [name for name in names for part in left_out if f"{site}/{part}" in name or part in name.split("/")]
+    assert "bin/mypy" not in names  # the script the left-out distribution installed
     assert packed.files == len(names)
     assert not list(tmp_path.glob("*.partial*"))
 
@@ -133,6 +147,40 @@ def test_a_yarn_launch_packs_an_unchanged_environment_once(
         (site_packages(small_venv) / "numpyish" / "added.py").unlink()
     assert changed != first and changed.is_file() and first_s > 0
     assert not list(first.parent.glob("*.partial*"))
+
+
+# What the processes in a container import, besides a fit: the probe's packages, the workers' entry points and the
+# modules whose functions the engines send them (sweeper.launch.*.session, a data-parallel training)
+CONTAINER_MODULES = (
+    "sweeper.source", "pyspark.daemon", "pyspark.worker", "distributed.cli.dask_worker", "joblibspark",
+    "sweeper.launch.spark.session", "sweeper.launch.dask.session", "sweeper.workload.averaging",
+)  # fmt: skip
+
+
+def test_no_process_in_a_container_imports_what_an_automatic_pack_leaves_out() -> None:
+    """A fresh interpreter imports those modules and runs a fit on digits: no module it loaded is a package that
+    packed_cache.AUTO_EXCLUDED leaves out (matplotlib, pygments, asyncssh, the test tools, ...)."""
+    code = "\n".join(
+        [
+            "import importlib, json, sys",
+            "started = set(sys.modules)  # and what the venv's .pth files import (not packed: _distutils_hack)",
+            f"for name in {CONTAINER_MODULES!r}: importlib.import_module(name)",
+            "from sweeper.workload.data import Dataset, load",
+            "from sweeper.workload.fit import run_fit",
+            "from sweeper.workload.tasks import make_batch",
+            "data = load(Dataset('digits'))",
+            "tasks = make_batch('replicas', {'hidden_layer_sizes': (8,)}, 2, 0, 1, exact_epochs=False,"
+            " n_train=data.n_train, labels=data.y_train, folds=2, param_grid=(), seed=0, threads_per_fit=1)",
+            "assert run_fit(tasks[0], data).accuracy > 0",
+            "print(json.dumps(sorted({name.split('.')[0] for name in set(sys.modules) - started})))",
+        ]
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-3000:]
+    imported = json.loads(done.stdout.splitlines()[-1])
+    assert {"sweeper", "sklearn", "pyspark", "distributed"} <= set(imported)
+    patterns = packed_cache.AUTO_EXCLUDED
+    assert not [name for name in imported if any(fnmatch.fnmatch(name, pattern) for pattern in patterns)]
 
 
 def test_spark_jars_stay_for_ssh_hosts_when_asked(small_venv: Path, tmp_path: Path) -> None:

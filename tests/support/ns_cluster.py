@@ -314,6 +314,9 @@ def node_sites(
         "dfs.namenode.resource.du.reserved": 0,
         "dfs.datanode.du.reserved": 0,
         "dfs.heartbeat.interval": 1,
+        # a file closes when its last block is committed: the client's close does not wait (400 ms, then longer)
+        # for the DataNode's report of the block (the test cluster's uploads are staged jars and archives)
+        "dfs.namenode.file.close.num-committed-allowed": 1,
     }
     sites["yarn-site.xml"] |= {
         "yarn.resourcemanager.bind-host": "0.0.0.0",
@@ -333,6 +336,8 @@ def node_sites(
         "yarn.nodemanager.vmem-check-enabled": "false",
         "yarn.nodemanager.container-executor.class":
             "org.apache.hadoop.yarn.server.nodemanager.DefaultContainerExecutor",
+        # the JVM that localizes a container's private files (as the daemons': short-lived, no need of C2)
+        "yarn.nodemanager.container-localizer.java.opts": "-Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
         "yarn.nodemanager.local-dirs": f"{d}/nm-local",
         "yarn.nodemanager.log-dirs": f"{d}/nm-logs",
         "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage": 100,
@@ -394,7 +399,7 @@ def node_mounts(member: NsMember, hidden: Sequence[Path], hidden_files: Sequence
 
 
 def init_script(member: NsMember, hidden: Sequence[Path], hidden_files: Sequence[Path], heap_mib: int) -> str:
-    """PID 1 of a node: its mounts and host name, then its daemons (the NameNode formatted first)."""
+    """PID 1 of a node: its mounts and host name, then its daemons (the NameNode once it is formatted)."""
     d = shlex.quote(str(member.directory))
     options = " ".join(
         ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Djava.net.preferIPv4Stack=true", *JAVA17_OPENS]
@@ -420,9 +425,10 @@ def init_script(member: NsMember, hidden: Sequence[Path], hidden_files: Sequence
         '  echo $status > "logs/$name.exit"; return $status',
         "}",
     ]
+    # the other daemons start while the NameNode is formatted (a DataNode retries until the NameNode is up)
+    lines += [f"run {name} {DAEMON_CLASSES[name]} &" for name in member.daemons if name != "namenode"]
     if "namenode" in member.daemons:
-        lines.append(f"run namenode-format {NAMENODE} -format -nonInteractive -force")
-    lines += [f"run {name} {DAEMON_CLASSES[name]} &" for name in member.daemons]
+        lines += [f"run namenode-format {NAMENODE} -format -nonInteractive -force", f"run namenode {NAMENODE} &"]
     lines += ["set +e", "wait", ""]
     return "\n".join(lines)
 

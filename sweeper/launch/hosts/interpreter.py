@@ -5,7 +5,7 @@ which a cluster node does not have. The archive therefore carries:
 
 - the base interpreter's binary, as ``bin/pythonX.Y`` (a real file);
 - its standard library, as ``lib/pythonX.Y/`` beside the venv's ``site-packages`` (what the binary finds from its
-  own location: ``lib/pythonX.Y/os.py`` is its landmark), without its test suite, IDLE, Tk and build files;
+  own location: ``lib/pythonX.Y/os.py`` is its landmark), without its test suite, IDLE, Tk, distutils and build files;
 - the shared libraries the binary and the standard library's extension modules load (``libpythonX.Y.so``,
   OpenSSL, libffi, SQLite, ...) other than the C library's own (every Linux node has glibc), as ``lib/sweeper-libs/``;
 - ``bin/python``, a shell script that puts ``lib/sweeper-libs`` on ``LD_LIBRARY_PATH`` and starts the binary
@@ -29,9 +29,10 @@ from sweeper.errors import UserError
 
 VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
 LIBS = "lib/sweeper-libs"  # the shared libraries, in the archive
+# What a node never runs of the standard library (distutils: building packages; gone from Python 3.12)
 STDLIB_DROPPED = frozenset(
     {"site-packages", "dist-packages", "test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3",
-     "__pycache__", "pydoc_data"}
+     "__pycache__", "pydoc_data", "distutils"}
 )  # fmt: skip
 # The C library's own objects: a node always has them, and they must match its kernel and loader.
 GLIBC = re.compile(r"^(ld-linux.*|libc|libm|libpthread|libdl|librt|libresolv|libutil|libanl|libmvec)\.so")

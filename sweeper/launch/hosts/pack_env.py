@@ -5,11 +5,13 @@ The archive holds the venv's tree (``bin/``, ``lib/``, ``pyvenv.cfg``) at its ro
 its package: executors unpickle tasks that name ``sweeper.workload.fit``, and an editable install's
 finder points at a source tree the nodes do not have. Left out, because no process in a container
 needs them: ``__pycache__`` and ``*.pyc`` (Python rebuilds them), type stubs (``*.pyi``), the
-packages' own ``tests/`` directories, pyspark's ``jars/`` (the executor JVMs get Spark's jars from
-``spark.yarn.jars``; the Python workers never start a JVM), and the top-level site-packages
-entries named by ``exclude`` (glob patterns, e.g. ``mypy*``). Fewer files matter: a NodeManager
-without Hadoop's native library sets the permissions of every unpacked file with a ``chmod``
-process of its own (the test MiniYARNCluster: ~25 s per node for a 5,000-file archive).
+packages' own ``tests/`` directories, what only builds extensions (C, C++ and Cython sources and headers,
+``include/`` directories: :data:`BUILD_SUFFIXES`), pyspark's ``jars/`` (the executor JVMs get Spark's jars
+from ``spark.yarn.jars``; the Python workers never start a JVM), ``examples/`` and their ``data/``, and the
+top-level site-packages entries named by ``exclude`` (glob patterns, e.g. ``mypy*``) with the scripts
+their distributions installed in ``bin/``. Fewer files matter: a NodeManager without Hadoop's native
+library sets the permissions of every unpacked file with a ``chmod`` process of its own (~3 ms a file:
+~30 s per node for a 10,000-file archive).
 
 The archive carries its own interpreter (sweeper/launch/hosts/interpreter.py): the base installation's
 binary, standard library and the shared libraries they load, with ``bin/python`` a launcher that finds
@@ -35,9 +37,16 @@ from sweeper.launch.hosts import interpreter
 
 PACK_SUFFIXES = (".tar.gz", ".tgz", ".tar")
 ALWAYS_DROPPED = (
-    "__pycache__/", "*.pyc", "*.pyi", "tests/ of packages", "pyspark/jars/", "pyspark/work/", "sweeper editable hooks",
-    "pyvenv.cfg and the links to the base interpreter", "the standard library's tests, IDLE and Tk",
+    "__pycache__/", "*.pyc", "*.pyi", "tests/ of packages", "C, C++ and Cython sources and headers (include/)",
+    "pyspark/jars/", "pyspark/work/", "pyspark/examples/", "pyspark/data/", "sweeper editable hooks",
+    "pyvenv.cfg and the links to the base interpreter", "the standard library's tests, IDLE, Tk and distutils",
 )  # fmt: skip
+# What only compiles extensions against a package (never read by a running process); "include" is a directory.
+BUILD_SUFFIXES = (".c", ".cc", ".cpp", ".h", ".hpp", ".pyx", ".pxd", ".pxi", ".cmake")
+BUILD_NAMES = frozenset({"include", "CMakeLists.txt"})
+# pyspark's directories that no process of a YARN container or an SSH host reads (work: a standalone worker's
+# scratch; examples: scripts, data: their inputs)
+PYSPARK_DROPPED = ("jars", "work", "examples", "data")
 VENV_ONLY = frozenset({"pyvenv.cfg", "bin/python", "bin/python3", f"bin/python{interpreter.VERSION}"})
 EDITABLE_MARKERS = ("__editable__", ".egg-link")
 
@@ -142,6 +151,7 @@ def _members(
 ) -> Iterator[tuple[Path, str]]:
     """(path, name in the archive) of everything packed, sweeper's package copied into site-packages."""
     site_name = site.relative_to(prefix).as_posix()
+    scripts = installed_scripts(prefix, site, exclude)
     for directory, subdirectories, names in os.walk(prefix):
         here = Path(directory)
         relative = here.relative_to(prefix).as_posix()
@@ -160,7 +170,7 @@ def _members(
             yield here, relative
         for name in sorted(names):
             inner = f"{relative}/{name}" if relative != "." else name
-            if inner not in VENV_ONLY and not _dropped(inner, name, site_name, exclude):
+            if inner not in VENV_ONLY and inner not in scripts and not _dropped(inner, name, site_name, exclude):
                 yield here / name, inner
     target = f"{site_name}/sweeper"
     for directory, subdirectories, names in os.walk(source):
@@ -173,12 +183,29 @@ def _members(
                 yield here / name, f"{inner}/{name}"
 
 
+def installed_scripts(prefix: Path, site: Path, exclude: Sequence[str]) -> frozenset[str]:
+    """The files (as named in the archive: ``bin/ruff``) that the distributions ``exclude`` names installed outside
+    site-packages, as their ``*.dist-info/RECORD`` lists them (``../../../bin/ruff``)."""
+    names: set[str] = set()
+    for record in sorted(site.glob("*.dist-info/RECORD")):
+        if not any(fnmatch.fnmatch(record.parent.name, pattern) for pattern in exclude):
+            continue
+        for line in record.read_text(errors="replace").splitlines():
+            path = os.path.normpath(site / line.rsplit(",", 2)[0])
+            if not path.startswith(str(site) + os.sep) and path.startswith(str(prefix) + os.sep):
+                names.add(Path(path).relative_to(prefix).as_posix())
+    return frozenset(names)
+
+
 def _dropped(inner: str, name: str, site_name: str, exclude: Sequence[str]) -> bool:
     if name == "__pycache__" or name.endswith((".pyc", ".pyi")):
         return True
     if name == "tests" and inner.startswith(site_name + "/"):  # packages' own test suites, never imported
         return True
-    if inner in (f"{site_name}/pyspark/jars", f"{site_name}/pyspark/work"):  # work: a standalone worker's scratch
+    in_package = inner.startswith(site_name + "/") and inner.count("/") > site_name.count("/") + 1
+    if in_package and (name in BUILD_NAMES or name.endswith(BUILD_SUFFIXES)):  # what builds against a package
+        return True
+    if inner in {f"{site_name}/pyspark/{sub}" for sub in PYSPARK_DROPPED}:
         return True
     if inner.startswith(site_name + "/") and inner.count("/") == site_name.count("/") + 1:
         if _is_editable(name) and "sweeper" in name:

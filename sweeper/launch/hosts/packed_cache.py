@@ -5,8 +5,11 @@ A node of a real cluster has none of this machine's Python: a YARN launch ships 
 ``~/.cache/sweeper/envs/env-<fingerprint>.tar.gz`` (``$XDG_CACHE_HOME`` if set). The fingerprint covers
 what the archive is made of (every file's path, size and modification time in the venv and in sweeper's
 package, and the base interpreter), so an unchanged environment is packed once and reused by every launch
-and every later sweep; a changed one is packed again, and only the newest archives are kept. Build and
-test tools (:data:`DEV_TOOLS`: pip, setuptools, mypy, ruff, pytest, ...) are left out.
+and every later sweep; a changed one is packed again, and only the newest archives are kept. Left out, with the
+scripts they installed in ``bin/``: build and test tools (:data:`DEV_TOOLS`: pip, setuptools, mypy, ruff, pytest,
+...) and what only the driver runs (:data:`DRIVER_ONLY`: matplotlib and what only it needs, for reports; pygments
+and markdown-it, for rich in a terminal; asyncssh and cryptography, for ``manager: ssh``). No process in a
+container imports them: tests/test_pack_env.py checks the fits, the workers and the probe.
 """
 
 from __future__ import annotations
@@ -23,15 +26,26 @@ from sweeper.launch.base import LaunchError
 from sweeper.launch.hosts import interpreter
 from sweeper.launch.hosts.pack_env import members, pack
 
-PACK_FORMAT = "4"  # bump when pack() changes what it writes
+PACK_FORMAT = "5"  # bump when pack() changes what it writes
 KEPT_ARCHIVES = 3
 AUTO_LEVEL = 1  # gzip level of an automatic pack: 3-4x faster than 6, ~10 % larger
 # Tools for building and checking code, which no process in a container imports: fewer files for every
 # NodeManager to unpack (a NodeManager without Hadoop's native library sets each file's permissions by a process).
-DEV_TOOLS = ("pip", "pip-*", "setuptools*", "_distutils_hack", "distutils-precedence.pth", "wheel", "wheel-*",
-             "mypy", "mypy-*", "*__mypyc*",
-             "ruff", "ruff-*", "_pytest", "pytest*", "py.py", "hypothesis", "hypothesis-*", "grimp*", "importlinter",
-             "import_linter*")  # fmt: skip
+DEV_TOOLS = ("pip", "pip-*", "setuptools*", "pkg_resources", "_distutils_hack", "distutils-precedence.pth",
+             "wheel", "wheel-*",
+             "mypy", "mypy-*", "*__mypyc*", "mypyc", "librt", "librt-*", "ast_serialize", "ast_serialize-*",
+             "pathspec", "pathspec-*", "*-stubs", "types_*",
+             "ruff", "ruff-*", "_pytest", "pytest*", "py.py", "pluggy", "pluggy-*", "iniconfig", "iniconfig-*",
+             "hypothesis", "hypothesis-*", "grimp*", "importlinter", "import_linter*")  # fmt: skip
+# What only the driver imports: the report's figures (matplotlib and the packages only it requires), what rich
+# needs for syntax and Markdown in a terminal (a node uses rich.text alone), the SSH client of manager: ssh and its
+# certificates. Top-level module names match these patterns too (the test of what containers import).
+DRIVER_ONLY = ("matplotlib", "matplotlib-*", "mpl_toolkits", "contourpy", "contourpy-*", "cycler", "cycler-*",
+               "fontTools", "fonttools-*", "kiwisolver", "kiwisolver-*", "PIL", "pillow-*", "pillow.libs",
+               "pyparsing", "pyparsing-*", "pygments", "pygments-*", "markdown_it", "markdown_it_py-*", "mdurl",
+               "mdurl-*", "asyncssh", "asyncssh-*", "cryptography", "cryptography-*", "cffi", "cffi-*",
+               "_cffi_backend*", "pycparser", "pycparser-*")  # fmt: skip
+AUTO_EXCLUDED = (*DEV_TOOLS, *DRIVER_ONLY)  # what an automatic pack leaves out of site-packages (and bin/)
 _PACKED: dict[str, Path] = {}  # fingerprint -> archive, packed or found by this process
 
 
@@ -41,7 +55,7 @@ def cache_dir() -> Path:
     return Path(base) / "sweeper" / "envs"
 
 
-def fingerprint(prefix: Path, exclude: Sequence[str] = DEV_TOOLS) -> str:
+def fingerprint(prefix: Path, exclude: Sequence[str] = AUTO_EXCLUDED) -> str:
     """A digest of what :func:`pack` reads (the same walk): paths, sizes and modification times, not contents."""
     digest = hashlib.sha256(PACK_FORMAT.encode())
     digest.update(_stamp(interpreter.base_binary()))
@@ -70,7 +84,7 @@ def packed_environment(prefix: Path | None = None) -> tuple[Path, float]:
     if not archive.is_file():
         print(f"sweeper: packing this environment for the nodes into {archive} (once)", file=sys.stderr, flush=True)
         try:
-            pack(archive, prefix=prefix, exclude=DEV_TOOLS, compresslevel=AUTO_LEVEL)
+            pack(archive, prefix=prefix, exclude=AUTO_EXCLUDED, compresslevel=AUTO_LEVEL)
         except UserError as error:
             raise LaunchError(f"{error}; or pack one by hand and set cluster.python_archive") from error
         _prune(archive)
