@@ -156,6 +156,7 @@ class Terms:
 
     work: np.ndarray
     concurrent: np.ndarray
+    slots: np.ndarray
     waves: np.ndarray
     executors: np.ndarray
     fit_s: np.ndarray
@@ -181,6 +182,7 @@ def terms_of(points: pd.DataFrame) -> Terms:
     return Terms(
         work=column("epochs") * column("n_train") / WORK_UNIT,
         concurrent=concurrent,
+        slots=slots,
         waves=-(-n_fits // slots),
         executors=executors,
         fit_s=points["fit_s"].astype(float).to_numpy(),

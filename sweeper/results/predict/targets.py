@@ -11,7 +11,7 @@ import pandas as pd
 
 from sweeper.errors import UserError
 from sweeper.planning.plan import Plan, Point
-from sweeper.results.predict.model import Shape
+from sweeper.results.predict.model import Shape, terms_of
 from sweeper.store.validity import MAX_ROWS
 
 PREDICTED_ENGINES = ("spark", "dask")
@@ -89,12 +89,11 @@ Ranges = dict[str, tuple[float, float]]  # a name of RANGES -> (smallest, larges
 
 def measured_ranges(points: pd.DataFrame) -> dict[str, Ranges]:
     """Per engine, the range of each of :data:`RANGES` over its medians (:func:`~.model.medians`)."""
-    threads = points["threads_per_fit"].astype("int64").clip(lower=1)
     columns = {
         "epochs": points["epochs"],
         "training rows": points["n_train"],
         "fits": points["n_fits"],
-        "slots": (points["cores_per_executor"] * points["executors"] // threads).clip(lower=1),
+        "slots": pd.Series(terms_of(points).slots, index=points.index),
         "executors": points["executors"],
         "cores per executor": points["cores_per_executor"],
         "nodes": points["nodes"],
