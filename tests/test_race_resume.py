@@ -221,7 +221,8 @@ def kill_grid(tmp: Path, name: str) -> Path:
     spec = minimal_grid(name=name, store=str(tmp / "store"), engines=["dask"], baseline=False)
     spec["sizing"]["cores_per_executor"] = [1, 2]
     model = {"hidden_layer_sizes": [8]}
-    spec["workload"] = {"dataset": "digits", "epochs": KILL_EPOCHS, "trials": KILL_TRIALS, "model": model}
+    spec["workload"] = {"dataset": "digits", "epochs": KILL_EPOCHS, "trials": KILL_TRIALS, "model": model,
+                        "interference_limit": 100}  # fmt: skip  # about resuming: no trial left out as disturbed
     spec["search"] = {"strategy": "race", "confidence": 0.999}
     return write_grid_file(tmp / f"{name}.yaml", spec)
 

@@ -36,6 +36,10 @@ class AdaptiveTrials:
 ADAPTIVE = AdaptiveTrials()  # the defaults of workload.trials {min, max, target_rel_ci} and of replay's flags
 ETA = 3  # halving keeps the best 1/eta per rung
 START_TIMEOUT_S = 180.0  # how long a launch may take to start
+# Other processes' CPU over the launch's cores above which a measurement is disturbed (sweeper.run.interference):
+# quiet local batches here read under 0.05 (the launch's own driver and daemons subtracted); a second process
+# spinning on one core of a 2-core launch reads about 0.5.
+INTERFERENCE_LIMIT = 0.25
 SEARCH_STRATEGY = AUTO  # search.strategy of a search: section that names none (no search: section: the grid)
 RUNG_AXIS = "epochs"  # what halving's rungs grow: search.rung_axis and replay's --rung-axis
 RANK_THRESHOLD = 0.5  # halving promotes more configurations when the rung orders agree less (Kendall tau)
@@ -81,6 +85,7 @@ class Workload:
     seed: int
     test_size: float
     start_timeout_s: float = START_TIMEOUT_S
+    interference_limit: float = INTERFERENCE_LIMIT
     adaptive: AdaptiveTrials | None = None
 
 

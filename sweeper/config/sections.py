@@ -9,6 +9,7 @@ from typing import Any
 
 from sweeper.config.grid import (
     ETA,
+    INTERFERENCE_LIMIT,
     RACE_CONFIDENCE,
     RACE_DELTA,
     RANK_THRESHOLD,
@@ -346,6 +347,17 @@ WORKLOAD = Section(
             doc=(
                 "time a launch has to start and get all its executors/workers, in {kind}; after it the "
                 "launch fails, naming what it got"
+            ),
+        ),
+        Field(
+            "interference_limit",
+            Number(0.0, 100.0),
+            default=INTERFERENCE_LIMIT,
+            shown_default=f"`{INTERFERENCE_LIMIT:g}`",
+            doc=(
+                "a measurement during which other processes used more than this share of the launch's cores on a "
+                "node (or the hypervisor stole more than this share of a node's CPU) is disturbed: kept, marked, "
+                "left out of every verdict; in {kind}"
             ),
         ),
         Field(

@@ -58,7 +58,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from sweeper.errors import UserError
-from sweeper.names import ACCURACY_MARGIN, BASELINE_ENGINE, CONFIG, OBJECTIVES
+from sweeper.names import ACCURACY_MARGIN, BASELINE_ENGINE, CONFIG, OBJECTIVES, OK
 from sweeper.results import statistics
 from sweeper.results.groups import first_rows, group_ids, members
 from sweeper.results.predict.worth import WorthMeasuring, worth_measuring
@@ -77,6 +77,7 @@ from sweeper.results.statistics import (
     CHEAPER,
     FASTER,
     INCONCLUSIVE,
+    MEASURED_UNDER_LOAD,
     MIN_TRIALS,
     N_BOOTSTRAP,
     ONE_CONFIGURATION,
@@ -190,6 +191,15 @@ class EngineAnswer:
 
 
 @dataclass(frozen=True)
+class Disturbed:
+    """The ok measurements taken under load (``disturbed``), left out: how many of how many, and where."""
+
+    left_out: int
+    of: int
+    hosts: tuple[str, ...]  # the nodes that were worst in them, most often first
+
+
+@dataclass(frozen=True)
 class Recommendation:
     """Everything ``sweeper recommend`` says about one sweep."""
 
@@ -205,10 +215,13 @@ class Recommendation:
     idle_threshold: float = LOW_UTILISATION
     unmeasured: tuple[Unmeasured, ...] = ()  # configurations without an ok row at some epochs, and why
     worth_measuring: tuple[WorthMeasuring, ...] = ()  # untested shapes the what-if model expects to be faster
+    disturbed: Disturbed | None = None  # ok measurements taken under load, left out of every verdict
 
     @property
     def overall(self) -> str:
         """One line over the answers (:func:`overall`)."""
+        if not self.answers and self.disturbed is not None:
+            return f"{MEASURED_UNDER_LOAD}: every ok measurement of an engine was taken under load"
         return overall(self.answers)
 
 
@@ -284,17 +297,19 @@ def recommend(
     _check(options)
     answers: list[Answer] = []
     engines: list[EngineAnswer] = []
+    loaded = _loaded_cells(df)  # ok_mask leaves their disturbed rows out of every statistic
     baselines, races = _baseline_medians(df), _settled_races(df)
     for workload, epochs, rows in _cells(df):
         arms = _arms(rows, options)
+        cell = (_frozen(workload), epochs)
         if arms:
             answer = _answer(workload, epochs, rows, arms, options)
-            cell = (_frozen(workload), epochs)
             delta, still_in = races.get(cell, (None, set()))
             near_tie = tuple(m.arm for m in arms if _configuration(m.arm) in still_in)
             answers.append(
                 replace(
                     answer,
+                    verdict=_held_back(answer.verdict, cell in loaded),
                     baseline_s=baselines.get(cell),
                     near_tie=near_tie if len(near_tie) > 1 else (),
                     near_tie_delta=delta if len(near_tie) > 1 else None,
@@ -302,7 +317,7 @@ def recommend(
             )
         engine_answer = _spark_vs_dask(workload, epochs, arms, options)
         if engine_answer is not None:
-            engines.append(engine_answer)
+            engines.append(replace(engine_answer, verdict=_held_back(engine_answer.verdict, cell in loaded)))
     sweep = ", ".join(sorted(str(s) for s in df["sweep"].dropna().unique())) if "sweep" in df else ""
     return Recommendation(
         sweep=sweep,
@@ -316,7 +331,41 @@ def recommend(
         idle=tuple(idle_slots(df)),
         unmeasured=tuple(unmeasured(df)),
         worth_measuring=tuple(worth_measuring(df)),
+        disturbed=_disturbed(df),
     )
+
+
+def _disturbed(df: pd.DataFrame) -> Disturbed | None:
+    """What was left out as measured under load (None: nothing was)."""
+    if "disturbed" not in df:
+        return None
+    ok = df["status"].eq(OK).fillna(False).astype(bool)
+    flagged = df["disturbed"].fillna(False).astype(bool) & ok
+    if not flagged.any():
+        return None
+    hosts: tuple[str, ...] = ()
+    if "interference_host" in df:
+        hosts = tuple(df.loc[flagged, "interference_host"].dropna().astype(str).value_counts().index)
+    return Disturbed(int(flagged.sum()), int(ok.sum()), hosts)
+
+
+def _loaded_cells(df: pd.DataFrame) -> set[tuple[tuple[tuple[str, Any], ...], int]]:
+    """The workloads and epochs values with an ok row of an engine taken under load."""
+    if "disturbed" not in df:
+        return set()
+    keys = statistics.workload_keys(df)
+    flagged = df["disturbed"].fillna(False).astype(bool) & df["status"].eq(OK).fillna(False).astype(bool)
+    flagged &= df["engine"].ne(BASELINE_ENGINE).fillna(False).astype(bool)
+    cells = set()
+    for values, _ in df[flagged].groupby([*keys, "epochs"], dropna=False, sort=True):
+        workload = {key: plain_value(value) for key, value in zip(keys, values[:-1], strict=True)}
+        cells.add((_frozen(workload), as_int(values[-1])))
+    return cells
+
+
+def _held_back(verdict: str, loaded: bool) -> str:
+    """A verdict that lacks trials where some were taken under load says so, rather than that they are few."""
+    return MEASURED_UNDER_LOAD if loaded and verdict in (TOO_FEW_TRIALS, ONE_CONFIGURATION) else verdict
 
 
 def _check(options: _Options) -> None:

@@ -138,7 +138,7 @@ def memory_sentence(advice: MemoryAdvice) -> str:
 def answer_lines(recommendation: Recommendation) -> list[str]:
     """The few lines of the answer: one per workload and epochs value, Spark vs Dask, the overall line."""
     if not recommendation.answers:
-        return [f"Overall: {recommendation.overall}"]
+        return [*disturbed_lines(recommendation), f"Overall: {recommendation.overall}"]
     several = _several_workloads(recommendation)
     out = [f"{'Cheapest' if recommendation.objective == 'cost' else 'Fastest'} configuration, per epochs value:"]
     for answer in recommendation.answers:
@@ -149,6 +149,7 @@ def answer_lines(recommendation: Recommendation) -> list[str]:
         out += [f"  {engine_sentence(line)}" for line in recommendation.spark_vs_dask]
         out += [f"  {line}" for line in _one_engine_missing(recommendation)]
     out += unmeasured_lines(recommendation)
+    out += disturbed_lines(recommendation)
     among = " (among what was measured: see above)" if recommendation.unmeasured else ""
     cost = ""
     if all(answer.baseline_wins for answer in recommendation.answers):
@@ -163,6 +164,18 @@ SETTLED_MEANS = (
     "settled: the winner is faster than every other configuration at that epochs value, by Mann-Whitney tests "
     "at 5 % with Holm's correction; otherwise more trials would be needed to tell"
 )
+
+
+def disturbed_lines(recommendation: Recommendation) -> list[str]:
+    """How many measurements were taken under load and left out of every verdict, and where."""
+    disturbed = recommendation.disturbed
+    if disturbed is None:
+        return []
+    where = f" (busiest node: {', '.join(disturbed.hosts[:3])})" if disturbed.hosts else ""
+    return [
+        f"{disturbed.left_out} of {disturbed.of} measurements taken under load were left out{where}: other "
+        "processes used more of the nodes' CPU than workload.interference_limit allows"
+    ]
 
 
 def unmeasured_lines(recommendation: Recommendation) -> list[str]:
@@ -289,6 +302,7 @@ def to_json(recommendation: Recommendation) -> dict[str, Any]:
         "memory": [{**advice.__dict__, "alternative": advice.alternative} for advice in recommendation.memory],
         "idle_slots": [idle.__dict__ for idle in recommendation.idle],
         "unmeasured": [{**missing.__dict__, "epochs": list(missing.epochs)} for missing in recommendation.unmeasured],
+        "disturbed": None if recommendation.disturbed is None else recommendation.disturbed.__dict__,
         "worth_measuring": [
             {
                 "engine": worth.shape.engine,

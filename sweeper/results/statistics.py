@@ -53,6 +53,7 @@ CHEAPER = "cheaper"
 INCONCLUSIVE = "inconclusive"
 TOO_FEW_TRIALS = "too few trials"
 ONE_CONFIGURATION = "one configuration"
+MEASURED_UNDER_LOAD = "held back: measured under load"  # too few trials once the disturbed ones are left out
 CONFIGURATIONS_DIFFER = "configurations differ"
 NEVER = "never"
 NO_BASELINE = "no baseline"
@@ -80,8 +81,10 @@ def _label(values: Mapping[str, Any]) -> str:
 
 
 def ok_mask(df: pd.DataFrame) -> pd.Series:
-    """True for the rows that enter statistics (``status == 'ok'``), False for the rest (NA included)."""
-    return df["status"].eq(OK).fillna(False).astype(bool)
+    """True for the rows that enter statistics (``status == 'ok'`` and not ``disturbed``: measured under load,
+    :mod:`sweeper.run.interference`), False for the rest (NA included)."""
+    ok = df["status"].eq(OK).fillna(False).astype(bool)
+    return ok & ~df["disturbed"].fillna(False).astype(bool) if "disturbed" in df else ok
 
 
 def seconds(frame: pd.DataFrame, column: str = "fit_wall_s") -> np.ndarray:

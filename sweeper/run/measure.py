@@ -18,6 +18,7 @@ from sweeper.launch.base import SavesLogs, Session
 from sweeper.names import BASELINE_ENGINE, FAILED, TIMEOUT, on_spark
 from sweeper.planning.measurements import Todo, trained_epochs
 from sweeper.planning.plan import Launch, Plan, Point
+from sweeper.run.interference import interference_columns, process_tree_cpu_s
 from sweeper.run.resources import resource_columns
 from sweeper.run.rows import RunRecord, ok_outcome, result_columns
 from sweeper.store.row import OutcomeColumns, ResultColumns
@@ -39,6 +40,7 @@ def measure(
     workload = plan.grid.workload
     tasks = batch_for(plan, item.launch, item.point, item.trial, data, epochs=trained_epochs(plan, item.point))
     started_at = datetime.now(UTC)
+    driver_cpu_s = process_tree_cpu_s()
     started = time.perf_counter()
     try:
         results = with_timeout(session, tasks, data, workload.timeout_s)
@@ -52,7 +54,12 @@ def measure(
         status = FAILED
     else:
         fit_wall_s = time.perf_counter() - started
-        return ok_outcome(results, started_at, fit_wall_s), _measured(item, session, results, fit_wall_s)
+        driver_cpu_s = process_tree_cpu_s() - driver_cpu_s
+        measured = _measured(item, session, results, fit_wall_s)
+        usages = [r.usage for r in results if r.usage is not None]
+        granted = session.granted.cores_per_executor
+        measured.update(interference_columns(usages, granted, workload.interference_limit, driver_cpu_s))
+        return ok_outcome(results, started_at, fit_wall_s), measured
     wall_s = time.perf_counter() - started
     return run.outcome(status, why, error_type=error_type, fit_wall_s=wall_s, started_at=started_at), ResultColumns()
 

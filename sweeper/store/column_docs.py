@@ -116,6 +116,16 @@ GROUPS: tuple[tuple[tuple[str, ...], str], ...] = (  # (columns, what they mean)
         ),
     ),
     (
+        ("interference_cpu_share", "steal_share", "cpu_pressure_share", "interference_host", "disturbed"),
+        (
+            "what else used the nodes during the batch, read where the fits ran, the worst node's: CPU of processes "
+            "outside the launch over the launch's cores there x the span of its fits; CPU stolen by the hypervisor "
+            "over the node's cores; the share of the span some task waited for a CPU (`/proc/pressure/cpu`); that "
+            "node; `disturbed`: the first or second above `workload.interference_limit`, left out of every verdict; "
+            "null in rows of schema 9 and older"
+        ),
+    ),
+    (
         ("search_strategy", "stop_reason", "rung", "rung_axis"),
         (
             "the run's `search.strategy`; adaptive trials: on the last row of a point, `ci reached` or `max "

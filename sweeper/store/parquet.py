@@ -31,7 +31,7 @@ from sweeper.errors import UserError
 from sweeper.names import OK, PRUNED
 from sweeper.store.row import INT64, Row
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 # Columns added after version 1: files written before them read with them empty.
 ADDED_AFTER_VERSION_1 = (
     "shards",  # version 2: data-parallel
@@ -60,6 +60,11 @@ ADDED_AFTER_VERSION_1 = (
     "race_max_trials",
     "race_round",
     "predicted_s",  # version 9: the batch time the plan predicted (sweeper run --predict-from)
+    "interference_cpu_share",  # version 10: what else used the nodes during the batch
+    "steal_share",
+    "cpu_pressure_share",
+    "interference_host",
+    "disturbed",
 )
 
 _ARROW_TYPES = {

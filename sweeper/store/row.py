@@ -121,7 +121,17 @@ class ResourceColumns(TypedDict, total=False):
     resource_note: str | None
 
 
-class ResultColumns(ResourceColumns, total=False):
+class InterferenceColumns(TypedDict, total=False):
+    """What else used the nodes while a completed batch ran (:mod:`sweeper.run.interference`)."""
+
+    interference_cpu_share: float | None
+    steal_share: float | None
+    cpu_pressure_share: float | None
+    interference_host: str | None
+    disturbed: bool | None
+
+
+class ResultColumns(ResourceColumns, InterferenceColumns, total=False):
     """What a completed batch measured: the fits' times, accuracy, convergence, data-parallel rounds."""
 
     fit_task_sum_s: float

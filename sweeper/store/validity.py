@@ -63,6 +63,9 @@ FIGURE_LIMITS: dict[str, tuple[float, float]] = {  # out of range: the figure is
     "worker_peak_rss_gib_median": (0.0, MAX_GIB),
     "jvm_peak_heap_gib": (0.0, MAX_GIB),
     "python_peak_rss_gib_max": (0.0, MAX_GIB),
+    "interference_cpu_share": (0.0, MAX_COUNT),  # other processes' CPU over the launch's cores on the node
+    "steal_share": (0.0, 1.0),
+    "cpu_pressure_share": (0.0, 1.0),
 }
 
 

@@ -3,7 +3,10 @@
 A fit records its own thread's CPU seconds, its process's CPU seconds before and after, and its
 process's peak resident memory so far. In a Spark Python worker it also finds the executor JVM it
 serves (its nearest ``java`` ancestor) and records the JVM's CPU seconds and peak resident memory
-from ``/proc``. Reading these costs microseconds; a figure the system does not give is None.
+from ``/proc``. It also reads the machine's CPU counters (``/proc/stat``: busy and steal time over all
+cores; ``/proc/pressure/cpu``: time some task waited for a CPU) before and after, from which
+:mod:`sweeper.run.interference` tells what else used the node meanwhile. Reading these costs microseconds;
+a figure the system does not give is None.
 """
 
 from __future__ import annotations
@@ -33,6 +36,18 @@ class ProcessUsage:
 
 
 @dataclass(frozen=True)
+class MachineReading:
+    """The machine's CPU counters at one moment (seconds summed over its cores; ``stall_s``: wall seconds in which
+    some runnable task waited for a CPU, None without pressure stall information)."""
+
+    at_s: float  # time.monotonic(): one clock for every process of the machine
+    busy_s: float  # all cores, idle, I/O wait and steal excluded
+    steal_s: float  # taken by the hypervisor for other guests
+    stall_s: float | None
+    cores: int
+
+
+@dataclass(frozen=True)
 class Usage:
     """One fit's resource use: its thread, its process and (Spark) its executor JVM, before and after."""
 
@@ -42,6 +57,8 @@ class Usage:
     after: ProcessUsage
     jvm_before: ProcessUsage | None = None
     jvm_after: ProcessUsage | None = None
+    machine_before: MachineReading | None = None
+    machine_after: MachineReading | None = None
 
 
 @dataclass
@@ -56,16 +73,33 @@ def measured() -> Iterator[UsageProbe]:
     """Measure the block's resource use (never fails: a probe that cannot read the system stays None)."""
     probe = UsageProbe()
     jvm = executor_jvm(os.getpid())
+    machine_before = machine_reading()
     thread_start, before, jvm_before = time.thread_time(), this_process(), process_usage(jvm)
     yield probe
-    probe.usage = Usage(
-        host=machine(),
-        thread_cpu_s=time.thread_time() - thread_start,
-        before=before,
-        after=this_process(),
-        jvm_before=jvm_before,
-        jvm_after=process_usage(jvm),
-    )
+    thread_cpu_s, after, jvm_after = time.thread_time() - thread_start, this_process(), process_usage(jvm)
+    machine_after = machine_reading()
+    probe.usage = Usage(machine(), thread_cpu_s, before, after, jvm_before, jvm_after, machine_before, machine_after)
+
+
+def machine_reading() -> MachineReading | None:
+    """This machine's CPU counters now (None where ``/proc/stat`` cannot be read)."""
+    at_s = time.monotonic()
+    try:
+        fields = [int(v) for v in (PROC / "stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]  # guest time is in user's
+    busy = user + nice + system + irq + softirq
+    return MachineReading(at_s, busy / CLOCK_TICKS_PER_S, steal / CLOCK_TICKS_PER_S, _stall_s(), os.cpu_count() or 1)
+
+
+def _stall_s() -> float | None:
+    """Seconds in which some runnable task waited for a CPU (``/proc/pressure/cpu``'s ``some total``, in us)."""
+    try:
+        first = (PROC / "pressure" / "cpu").read_text().split("\n", 1)[0]
+        return int(first.rsplit("total=", 1)[1]) / 1e6
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 @lru_cache(maxsize=1)

@@ -30,6 +30,8 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import nnls
 
+from sweeper.results.statistics import ok_mask
+
 WORK_UNIT = 1e6  # epochs x training rows per work unit, so coefficients read as seconds per unit
 SHAPE = ("engine", "nodes", "cores_per_executor", "executors", "executor_memory_gib")  # a configuration
 POINT = ("epochs", "n_train", "n_fits")
@@ -117,10 +119,10 @@ class EngineModel:
 
 
 def medians(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per configuration and workload point of a sweep's ok replicas batches: the median batch, fit
-    and peak, and the trials behind them."""
+    """One row per configuration and workload point of a sweep's ok replicas batches (those measured under load
+    left out): the median batch, fit and peak, and the trials behind them."""
     keys = [*SHAPE, "threads_per_fit", "dataset", "fraction", *POINT]
-    wanted = (df["status"] == "ok") & (df["mode"] == "replicas") & ~df["dry_run"].fillna(False).astype(bool)
+    wanted = ok_mask(df) & (df["mode"] == "replicas") & ~df["dry_run"].fillna(False).astype(bool)  # not disturbed
     wanted &= df["engine"].isin(("spark", "dask")) & df["fit_wall_s"].notna() & df["fit_task_sum_s"].notna()
     positive = (df["n_fits"].fillna(0) > 0) & (df["fit_wall_s"].fillna(0) > 0) & (df["fit_task_sum_s"].fillna(0) > 0)
     ok = df[wanted & df[keys].notna().all(axis=1) & positive]
