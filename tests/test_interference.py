@@ -56,7 +56,7 @@ def test_a_quiet_node_reads_zero_and_the_worst_node_is_named() -> None:
 
 def test_without_readings_or_over_an_instant_nothing_is_claimed() -> None:
     unread = Usage("h", 1.0, ProcessUsage(1, 0.0, None), ProcessUsage(1, 1.0, None))
-    instant = usage("h:b:1", 1, (0.0, 0.0), (reading(5.0, 1.0), reading(5.1, 9.0)))  # 0.1 s: ticks of 10 ms
+    instant = usage("h:b:1", 1, (0.0, 0.0), (reading(5.0, 1.0), reading(5.5, 9.0)))  # 0.5 s: ticks of 10 ms
     for fits in ([], [unread], [instant]):
         columns = interference_columns(fits, cores_per_executor=1, limit=0.25)
         assert columns["interference_cpu_share"] is None and columns["disturbed"] is None

@@ -16,6 +16,7 @@ import yaml
 from sweeper.config import load as grid_file
 from sweeper.planning.plan import make_plan
 from sweeper.run import runner
+from sweeper.run.interference import MIN_SPAN_S
 from sweeper.run.resources import BYTES_PER_GIB, resource_columns
 from sweeper.workload.fit import FitResult
 from sweeper.workload.usage import ProcessUsage, Usage, executor_jvm, measured, process_usage, this_process
@@ -138,9 +139,10 @@ def test_each_engine_records_cpu_and_a_peak_at_least_its_workers_data(tmp_path: 
         assert row["cpu_s_fits"] > 0 and row["cpu_s_workers"] >= row["cpu_s_fits"] * 0.9, (engine, row)
         assert 0 < row["slot_utilisation"] <= 1.5, (engine, row)
         assert row["worker_peak_rss_gib_max"] >= row["worker_peak_rss_gib_median"] >= held_gib, (engine, row)
-        # what else used the machine: read by the fits, a share >= 0 of the launch's cores, this machine's name
-        assert row["interference_cpu_share"] >= 0 and isinstance(row["disturbed"], bool), (engine, row)
-        assert row["interference_host"] == socket.gethostname() and 0 <= row["steal_share"] <= 1, (engine, row)
+        # what else used the machine, read by the fits (a batch under 1 s: no reading): this machine's share
+        if row["fit_wall_s"] >= 2 * MIN_SPAN_S or row["interference_cpu_share"] is not None:
+            assert row["interference_cpu_share"] >= 0 and isinstance(row["disturbed"], bool), (engine, row)
+            assert row["interference_host"] == socket.gethostname() and 0 <= row["steal_share"] <= 1, (engine, row)
     spark = rows["spark"]
     heap = spark["jvm_peak_heap_gib"]
     assert heap is not None and 0 < heap <= spark["granted_executor_memory_gib"], spark

@@ -26,8 +26,10 @@ from dataclasses import dataclass
 from sweeper.store.row import InterferenceColumns
 from sweeper.workload.usage import MachineReading, ProcessUsage, Usage, machine
 
-# /proc/stat counts in ticks of 10 ms per core: over a shorter span the share is off by more than +-0.05 (2 cores)
-MIN_SPAN_S = 0.2
+# /proc/stat and each process's CPU count in ticks of 10 ms: a node's "other" CPU seconds are known to about
+# +-0.08 s (2 cores, 2 workers), +-0.08 of one core over 1 s; over a shorter span a share says nothing sure
+# against the 0.25 limit, and a batch shorter than this gets no reading (null, never disturbed).
+MIN_SPAN_S = 1.0
 
 
 @dataclass(frozen=True)
