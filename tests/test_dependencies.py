@@ -164,3 +164,36 @@ def test_rows_record_the_dask_that_runs() -> None:
     from sweeper.run.versions import versions
 
     assert versions()["dask_version"] == dask.__version__ == distributed.__version__
+
+
+def test_sweeper_imports_only_what_its_runtime_requirements_install() -> None:
+    """A user's .venv (``make venv``: ``pip install -e .``, no test extra) runs every command: nothing in sweeper/
+    imports a package only the ``test`` extra brings."""
+    runtime = required_closure(requirements()) | TOOLING
+    test_only = required_closure([Requirement("sweeper[test]")]) - runtime - {"sweeper"}
+    assert not sorted(imported_distributions() & test_only), "sweeper/ imports a test-only package"
+
+
+MAKE_TARGET = re.compile(r"^([a-z-]+):([^#=]*)(?:##\s*(.*))?$")
+SWEEPING_TARGETS = ("venv", "plan", "check", "sweep", "dry-run", "report", "docs")
+
+
+def make_targets() -> dict[str, tuple[list[str], str]]:
+    """The Makefile's named targets: their prerequisites and their ``##`` help."""
+    found = {}
+    for line in (ROOT / "Makefile").read_text(encoding="utf-8").splitlines():
+        if matched := MAKE_TARGET.match(line):
+            found[matched[1]] = (matched[2].split(), matched[3] or "")
+    return found
+
+
+def test_sweeping_needs_no_test_lab_and_every_target_says_whether_it_needs_root() -> None:
+    targets = make_targets()
+    for name in SWEEPING_TARGETS:
+        prerequisites, help_text = targets[name]
+        assert not {"setup", "test-packages", "$(TEST_TOOLS)"} & set(prerequisites), name
+        assert "(no root" in help_text, (name, help_text)
+    for name in ("test", "test-fast", "lint", "bench", "test-oldest", "test-yarn"):
+        assert "setup" in targets[name][0] and "root or sudo" in targets[name][1], name
+    for name, (_, help_text) in targets.items():
+        assert not help_text or "root" in help_text, f"make {name}: its help does not say whether it needs root"

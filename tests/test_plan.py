@@ -54,9 +54,10 @@ def test_plan_table_and_hand_commands() -> None:
     assert result.returncode == 0, result.stderr
     flat = " ".join(result.stdout.split())
     assert (
-        "spark-submit --master yarn --deploy-mode client --num-executors 7 --executor-cores 5 "
+        "pyspark --master yarn --deploy-mode client --num-executors 7 --executor-cores 5 "
         "--executor-memory 13g --conf spark.executor.memoryOverhead=2g" in flat
     )
+    assert "sweep.py" not in flat and "1 nodes" not in flat and "2 nodes x 24 cores x 64GiB" in flat
     assert "dask worker tcp://SCHEDULER_HOST:8786 --nworkers 4 --nthreads 5 --memory-limit 13GiB" in flat
     assert "84 measurements in 7 launches" in flat
     assert "warning:" in flat and "sizing.cores_per_executor[2]" in flat
@@ -145,12 +146,29 @@ def test_mllib_solver_is_an_axis_of_spark_mllib_only(write_grid: Callable[..., P
             assert solvers == [None, None] and [p.mode for p in points] == ["replicas", "data-parallel"]
 
 
-def test_local_spark_command_uses_real_executor_jvms() -> None:
+def test_local_hand_commands_run_here_on_real_executor_jvms() -> None:
     plan = make_plan(grid_file.load(REPO / "grids/local.yaml"))
     spark = next(launch for launch in plan.launches if launch.engine == "spark")
-    assert "local-cluster[2,1,3072]" in spark_command(spark)
+    local_cluster = "SPARK_LOCAL_IP=127.0.0.1 pyspark --master 'local-cluster[2,1,3072]'"
+    assert spark_command(spark, plan.grid).startswith(local_cluster)
     dask = next(launch for launch in plan.launches if launch.engine == "dask")
-    assert dask_commands(dask)[1].startswith("dask worker tcp://SCHEDULER_HOST:8786 --nworkers 2 --nthreads 1")
+    assert dask_commands(dask, plan.grid) == [
+        "dask scheduler --host 127.0.0.1  # on this machine",
+        "dask worker tcp://127.0.0.1:8786 --nworkers 2 --nthreads 1 --memory-limit 2GiB  # on this machine",
+    ]
+    shown = " ".join(run_cli("plan", "grids/local.yaml").stdout.split())
+    assert "(grids/local.yaml): manager local, 1 node x 2 cores x 8GiB" in shown
+
+
+def test_ssh_hand_commands_name_the_grid_s_hosts() -> None:
+    plan = make_plan(grid_file.load(REPO / "grids/2node-ssh.yaml"))
+    spark = next(launch for launch in plan.launches if launch.engine == "spark")
+    assert spark_command(spark, plan.grid).startswith("pyspark --master spark://node1.example.org:7077 ")
+    dask = next(launch for launch in plan.launches if launch.engine == "dask")
+    lines = dask_commands(dask, plan.grid)
+    assert lines[0] == "dask scheduler --host node1.example.org  # on node1.example.org"
+    assert lines[-1].startswith("dask worker tcp://node1.example.org:8786 ")
+    assert lines[-1].endswith("# on node2.example.org")
 
 
 def test_version_flag_prints_the_package_version() -> None:

@@ -12,9 +12,9 @@ import pytest
 
 from sweeper import cli
 from sweeper.commands.replay import add_parser
-from sweeper.config.grid import ETA, RACE_DELTA, REPLAY_STRATEGY
+from sweeper.config.grid import ETA, RACE_DELTA, REPLAY_REPEATS, REPLAY_STRATEGY
 from sweeper.config.sections import REPLAY, SEARCH, TRIALS
-from sweeper.results.replay import KEYS, ReplaySettings, replay
+from sweeper.results.replay import KEYS, MAX_DRAWS, ReplaySettings, StoreLimits, replay
 from sweeper.search.accounting import cluster_seconds, full_grid_estimate, launch_seconds, rung_axis_of
 from sweeper.search.adaptive import TrialPolicy
 from sweeper.store.parquet import COLUMNS
@@ -251,7 +251,7 @@ def test_text_output(store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytes
         (["--sweep", "easy", "--eta", "1"], "--eta"),
         (["--sweep", "easy", "--repeats", "0"], "--repeats"),
         (["--sweep", "easy", "--trials", "many"], "--trials"),
-        (["--sweep", "easy", "--trials", "adaptive", "--max-trials", "2"], "--max-trials"),
+        (["--sweep", "easy", "--trials", "adaptive", "--min-trials", "5", "--max-trials", "2"], "--max-trials"),
         (["--sweep", "easy", "--target-rel-ci", "0"], "--target-rel-ci"),
         (["--sweep", "easy", "--seed", "-1"], "--seed"),
         (["--sweep", "nosuch"], "no sweep 'nosuch'"),
@@ -269,13 +269,64 @@ def test_each_flag_for_a_key_shows_its_range_and_default_from_the_schema() -> No
     parser = argparse.ArgumentParser()
     replay_parser = add_parser(parser.add_subparsers())
     text = " ".join(replay_parser.format_help().split())
-    for section, name, default in ((SEARCH, "delta", RACE_DELTA), (SEARCH, "eta", ETA), (REPLAY, "repeats", 1000),
+    for section, name, default in ((SEARCH, "delta", RACE_DELTA), (SEARCH, "eta", ETA),
                                    (REPLAY, "rank_threshold", 0.5), (REPLAY, "seed", 0)):  # fmt: skip
         field = section.field(name)
         assert f"({field.kind.describe()}, default {default})" in text, (name, text)
         assert replay_parser.parse_args(["store"]).__dict__[name] == field.default == default
-    assert f"({TRIALS.adaptive_kinds['min'].describe()}, default 3)" in text
+    assert f"({REPLAY.field('repeats').kind.describe()}, default {REPLAY_REPEATS}, fewer where" in text
+    assert f"({TRIALS.adaptive_kinds['min'].describe()}, default 3, or the trials the store holds" in text
     assert replay_parser.parse_args(["store"]).strategy == REPLAY_STRATEGY
+
+
+def test_the_help_states_every_default() -> None:
+    parser = argparse.ArgumentParser()
+    replay_parser = add_parser(parser.add_subparsers())
+    for action in replay_parser._actions:
+        if action.option_strings and action.nargs != 0:  # every option that takes a value
+            assert "default" in " ".join(str(action.help).split()), action.option_strings
+
+
+def replayed_with_warnings(store: Path, *options: str, **fixtures: Any) -> tuple[dict[str, Any], str]:
+    """``sweeper replay STORE --json OPTIONS``: the result, and what it printed on stderr."""
+    code = cli.main(["replay", str(store), "--json", *options])
+    out, err = fixtures["capsys"].readouterr()
+    assert code == 0, err
+    result: dict[str, Any] = json.loads(out)
+    return result, err
+
+
+def test_the_defaults_replay_what_the_store_holds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """On a 5-trial store the default trials are 3..5, not 3..20: the grid costs the full grid, 5 trials a point;
+    more trials than the store holds are taken when asked, with a warning."""
+    store = write_store(tmp_path / "five", budget_rows(easy_winner(), trials=5, seed=1))
+    grid, err = replayed_with_warnings(store, "--strategy", "grid", "--repeats", "50", capsys=capsys)
+    assert grid["trials"] == "adaptive 3..5 to +-0.05" and grid["trials_mean"] == 5.0 and not err
+    assert grid["cluster_s_fraction"] == pytest.approx(1.0, abs=0.02)
+    race, _ = replayed_with_warnings(store, "--strategy", "race", "--repeats", "50", capsys=capsys)
+    assert race["trials"].startswith("raced 3..5 ")
+    asked, err = replayed_with_warnings(store, "--max-trials", "20", "--repeats", "50", capsys=capsys)
+    assert asked["trials"] == "adaptive 3..20 to +-0.05"
+    assert "warning: --max-trials 20: more than the 5 trials the store holds per point" in " ".join(err.split())
+    two = write_store(tmp_path / "two", budget_rows(easy_winner(), trials=2, seed=1))
+    fewer, _ = replayed_with_warnings(two, "--strategy", "grid", "--repeats", "50", capsys=capsys)
+    assert fewer["trials"] == "adaptive 2..2 to +-0.05" and fewer["trials_mean"] == 2.0
+
+
+def test_the_default_repeats_keep_a_large_store_within_the_replay_s_bound() -> None:
+    small, large = StoreLimits("epochs", 5, 24), StoreLimits("epochs", 2, 10**6)
+    assert small.repeats(5) == REPLAY_REPEATS
+    assert large.repeats(2) == MAX_DRAWS // (2 * 10**6) == 100  # the largest race's draws within MAX_DRAWS
+    assert StoreLimits("epochs", 2, MAX_DRAWS).repeats(2) == 1
+
+
+def test_the_rung_axis_defaults_to_the_axis_the_store_varies() -> None:
+    rows = budget_rows(easy_winner(), epochs=(10, 100), trials=3)
+    by_fraction = frame([{**r, "fraction": {10: 0.5, 100: 1.0}[r["epochs"]], "epochs": 10} for r in rows])
+    assert StoreLimits.of(by_fraction).rung_axis == "fraction"
+    assert StoreLimits.of(frame(rows)).rung_axis == "epochs"
+    result = replay(by_fraction, ReplaySettings(rung_axis="fraction", repeats=20))
+    assert result["rungs"] == [0.5, 1.0]
 
 
 def test_every_bad_option_is_named_at_once(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -12,16 +13,16 @@ from rich.table import Table
 from rich.text import Text
 
 from sweeper.commands.flags import add_key_flag, add_kind_flag
-from sweeper.config.grid import FULL_GRID, HALVING, RACE, REPLAY_STRATEGY
-from sweeper.config.schema import ADAPTIVE_DEFAULTS
+from sweeper.config.grid import FULL_GRID, HALVING, RACE, REPLAY_REPEATS, REPLAY_STRATEGY, RUNG_AXES
+from sweeper.config.schema import ADAPTIVE_DEFAULTS, Kind
 from sweeper.config.sections import REPLAY, SEARCH, TRIAL_FLAGS, TRIALS
 from sweeper.errors import UserError
 from sweeper.search.adaptive import TrialPolicy
 from sweeper.search.halving import HalvingPolicy
-from sweeper.text import json_text, plain
+from sweeper.text import json_text, plain, visible
 
 if TYPE_CHECKING:
-    from sweeper.results.replay import ReplaySettings
+    from sweeper.results.replay import ReplaySettings, StoreLimits
 
 
 T = TypeVar("T")
@@ -33,19 +34,33 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         "replay", help="replay halving, racing or the grid offline on a sweep measured in full"
     )
     parser.add_argument("store", help="store directory")
-    parser.add_argument("--sweep", help="sweep name (required when the store holds several)")
+    parser.add_argument("--sweep", help="sweep name (default: the store's only sweep; required when it holds several)")
     add_key_flag(parser, SEARCH, "strategy", "what to replay", default=REPLAY_STRATEGY)
     add_key_flag(parser, SEARCH, "eta", "halving keeps the best 1/eta per rung")
-    parser.add_argument("--trials", default="adaptive", help="'adaptive' or a fixed number per point")
+    parser.add_argument(
+        "--trials", default="adaptive", help="'adaptive' or a fixed number per point (default adaptive)"
+    )
+    held = "the trials the store holds per point"
     helps = {
-        "min": "adaptive: at least",
-        "max": "adaptive: at most",
-        "target_rel_ci": "adaptive: stop at a CI of +-this",
+        "min": f"adaptive: at least ({{}}, default {ADAPTIVE_DEFAULTS['min']}, or {held} when fewer)",
+        "max": f"adaptive: at most ({{}}, default {held})",
     }
-    for key, flag in TRIAL_FLAGS.items():
-        add_kind_flag(parser, flag, TRIALS.adaptive_kinds[key], ADAPTIVE_DEFAULTS[key], helps[key])
+    for key, text in helps.items():
+        _store_flag(parser, TRIAL_FLAGS[key], TRIALS.adaptive_kinds[key], text)
+    add_kind_flag(
+        parser,
+        TRIAL_FLAGS["target_rel_ci"],
+        TRIALS.adaptive_kinds["target_rel_ci"],
+        ADAPTIVE_DEFAULTS["target_rel_ci"],
+        "adaptive: stop at a CI of +-this",
+    )
     add_key_flag(parser, REPLAY, "rank_threshold")
-    add_key_flag(parser, SEARCH, "rung_axis", "halving: the axis whose values are the rungs")
+    parser.add_argument(
+        "--rung-axis",
+        choices=RUNG_AXES,
+        help="halving: the axis whose values are the rungs (default: the sweep's, as its rows recorded it, else the "
+        "first of epochs and fraction with several values)",
+    )
     add_key_flag(
         parser,
         SEARCH,
@@ -56,19 +71,30 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--compare", action="store_true", help="replay every strategy on the same store and seed, side by side"
     )
-    add_key_flag(parser, REPLAY, "repeats")
+    _store_flag(
+        parser,
+        "--repeats",
+        REPLAY.field("repeats").kind,
+        f"bootstrap repeats ({{}}, default {REPLAY_REPEATS}, fewer where the store is too large for them)",
+    )
     add_key_flag(parser, REPLAY, "seed")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
     parser.set_defaults(func=main)
     return parser
 
 
-def settings_from(args: argparse.Namespace) -> ReplaySettings:
-    """The replay's settings from the options; every bad value at once, one UserError naming each option."""
+def _store_flag(parser: argparse.ArgumentParser, flag: str, kind: Kind, text: str) -> None:
+    """``flag``, an integer whose default the store decides (None here): ``text`` with its range at ``{}``."""
+    parser.add_argument(flag, type=int, default=None, help=text.format(kind.describe()))
+
+
+def settings_from(args: argparse.Namespace, limits: StoreLimits) -> ReplaySettings:
+    """The replay's settings from the options, each unset one from what the store can replay (``limits``); every
+    bad value at once, one UserError naming each option."""
     from sweeper.results.replay import ReplaySettings
 
     problems: list[str] = []
-    trials = _checked(problems, lambda: _trials(args)) or TrialPolicy.fixed(1)
+    trials = _checked(problems, lambda: _trials(args, limits)) or TrialPolicy.fixed(1)
     halving = _checked(
         problems,
         lambda: HalvingPolicy(
@@ -78,8 +104,9 @@ def settings_from(args: argparse.Namespace) -> ReplaySettings:
     settings = _checked(
         problems,
         lambda: ReplaySettings(
-            strategy=args.strategy, trials=trials, halving=halving or HalvingPolicy(), repeats=args.repeats,
-            rung_axis=args.rung_axis, seed=args.seed, delta=args.delta, confidence=args.confidence,
+            strategy=args.strategy, trials=trials, halving=halving or HalvingPolicy(),
+            repeats=limits.repeats(trials.max_trials) if args.repeats is None else args.repeats,
+            rung_axis=limits.rung_axis, seed=args.seed, delta=args.delta, confidence=args.confidence,
         ),
     )  # fmt: skip
     if problems or settings is None:
@@ -96,22 +123,30 @@ def _checked(problems: list[str], make: Callable[[], T]) -> T | None:
         return None
 
 
-def _trials(args: argparse.Namespace) -> TrialPolicy:
+def _trials(args: argparse.Namespace, limits: StoreLimits) -> TrialPolicy:
     text = str(args.trials).strip()
-    if text == "adaptive":
-        return TrialPolicy(args.min_trials, args.max_trials, args.target_rel_ci)
-    if not text.isdigit():
+    if text != "adaptive" and not text.isdigit():
         raise UserError(f"workload.trials (--trials): must be 'adaptive' or a number of trials, got {args.trials!r}")
-    return TrialPolicy.fixed(int(text))
+    fixed = None if text == "adaptive" else int(text)
+    return limits.trials(fixed, args.min_trials, args.max_trials, args.target_rel_ci)
+
+
+def warnings_of(args: argparse.Namespace, settings: ReplaySettings, limits: StoreLimits) -> list[str]:
+    """What the options ask beyond what the store can replay honestly."""
+    flag = "--trials" if str(args.trials).strip() != "adaptive" else "--max-trials"
+    return [warning for warning in [limits.beyond(settings.trials, flag)] if warning]
 
 
 def main(args: argparse.Namespace, console: Console) -> int:
     """``sweeper replay STORE [--sweep NAME] [--strategy halving|grid] [--eta 3] [--trials adaptive|N] ...``."""
-    from sweeper.results.replay import KEYS, replay
+    from sweeper.results.replay import KEYS, StoreLimits, replay
     from sweeper.store.parquet import load_sweep
 
-    settings = settings_from(args)
     df = load_sweep(args.store, args.sweep)
+    limits = StoreLimits.of(df, args.rung_axis)
+    settings = settings_from(args, limits)
+    for warning in warnings_of(args, settings, limits):
+        print(f"warning: {visible(warning)}", file=sys.stderr)
     if args.compare:
         results = [replay(df, replace(settings, strategy=strategy)) for strategy in COMPARED_STRATEGIES]
         if args.json:

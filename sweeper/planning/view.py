@@ -1,5 +1,5 @@
 """Render a plan for people: the matched launch table, the workload axes, the hand commands
-(spark-submit and dask command lines); and for scripts: ``sweeper plan --json``.
+(a PySpark shell and Dask's command lines on each launch's shape); and for scripts: ``sweeper plan --json``.
 
 Everything is printed through :func:`~sweeper.text.plain`, never as console markup, so
 names and paths from a grid (``[`` and ``]`` included) show as written.
@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from sweeper.config.grid import HALVING
+from sweeper.config.grid import HALVING, Grid
 from sweeper.names import BASELINE_ENGINE, on_spark
 from sweeper.planning.measurements import pending, split_reused
 from sweeper.planning.plan import Launch, Plan
@@ -34,8 +34,8 @@ def show_plan(plan: Plan, console: Console) -> None:
     console.print(
         plain(grid.name, "bold")
         + plain(
-            f" ({grid.path}): manager {grid.manager}, {cluster.nodes} nodes x "
-            f"{cluster.cores_per_node} cores x {format_mib(cluster.memory_per_node_mib)}; rule "
+            f" ({grid.path}): manager {grid.manager}, {counted(cluster.nodes, 'node')} x "
+            f"{counted(cluster.cores_per_node, 'core')} x {format_mib(cluster.memory_per_node_mib)}; rule "
             f"{grid.rule}, reserve {cluster.reserve_cores} core(s) + "
             f"{format_mib(cluster.reserve_memory_mib)} per node, {cluster.application_master} "
             "slot(s) for the ApplicationMaster / Dask scheduler"
@@ -159,17 +159,17 @@ def _show_workload(plan: Plan, console: Console) -> None:
 
 
 def _show_hand_commands(plan: Plan, console: Console) -> None:
-    console.print("\nEquivalent hand commands:")
+    console.print("\nThe same shapes by hand (a PySpark shell; Dask's scheduler and workers; from .venv/bin):")
     for launch in (launch.as_planned for launch in plan.launches):
         if on_spark(launch.engine):
-            console.print(plain(f"  [{launch.index + 1}] {spark_command(launch)}"), soft_wrap=True)
+            console.print(plain(f"  [{launch.index + 1}] {spark_command(launch, plan.grid)}"), soft_wrap=True)
         elif launch.engine == "dask":
-            for line in dask_commands(launch):
+            for line in dask_commands(launch, plan.grid):
                 console.print(plain(f"  [{launch.index + 1}] {line}"), soft_wrap=True)
 
 
-def spark_command(launch: Launch) -> str:
-    """The spark-submit line a person would type for this launch."""
+def spark_command(launch: Launch, grid: Grid) -> str:
+    """The ``pyspark`` line that opens a PySpark shell on this launch's executors (its options are spark-submit's)."""
     memory = spark_size(launch.executor_memory_mib)
     overhead = spark_size(launch.memory_overhead_mib)
     sized = (
@@ -178,27 +178,44 @@ def spark_command(launch: Launch) -> str:
     )
     if launch.manager == "yarn":
         return (
-            f"spark-submit --master yarn --deploy-mode client --num-executors {launch.executors} "
-            f"{sized} --conf spark.dynamicAllocation.enabled=false sweep.py"
+            f"pyspark --master yarn --deploy-mode client --num-executors {launch.executors} "
+            f"{sized} --conf spark.dynamicAllocation.enabled=false"
         )
     if launch.manager == "local":
         worker_mib = launch.executor_memory_mib + launch.memory_overhead_mib
         cluster = f"local-cluster[{launch.executors},{launch.cores_per_executor},{worker_mib}]"
-        return f"spark-submit --master '{cluster}' {sized} sweep.py"
-    return f"spark-submit --master spark://MASTER:7077 --total-executor-cores {launch.total_cores} {sized} sweep.py"
+        return f"SPARK_LOCAL_IP=127.0.0.1 pyspark --master '{cluster}' {sized}"
+    master = grid.spark_master or f"spark://{_first_host(grid, 'MASTER_HOST')}:7077"
+    return f"pyspark --master {master} --total-executor-cores {launch.total_cores} {sized}"
 
 
-def dask_commands(launch: Launch) -> list[str]:
+def dask_commands(launch: Launch, grid: Grid) -> list[str]:
     """The dask scheduler/worker lines a person would type, one worker line per node."""
-    lines = ["dask scheduler --host SCHEDULER_HOST  # on node 1"]
-    for node, workers in enumerate(launch.workers_per_node, start=1):
+    host = _first_host(grid, "SCHEDULER_HOST")
+    lines = [f"dask scheduler --host {host}  # on {_node(grid, 0)}"]
+    for node, workers in enumerate(launch.workers_per_node):
         if workers:
             lines.append(
-                f"dask worker tcp://SCHEDULER_HOST:8786 --nworkers {workers} "
+                f"dask worker tcp://{host}:8786 --nworkers {workers} "
                 f"--nthreads {launch.cores_per_executor} "
-                f"--memory-limit {format_mib(launch.executor_memory_mib)}  # on node {node}"
+                f"--memory-limit {format_mib(launch.executor_memory_mib)}  # on {_node(grid, node)}"
             )
     return lines
+
+
+def _first_host(grid: Grid, placeholder: str) -> str:
+    """The host of the grid's first node: 127.0.0.1 on ``manager: local``, the first of ``hosts``, else
+    ``placeholder`` (YARN places containers where it likes)."""
+    if grid.manager == "local":
+        return "127.0.0.1"
+    return grid.hosts[0] if grid.hosts else placeholder
+
+
+def _node(grid: Grid, index: int) -> str:
+    """Where a hand command runs: ``this machine``, a host of the grid, or ``node N``."""
+    if grid.manager == "local":
+        return "this machine"
+    return grid.hosts[index] if index < len(grid.hosts) else f"node {index + 1}"
 
 
 def launch_json(launch: Launch, plan: Plan) -> dict[str, Any]:
@@ -219,12 +236,12 @@ def launch_json(launch: Launch, plan: Plan) -> dict[str, Any]:
     }
     if on_spark(launch.engine):
         shape["memory_overhead_gib"] = _gib(launch.memory_overhead_mib)
-        shape["command"] = spark_command(launch)
+        shape["command"] = spark_command(launch, plan.grid)
     elif launch.engine == "dask":
         shape["workers"] = launch.executors
         shape["threads_per_worker"] = launch.cores_per_executor
         shape["memory_limit_gib"] = _gib(launch.executor_memory_mib)
-        shape["command"] = dask_commands(launch)
+        shape["command"] = dask_commands(launch, plan.grid)
     return shape
 
 

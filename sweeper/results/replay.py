@@ -45,6 +45,7 @@ from sweeper.config.grid import (
     REPLAY_REPEATS,
     REPLAY_SEED,
     REPLAY_STRATEGY,
+    RUNG_AXES,
     RUNG_AXIS,
 )
 from sweeper.config.sections import REPLAY, flag_problems, search_problems
@@ -52,7 +53,7 @@ from sweeper.errors import UserError
 from sweeper.names import BASELINE_ENGINE, CONFIG
 from sweeper.results.race_replay import RaceItems, picks, race_repeats
 from sweeper.results.statistics import FASTER, INCONCLUSIVE, config_label, ok_mask, pair_verdict
-from sweeper.search.accounting import POINT, cluster_seconds, one_launch_s
+from sweeper.search.accounting import POINT, cluster_seconds, one_launch_s, rung_axis_of
 from sweeper.search.adaptive import ADAPTIVE, TrialPolicy, stopping_trials
 from sweeper.search.halving import HalvingPolicy, rung_values
 from sweeper.search.halving_batch import BatchResult, RungTrials, every_best, halving_batch
@@ -247,6 +248,54 @@ def dense_launches(found: list[Race], overhead: pd.Series) -> tuple[list[Race], 
 def recorded_trials(found: Sequence[Race]) -> int:
     """The ok trials the sweep recorded a point (the median over every configuration and rung)."""
     return int(np.median(np.concatenate([race.count.ravel() for race in found])))
+
+
+@dataclass(frozen=True)
+class StoreLimits:
+    """What a sweep's rows can replay honestly, and so the defaults of ``sweeper replay``: its rung axis, the ok
+    trials it holds per point (a resample longer than that only draws the same times again) and the (configuration,
+    rung) cells of its largest race (how many repeats fit in :data:`MAX_DRAWS`)."""
+
+    rung_axis: str
+    trials_per_point: int
+    largest_race_cells: int
+
+    @classmethod
+    def of(cls, df: pd.DataFrame, rung_axis: str | None = None) -> StoreLimits:
+        """The limits of ``df``'s sweep, its races on ``rung_axis`` (None: :func:`store_rung_axis`)."""
+        axis = rung_axis or store_rung_axis(df)
+        found, _, _ = races(df, axis)
+        return cls(axis, recorded_trials(found), max(race.count.size for race in found))
+
+    def trials(self, fixed: int | None, least: int | None, most: int | None, target_rel_ci: float) -> TrialPolicy:
+        """``--trials N`` (``fixed``), else adaptive from ``least`` to ``most``: by default at most the trials held
+        per point, at least 3 (fewer when at most is fewer)."""
+        if fixed is not None:
+            return TrialPolicy.fixed(fixed)
+        most = most if most is not None else max(self.trials_per_point, least or 1)
+        least = least if least is not None else min(ADAPTIVE.min_trials, most)
+        return TrialPolicy(least, most, target_rel_ci)
+
+    def repeats(self, max_trials: int) -> int:
+        """:data:`REPLAY_REPEATS`, or as many as keep the largest race's draws within :data:`MAX_DRAWS`."""
+        return max(1, min(REPLAY_REPEATS, MAX_DRAWS // (self.largest_race_cells * max_trials)))
+
+    def beyond(self, trials: TrialPolicy, flag: str) -> str | None:
+        """A warning when ``trials`` take more than the trials held per point (``flag``: the option that asked)."""
+        if trials.max_trials <= self.trials_per_point:
+            return None
+        return (
+            f"{flag} {trials.max_trials}: more than the {self.trials_per_point} trials the store holds per point; "
+            "the resample draws the same times again, so the replay looks surer than the store is"
+        )
+
+
+def store_rung_axis(df: pd.DataFrame) -> str:
+    """The rung axis of a sweep: as its rows recorded it where it has several values, else the first of epochs and
+    fraction that has several (epochs when neither has)."""
+    recorded = rung_axis_of(df)
+    axes = [recorded, *(axis for axis in RUNG_AXES if axis != recorded)]
+    return next((axis for axis in axes if df[axis].nunique() > 1), RUNG_AXIS)
 
 
 @dataclass(frozen=True)
