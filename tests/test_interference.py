@@ -1,18 +1,32 @@
-"""Interference per measurement (:mod:`sweeper.run.interference`): what else used a node while a batch ran,
-and verdicts that never rest on a disturbed measurement (``recommend``)."""
+"""Interference per measurement (:mod:`sweeper.run.interference`): what else used a node while a batch ran, a
+disturbed trial taken again, and verdicts that never rest on a disturbed measurement (``recommend``)."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
 
+import psutil
 import pytest
+import yaml
 
+from sweeper.config import load as grid_file
+from sweeper.planning.plan import make_plan
 from sweeper.results import recommend as rec
 from sweeper.results import recommend_view as view
+from sweeper.run import runner
 from sweeper.run.interference import interference_columns
+from sweeper.store.parquet import load_results
 from sweeper.workload.usage import MachineReading, ProcessUsage, Usage, machine, measured
+from tests.conftest import minimal_grid
+from tests.support.leftovers import assert_no_launch_processes
 from tests.support.synthetic_stores import ArmSpec, synthetic_rows, to_frame
 
 
@@ -128,3 +142,72 @@ def test_compare_and_the_what_if_model_leave_disturbed_rows_out_too() -> None:
     side_by_side = statistics.engines(frame)
     assert side_by_side["spark_n"].tolist() == [3] and side_by_side["dask_n"].tolist() == [5]
     assert sorted(medians(frame)["trials"].tolist()) == [3, 5]
+
+
+@contextmanager
+def busy_loop_outside_this_process_tree() -> Iterator[int]:
+    """A real busy loop, started through a shell that exits at once: it is no descendant of this process (the
+    driver of an in-process sweep, whose whole tree counts as the launch's own), so its CPU is another's."""
+    spawned = subprocess.run(
+        ["sh", "-c", f"{sys.executable} -c 'while True: pass' >/dev/null 2>&1 & echo $!"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    pid = int(spawned.stdout)
+    try:
+        assert pid not in {child.pid for child in psutil.Process().children(recursive=True)}
+        yield pid
+    finally:
+        os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.integration
+def test_a_batch_taken_beside_a_busy_loop_is_disturbed_taken_again_and_left_out(tmp_path: Path) -> None:
+    """A real Dask launch of 1 worker x 1 core, 3 trials; a busy loop runs through the second batch exactly (started
+    when the first row is reported, stopped when the second is). That batch is disturbed, read on this machine, and
+    taken again under its key; every disturbed row is left out of recommend's figures and counted there. (On a
+    machine already busy, quiet batches may be disturbed too and are taken again the same way: not asserted.)"""
+    spec = minimal_grid(
+        name="hog", store=str(tmp_path / "store"), engines=["dask"], baseline=False,
+        cluster={"manager": "local", "nodes": 1, "cores_per_node": 1, "memory_per_node": "4GiB"},
+        sizing={"cores_per_executor": [1], "reserve": {"cores": 0, "memory": "1GiB"}, "application_master": 0},
+        workload={"dataset": "digits", "epochs": [300], "trials": 3, "n_fits": 2, "exact_epochs": True,
+                  "model": {"hidden_layer_sizes": [64]}, "remeasure_disturbed": 2},
+    )  # fmt: skip
+    (tmp_path / "grid.yaml").write_text(yaml.safe_dump(spec))
+    plan = make_plan(grid_file.load(tmp_path / "grid.yaml"))
+    rows: list[dict[str, Any]] = []
+    with _hog_through_the_second_batch(rows) as seen:
+        result = runner.run(plan, store=tmp_path / "store", report=seen)
+    assert_no_launch_processes()
+    assert all(row["status"] == "ok" for row in rows), rows
+    assert rows[1]["disturbed"] is True and rows[1]["interference_host"] == machine().split(":")[0], [
+        {k: r[k] for k in ("fit_wall_s", "interference_cpu_share", "disturbed", "trial")} for r in rows
+    ]
+    assert rows[1]["interference_cpu_share"] > 0.25
+    retaken = [row["trial"] for row in rows]
+    assert retaken[2] == retaken[1] and rows[2]["measurement_key"] == rows[1]["measurement_key"]
+    extra = 0  # one point: its disturbed trials are taken again, 2 times at most in all
+    for row, following in zip(rows, [*rows[1:], None], strict=True):
+        if row["disturbed"] and extra < 2:
+            extra += 1
+            assert following is not None and following["trial"] == row["trial"], retaken
+    assert len(rows) == 3 + extra and result.exit_status == 0
+    left_out = sum(bool(row["disturbed"]) for row in rows)
+    found = rec.recommend(load_results(tmp_path / "store", "hog"))
+    assert found.disturbed is not None and (found.disturbed.left_out, found.disturbed.of) == (left_out, len(rows))
+
+
+@contextmanager
+def _hog_through_the_second_batch(rows: list[dict[str, Any]]) -> Iterator[Callable[[Any], None]]:
+    """A reporter for :func:`sweeper.run.runner.run` that keeps the rows and runs a busy loop from the first row
+    reported to the second (a launch reports a row before it takes the next measurement)."""
+    with ExitStack() as hogs:
+
+        def seen(row: Any) -> None:
+            rows.append(dict(row))
+            if len(rows) == 1:
+                hogs.enter_context(busy_loop_outside_this_process_tree())
+            elif len(rows) == 2:
+                hogs.close()
+
+        yield seen

@@ -129,7 +129,7 @@ def test_a_store_deleted_under_a_running_sweep_ends_it_with_an_error(
 
 
 def ok_keys(store: Path, sweep: str) -> set[str]:
-    return {key for key, (status, _) in recorded_rows(store, sweep).items() if status == "ok"}
+    return {key for key, row in recorded_rows(store, sweep).items() if row.status == "ok"}
 
 
 def test_recorded_rows_give_each_keys_status_an_ok_row_first_and_fresh_removes_one_sweep(tmp_path: Path) -> None:
@@ -137,7 +137,7 @@ def test_recorded_rows_give_each_keys_status_an_ok_row_first_and_fresh_removes_o
     write_rows(tmp_path, "s", [row("b", status="ok"), row("a", status="failed")], "p2")
     write_rows(tmp_path, "other", [{**row("z"), "sweep": "other"}], "p1")
     recorded = recorded_rows(tmp_path, "s")
-    assert {key: status for key, (status, _) in recorded.items()} == {"a": "ok", "b": "ok", "c": "timeout"}
+    assert {key: row.status for key, row in recorded.items()} == {"a": "ok", "b": "ok", "c": "timeout"}
     assert recorded["a"][1] == row("a")["fit_wall_s"]
     assert remove_sweep(tmp_path, "s") == 2
     assert recorded_rows(tmp_path, "s") == {}
@@ -365,6 +365,16 @@ def test_the_probe_names_the_path_and_the_reason(tmp_path: Path) -> None:
         check_writable(tmp_path / ("x" * 300), "s")
 
 
+def test_a_quiet_ok_row_wins_over_a_disturbed_one_whose_time_is_not_counted(tmp_path: Path) -> None:
+    loaded = {"disturbed": True, "interference_cpu_share": 0.9}
+    write_rows(tmp_path, "s", [{**row("a"), **loaded}, {**row("b"), **loaded, "fit_wall_s": 9.0}], "p1")
+    again = {"disturbed": False, "interference_cpu_share": 0.01, "started_at": pd.Timestamp("2026-01-01 00:01", tz="UTC")}
+    write_rows(tmp_path, "s", [{**row("b"), **again}], "p2")
+    recorded = recorded_rows(tmp_path, "s")
+    assert recorded["a"] == ("ok", row("a")["fit_wall_s"], True)  # taken, under load
+    assert recorded["b"] == ("ok", row("b")["fit_wall_s"], False)  # its quiet re-measurement
+
+
 def test_a_merge_stopped_before_removing_its_parts_never_counts_a_row_twice_and_is_finished(tmp_path: Path) -> None:
     parts = [write_rows(tmp_path, "s", [row(key)], f"part-r-001-{n:04d}") for n, key in enumerate(("a", "b"))]
     merged = compact(tmp_path, "s", parts, "part-r-001", teardown_s=2.5)
@@ -374,7 +384,7 @@ def test_a_merge_stopped_before_removing_its_parts_never_counts_a_row_twice_and_
         write_rows(tmp_path, "s", [{**rows[0], "teardown_s": None}], f"part-r-001-{n:04d}")
     frame = load_results(tmp_path, "s")
     assert sorted(frame["measurement_key"]) == ["a", "b"] and (frame["teardown_s"] == 2.5).all()  # the merged copy
-    assert recorded_rows(tmp_path, "s") == {"a": ("ok", 1.5), "b": ("ok", 1.5)}
+    assert recorded_rows(tmp_path, "s") == {"a": ("ok", 1.5, False), "b": ("ok", 1.5, False)}
     removed = finish_merges(tmp_path, "s")
     assert sorted(p.name for p in removed) == ["part-r-001-0000.parquet", "part-r-001-0001.parquet"]
     assert [p.name for p in (tmp_path / "s").iterdir()] == ["part-r-001.parquet"]

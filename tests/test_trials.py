@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sweeper.config import load as grid_file
-from sweeper.planning.measurements import measurement_key
+from sweeper.planning.measurements import Todo, measurement_key
 from sweeper.planning.plan import Plan, make_plan
 from sweeper.run.trials import FixedQueue, TrialQueue, trial_policy
 from sweeper.search.adaptive import CI_REACHED, MAX_TRIALS
@@ -87,3 +87,45 @@ def test_a_fixed_queue_hands_out_its_list_in_order(write_grid: Callable[..., Pat
     assert queue.record(items[0], 1.0) == {}  # type: ignore[arg-type]
     assert queue.rest() == [items[1]] and queue.next() is None
     assert trial_policy(plan.grid.workload).max_trials == 8
+
+
+def test_a_disturbed_trial_is_taken_again_under_its_key_up_to_remeasure_disturbed_times(
+    write_grid: Callable[..., Path],
+) -> None:
+    spec = minimal_grid()
+    spec["workload"] = {"dataset": "digits", "epochs": [5], "trials": 2, "remeasure_disturbed": 2}
+    plan = make_plan(grid_file.load(write_grid(spec)))
+    launch, point = plan.launches[1], plan.points[1][0]
+    queue = TrialQueue(plan, launch, [point], {}, trial_policy(plan.grid.workload))
+    taken = []
+    while (item := queue.next()) is not None:  # every take of trial 0 is disturbed, trial 1 is quiet
+        taken.append(item.trial)
+        queue.record(item, 1.0, disturbed=item.trial == 0)
+    assert taken == [0, 0, 0, 1]  # trial 0 twice more, then it counts (without its time) and trial 1 follows
+    assert queue.medians_s()[point] == 1.0 and queue.points[0].times_s == [1.0]
+
+
+def test_a_fixed_queue_takes_a_disturbed_measurement_again_per_point_at_most_remeasure_times(
+    write_grid: Callable[..., Path],
+) -> None:
+    plan = adaptive_plan(write_grid)
+    launch = plan.launches[1]
+    items = [Todo(launch, point, 0, f"key-{i}") for i, point in enumerate(plan.points[1])]
+    queue = FixedQueue(items, remeasure=1)
+    order = []
+    while (item := queue.next()) is not None:
+        order.append(item.key)
+        queue.record(item, 1.0, disturbed=True)  # a machine busy throughout
+    assert order == ["key-0", "key-0", "key-1", "key-1"]
+    assert FixedQueue(items, remeasure=0).record(items[0], 1.0, disturbed=True) == {}
+
+
+def test_a_stored_disturbed_trial_counts_as_taken_without_its_time(write_grid: Callable[..., Path]) -> None:
+    spec = minimal_grid()
+    spec["workload"] = {"dataset": "digits", "epochs": [5], "trials": 3}
+    plan = make_plan(grid_file.load(write_grid(spec)))
+    launch, point = plan.launches[1], plan.points[1][0]
+    done: dict[str, float | None] = {measurement_key(plan.grid, plan, launch, point, t): 1.0 for t in range(3)}
+    done[measurement_key(plan.grid, plan, launch, point, 0)] = None  # taken under load in an earlier run
+    queue = TrialQueue(plan, launch, [point], done, trial_policy(plan.grid.workload))
+    assert queue.next() is None and queue.skipped == 3 and queue.points[0].times_s == [1.0, 1.0]

@@ -40,6 +40,9 @@ START_TIMEOUT_S = 180.0  # how long a launch may take to start
 # quiet local batches here read under 0.05 (the launch's own driver and daemons subtracted); a second process
 # spinning on one core of a 2-core launch reads about 0.5.
 INTERFERENCE_LIMIT = 0.25
+# How often a run takes a disturbed trial of a point again (sweeper.run.trials): two bound the
+# cost of a busy spell at two batches per point; a longer spell leaves the point with fewer quiet trials.
+REMEASURE_DISTURBED = 2
 SEARCH_STRATEGY = AUTO  # search.strategy of a search: section that names none (no search: section: the grid)
 RUNG_AXIS = "epochs"  # what halving's rungs grow: search.rung_axis and replay's --rung-axis
 RANK_THRESHOLD = 0.5  # halving promotes more configurations when the rung orders agree less (Kendall tau)
@@ -86,6 +89,7 @@ class Workload:
     test_size: float
     start_timeout_s: float = START_TIMEOUT_S
     interference_limit: float = INTERFERENCE_LIMIT
+    remeasure_disturbed: int = REMEASURE_DISTURBED
     adaptive: AdaptiveTrials | None = None
 
 

@@ -13,6 +13,7 @@ from sweeper.config.grid import (
     RACE_CONFIDENCE,
     RACE_DELTA,
     RANK_THRESHOLD,
+    REMEASURE_DISTURBED,
     REPLAY_REPEATS,
     REPLAY_SEED,
     RUNG_AXES,
@@ -358,6 +359,15 @@ WORKLOAD = Section(
                 "a measurement during which other processes used more than this share of the launch's cores on a "
                 "node (or the hypervisor stole more than this share of a node's CPU) is disturbed: kept, marked, "
                 "left out of every verdict; in {kind}"
+            ),
+        ),
+        Field(
+            "remeasure_disturbed",
+            Integer(100, minimum=0),
+            default=REMEASURE_DISTURBED,
+            doc=(
+                "how many times per point a run takes a disturbed trial again, at once (a resumed run does not "
+                "retake the store's; a race does not either: its next round measures the configuration again), {kind}"
             ),
         ),
         Field(

@@ -41,7 +41,7 @@ class HalvingRun:
     """One halving sweep: measures through ``run_launch``, hands each row to ``emit`` as it is written."""
 
     def __init__(
-        self, plan: Plan, run_launch: RunLaunch, done_s: Mapping[str, float], emit: Callable[[Row], None]
+        self, plan: Plan, run_launch: RunLaunch, done_s: Mapping[str, float | None], emit: Callable[[Row], None]
     ) -> None:
         self.plan, self.run_launch, self.done_s, self.emit = plan, run_launch, done_s, emit
         self.axis = plan.grid.search.rung_axis

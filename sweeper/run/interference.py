@@ -76,9 +76,7 @@ def _by_host(usages: Sequence[Usage]) -> dict[str, list[Usage]]:
     return found
 
 
-def _node(
-    host: str, usages: list[Usage], cores_per_executor: int, driver_tree_cpu_s: float
-) -> NodeInterference | None:
+def _node(host: str, usages: list[Usage], cores_per_executor: int, driver_tree_cpu_s: float) -> NodeInterference | None:
     """One node's figures from its fits' readings (None for a span too short to tell: :data:`MIN_SPAN_S`)."""
     first = min((u.machine_before for u in usages if u.machine_before), key=lambda r: r.at_s)
     last = max((u.machine_after for u in usages if u.machine_after), key=lambda r: r.at_s)

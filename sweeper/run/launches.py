@@ -91,7 +91,8 @@ class Launches:
                         ok = outcome["status"] == OK
                         if not ok:  # what the launch's processes said may explain it
                             outcome["error"] = f"{outcome['error']}{log_note(launch_log(context, launch))}"
-                        search = queue.record(item, outcome["fit_wall_s"] if ok else None)
+                        disturbed = result.get("disturbed") is True
+                        search = queue.record(item, outcome["fit_wall_s"] if ok else None, disturbed)
                         yield measurement_row(
                             plan, item, run, fit_data, outcome=outcome, start=start, result=result, search=search
                         )

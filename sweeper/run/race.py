@@ -60,7 +60,7 @@ class Recorded:
     """What the store holds of a sweep before this run: ok times and the race decisions (``pruned`` rows' stop
     reasons and decisions), by measurement key."""
 
-    done_s: Mapping[str, float]
+    done_s: Mapping[str, float | None]
     decided: Mapping[str, tuple[str, int]]
 
 
@@ -391,13 +391,14 @@ class RaceQueue:
             while self.budget[point] > 0:
                 trial = state.taken[index]
                 key = run._key(index, point, trial)
-                time_s = run.recorded.done_s.get(key)
-                if time_s is None and not (run.dry and run.stored.gap(index, point, trial)):
+                stored = key in run.recorded.done_s
+                if not stored and not (run.dry and run.stored.gap(index, point, trial)):
                     self.measured = run.live = True
                     return Todo(self.launch, point, trial, key)
-                state.record(index, time_s)  # ok in the store already (a replay: a gap is a trial that failed)
+                # ok in the store already (disturbed: no time; a replay: a gap is a trial that failed)
+                state.record(index, run.recorded.done_s.get(key))
                 self.budget[point] -= 1
-                if time_s is not None:
+                if stored:
                     run.consumed.add(key)
                     run.skipped += 1
         if not self.stay_checked and (self.visit_s is not None or not self.measured):
@@ -409,9 +410,10 @@ class RaceQueue:
                 return self.next()
         return None
 
-    def record(self, item: Todo, ok_time_s: float | None) -> SearchColumns:
+    def record(self, item: Todo, ok_time_s: float | None, disturbed: bool = False) -> SearchColumns:
+        """A disturbed trial counts without its time: the race's next round measures the configuration again."""
         state = self.run.races[item.point]
-        state.record(self.launch.index, ok_time_s)
+        state.record(self.launch.index, None if disturbed else ok_time_s)
         self.budget[item.point] -= 1
         stop = MAX_TRIALS_REACHED if state.exhausted(self.launch.index) else None
         return SearchColumns(stop_reason=stop, race_round=self.round)

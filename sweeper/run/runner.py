@@ -176,7 +176,11 @@ def _run_held(
             f"this grid's (hash {grid.grid_hash}) join them: give it another name, or --fresh, to keep them apart"
         )
     recorded = recorded_rows(store, grid.name, table)
-    done_s = {key: time_s for key, (status, time_s) in recorded.items() if status == OK and time_s is not None}
+    done_s = {  # a disturbed trial counts as taken, without its time
+        key: None if row.disturbed else row.time_s
+        for key, row in recorded.items()
+        if row.status == OK and (row.time_s is not None or row.disturbed)
+    }
     static = grid.workload.adaptive is None and grid.search.strategy == FULL_GRID
     todo, skipped = pending(plan, set(done_s)) if static else ([], 0)
     result = RunResult(skipped=skipped)
@@ -201,7 +205,7 @@ def _run_held(
                 if static:
                     _run_fixed(plan, todo, launches, emit, reuse)
                 else:
-                    pruned = {key for key, (status, _) in recorded.items() if status == PRUNED}
+                    pruned = {key for key, row in recorded.items() if row.status == PRUNED}
                     decided = race_decisions(table)
                     result.skipped = _run_decided(plan, launches, Recorded(done_s, decided), pruned, emit, result.notes)
         except KeyboardInterrupt as stop:
@@ -218,7 +222,7 @@ def _run_fixed(plan: Plan, todo: list[Todo], launches: Launches, emit: Callable[
     for item in measured:
         by_launch.setdefault(item.launch.index, []).append(item)
     for items in by_launch.values():
-        for row in launches.run(items[0].launch, FixedQueue(items)):
+        for row in launches.run(items[0].launch, FixedQueue(items, plan.grid.workload.remeasure_disturbed)):
             emit(row)
 
 

@@ -2,10 +2,11 @@
 
 A launch asks its queue for the next measurement, takes it, records its outcome, and asks again;
 when it restarts (after a failed measurement), the queue hands out the same measurement until
-it is recorded. :class:`FixedQueue` is a list decided before the run (a fixed number of trials,
-a dry run). :class:`TrialQueue` measures each point of the launch until
-:func:`sweeper.search.adaptive.decide` says stop: a fixed count, or adaptive trials
-(``workload.trials: {min, max, target_rel_ci}``), giving the last row of a point its
+it is recorded; a measurement taken under load (``disturbed``) is handed out again, up to
+``workload.remeasure_disturbed`` times per point, and counts for nothing. :class:`FixedQueue` is a
+list decided before the run (a fixed number of trials, a dry run). :class:`TrialQueue` measures each
+point of the launch until :func:`sweeper.search.adaptive.decide` says stop: a fixed count, or
+adaptive trials (``workload.trials: {min, max, target_rel_ci}``), giving the last row of a point its
 ``stop_reason``. Measurements already ``ok`` in the store count without being taken again.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -32,8 +33,9 @@ class LaunchQueue(Protocol):
         """The next measurement to take (the same one until it is recorded); None when done."""
         ...
 
-    def record(self, item: Todo, ok_time_s: float | None) -> SearchColumns:
-        """``item`` was taken (``ok_time_s``: its time, None unless ok); the columns its row gets from the queue."""
+    def record(self, item: Todo, ok_time_s: float | None, disturbed: bool = False) -> SearchColumns:
+        """``item`` was taken (``ok_time_s``: its time, None unless ok; ``disturbed``: under load, see
+        :mod:`sweeper.run.interference`); the columns its row gets from the queue."""
         ...
 
     def rest(self) -> list[Todo]:
@@ -46,16 +48,21 @@ class LaunchQueue(Protocol):
 
 
 class FixedQueue:
-    """Measurements decided before the run, taken in order."""
+    """Measurements decided before the run, taken in order; a disturbed one is taken again, up to ``remeasure``
+    times per point."""
 
-    def __init__(self, items: Sequence[Todo]) -> None:
+    def __init__(self, items: Sequence[Todo], remeasure: int = 0) -> None:
         self.items = deque(items)
+        self.remeasure = remeasure
+        self.extra: Counter[Point] = Counter()  # disturbed trials taken again, per point
 
     def next(self) -> Todo | None:
         return self.items[0] if self.items else None
 
-    def record(self, item: Todo, ok_time_s: float | None) -> SearchColumns:
-        if self.items and self.items[0] is item:
+    def record(self, item: Todo, ok_time_s: float | None, disturbed: bool = False) -> SearchColumns:
+        if disturbed and self.extra[item.point] < self.remeasure:
+            self.extra[item.point] += 1  # the same measurement again, under its key
+        elif self.items and self.items[0] is item:
             self.items.popleft()
         return self.columns()
 
@@ -85,6 +92,7 @@ class PointTrials:
     taken: int = 0
     times_s: list[float] = field(default_factory=list)
     stopped: bool = False
+    extra: int = 0  # disturbed trials taken again
 
 
 class TrialQueue:
@@ -95,7 +103,7 @@ class TrialQueue:
         plan: Plan,
         launch: Launch,
         points: Sequence[Point],
-        done_s: Mapping[str, float],
+        done_s: Mapping[str, float | None],
         policy: TrialPolicy,
         rung: int | None = None,
     ) -> None:
@@ -113,9 +121,12 @@ class TrialQueue:
                 self._count(state, self.done_s[key])
         return None
 
-    def record(self, item: Todo, ok_time_s: float | None) -> SearchColumns:
+    def record(self, item: Todo, ok_time_s: float | None, disturbed: bool = False) -> SearchColumns:
         state = next(s for s in self.points if s.point == item.point)
-        return SearchColumns(stop_reason=self._count(state, ok_time_s), rung=self.rung)
+        if disturbed and state.extra < self.plan.grid.workload.remeasure_disturbed:
+            state.extra += 1  # not counted: the same trial again, under its key
+            return self.columns()
+        return SearchColumns(stop_reason=self._count(state, None if disturbed else ok_time_s), rung=self.rung)
 
     def rest(self) -> list[Todo]:
         items = [todo for todo in (self._next_of(s) for s in self.points) if todo is not None]

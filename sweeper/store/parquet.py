@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import UnionType
-from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, NamedTuple, Union, get_args, get_origin, get_type_hints
 
 import pandas as pd
 import pyarrow as pa
@@ -437,18 +437,28 @@ def _nullable(arrow_type: pa.DataType) -> Any:
     return mapping.get(arrow_type)
 
 
-def recorded_rows(store: Path, sweep: str, table: pa.Table | None = None) -> dict[str, tuple[str, float | None]]:
-    """What this sweep already recorded, by measurement key: the status and ``fit_wall_s``.
+class RecordedRow(NamedTuple):
+    """A measurement key's row as a resumed run reads it."""
 
-    A resumed run skips the ``ok`` ones (and counts their times, for adaptive trials and halving).
-    Where a key has several rows (a failed try, then an ok one), an ``ok`` row wins.
+    status: str
+    time_s: float | None  # fit_wall_s
+    disturbed: bool  # taken under load (:mod:`sweeper.run.interference`)
+
+
+def recorded_rows(store: Path, sweep: str, table: pa.Table | None = None) -> dict[str, RecordedRow]:
+    """What this sweep already recorded, by measurement key: the status, ``fit_wall_s`` and ``disturbed``.
+
+    A resumed run skips the ``ok`` ones (and counts their times, for adaptive trials and halving; a disturbed one
+    counts as taken, without its time). Where a key has several rows (a failed try, then an ok one; a disturbed one,
+    then its quiet re-measurement), the first quiet ``ok`` row wins, then a disturbed ``ok`` one.
     """
     table = read_table(store, sweep) if table is None else table  # ``table``: the sweep's, read already
-    recorded: dict[str, tuple[str, float | None]] = {}
-    columns = (table.column(name).to_pylist() for name in ("measurement_key", "status", "fit_wall_s"))
-    for key, status, time_s in zip(*columns, strict=True):
-        if recorded.get(key, ("",))[0] != OK:
-            recorded[key] = (status, time_s)
+    recorded: dict[str, RecordedRow] = {}
+    names = ("measurement_key", "status", "fit_wall_s", "disturbed")
+    for key, status, time_s, disturbed in zip(*(table.column(name).to_pylist() for name in names), strict=True):
+        held = recorded.get(key)
+        if held is None or held.status != OK or (held.disturbed and status == OK and not disturbed):
+            recorded[key] = RecordedRow(status, time_s, bool(disturbed))
     return recorded
 
 
