@@ -50,17 +50,24 @@ def test_the_json_names_every_check_and_what_the_configuration_resolved_to() -> 
     found = Preflight(resource_manager="http://rm:8088", default_fs="hdfs://nn:8020")
     found.add("python", "node1", True, "3.11")
     found.add("sweeper", "node2", False, "source differs")
+    found.warn("load", None, "this machine is busy")
     report = json.loads(found.as_json())
     assert report == {
         "ok": False,
         "checks": [
-            {"check": "python", "node": "node1", "ok": True, "detail": "3.11"},
-            {"check": "sweeper", "node": "node2", "ok": False, "detail": "source differs"},
+            {"check": "python", "node": "node1", "ok": True, "detail": "3.11", "warning": False},
+            {"check": "sweeper", "node": "node2", "ok": False, "detail": "source differs", "warning": False},
+            {"check": "load", "node": None, "ok": True, "detail": "this machine is busy", "warning": True},
         ],
         "resource_manager": "http://rm:8088",
         "default_fs": "hdfs://nn:8020",
     }
-    assert found.lines() == ["ok      node1  python: 3.11", "PROBLEM node2  sweeper: source differs"]
+    assert found.lines() == [
+        "ok      node1  python: 3.11",
+        "PROBLEM node2  sweeper: source differs",
+        "warning -      load: this machine is busy",
+    ]
+    assert Preflight(found.checks[2:]).ok  # a warning is no problem: check exits 0
 
 
 def test_kerberos_is_refused_before_anything_starts(write_grid: Any, tmp_path: Path) -> None:

@@ -166,7 +166,7 @@ def test_ha_resource_managers_whose_names_do_not_resolve_are_named_as_such_in_se
     for rm_id in ("rm1", "rm2"):  # each address named once
         for url in (f"sw-{rm_id}.invalid:8032", f"http://sw-{rm_id}.invalid:8088"):
             assert text.count(url) == 1, text
-    assert {c["check"] for c in report["checks"]} == {"java", "hadoop-conf", "kerberos", "resource-manager"}
+    assert {c["check"] for c in report["checks"]} == {"java", "hadoop-conf", "kerberos", "resource-manager", "load"}
 
 
 def test_a_resource_manager_on_a_closed_port_is_named_refused_at_the_port_tried(tmp_path: Path) -> None:

@@ -3,8 +3,6 @@ disturbed trial taken again, and verdicts that never rest on a disturbed measure
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -13,7 +11,6 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 import yaml
 
@@ -24,8 +21,10 @@ from sweeper.results import recommend_view as view
 from sweeper.run import runner
 from sweeper.run.interference import interference_columns
 from sweeper.store.parquet import load_results
+from sweeper.workload.machine_load import Busiest, MachineLoad, others_cpu
 from sweeper.workload.usage import MachineReading, ProcessUsage, Usage, machine, measured
 from tests.conftest import minimal_grid
+from tests.support.busy import busy_loop_outside_this_process_tree
 from tests.support.leftovers import assert_no_launch_processes
 from tests.support.synthetic_stores import ArmSpec, synthetic_rows, to_frame
 
@@ -144,22 +143,6 @@ def test_compare_and_the_what_if_model_leave_disturbed_rows_out_too() -> None:
     assert sorted(medians(frame)["trials"].tolist()) == [3, 5]
 
 
-@contextmanager
-def busy_loop_outside_this_process_tree() -> Iterator[int]:
-    """A real busy loop, started through a shell that exits at once: it is no descendant of this process (the
-    driver of an in-process sweep, whose whole tree counts as the launch's own), so its CPU is another's."""
-    spawned = subprocess.run(
-        ["sh", "-c", f"{sys.executable} -c 'while True: pass' >/dev/null 2>&1 & echo $!"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    pid = int(spawned.stdout)
-    try:
-        assert pid not in {child.pid for child in psutil.Process().children(recursive=True)}
-        yield pid
-    finally:
-        os.kill(pid, signal.SIGKILL)
-
-
 @pytest.mark.integration
 def test_a_batch_taken_beside_a_busy_loop_is_disturbed_taken_again_and_left_out(tmp_path: Path) -> None:
     """A real Dask launch of 1 worker x 1 core, 3 trials; a busy loop runs through the second batch exactly (started
@@ -211,3 +194,21 @@ def _hog_through_the_second_batch(rows: list[dict[str, Any]]) -> Iterator[Callab
                 hogs.close()
 
         yield seen
+
+
+def test_before_a_sweep_the_cpu_of_a_process_outside_this_tree_is_named_and_this_trees_is_not() -> None:
+    """Real processes: a busy loop outside this process's tree is among the others using the CPU; one this process
+    started (as a local launch's workers are) is not; a warning names the busiest."""
+    mine = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        with busy_loop_outside_this_process_tree() as other:
+            used = {p.pid: p for p in others_cpu(sample_s=0.5)}
+    finally:
+        mine.kill()
+        mine.wait()
+    assert other in used and used[other].cores > 0.05 and mine.pid not in used, used.get(other)
+    load = MachineLoad(1.6, 2, (Busiest("python3", 41, 0.98), Busiest("java", 7, 0.6)))
+    assert load.warning(0.25) == (
+        "this machine is busy: others use 1.6 of its 2 cores (python3 pid 41 98 %, java pid 7 60 %); measurements "
+        "above workload.interference_limit 0.25 are disturbed: taken again, left out"
+    )

@@ -368,7 +368,8 @@ def test_the_probe_names_the_path_and_the_reason(tmp_path: Path) -> None:
 def test_a_quiet_ok_row_wins_over_a_disturbed_one_whose_time_is_not_counted(tmp_path: Path) -> None:
     loaded = {"disturbed": True, "interference_cpu_share": 0.9}
     write_rows(tmp_path, "s", [{**row("a"), **loaded}, {**row("b"), **loaded, "fit_wall_s": 9.0}], "p1")
-    again = {"disturbed": False, "interference_cpu_share": 0.01, "started_at": pd.Timestamp("2026-01-01 00:01", tz="UTC")}
+    later = pd.Timestamp("2026-01-01 00:01", tz="UTC")
+    again = {"disturbed": False, "interference_cpu_share": 0.01, "started_at": later}
     write_rows(tmp_path, "s", [{**row("b"), **again}], "p2")
     recorded = recorded_rows(tmp_path, "s")
     assert recorded["a"] == ("ok", row("a")["fit_wall_s"], True)  # taken, under load

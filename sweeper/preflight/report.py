@@ -14,6 +14,7 @@ class Check:
     node: str | None
     ok: bool
     detail: str
+    warning: bool = False  # holds, with something the user should know (ok is True)
 
 
 @dataclass
@@ -31,6 +32,10 @@ class Preflight:
     def add(self, check: str, node: str | None, ok: bool, detail: str) -> None:
         self.checks.append(Check(check, node, ok, detail))
 
+    def warn(self, check: str, node: str | None, detail: str) -> None:
+        """A check that holds, with a warning: ``sweeper check`` still exits 0."""
+        self.checks.append(Check(check, node, True, detail, warning=True))
+
     def problems(self) -> list[Check]:
         return [check for check in self.checks if not check.ok]
 
@@ -46,9 +51,13 @@ class Preflight:
         )
 
     def lines(self) -> list[str]:
-        """``ok      node  check: detail`` / ``PROBLEM node  check: detail and the fix``."""
+        """``ok      node  check: detail`` / ``warning node  check: detail`` / ``PROBLEM node  check: detail and the
+        fix``."""
         width = max((len(check.node or "-") for check in self.checks), default=1)
         return [
-            f"{'ok' if check.ok else 'PROBLEM':7} {(check.node or '-'):{width}}  {check.check}: {check.detail}"
-            for check in self.checks
+            f"{_label(check):7} {(check.node or '-'):{width}}  {check.check}: {check.detail}" for check in self.checks
         ]
+
+
+def _label(check: Check) -> str:
+    return "PROBLEM" if not check.ok else "warning" if check.warning else "ok"

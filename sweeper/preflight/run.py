@@ -10,6 +10,7 @@ from sweeper.launch.options import SshCluster, StandaloneOptions, YarnOptions, o
 from sweeper.names import on_spark
 from sweeper.planning.plan import Plan
 from sweeper.preflight.report import Preflight
+from sweeper.workload.machine_load import busy_machine
 
 
 def preflight(plan: Plan, kill_orphans: bool = False) -> Preflight:
@@ -38,7 +39,18 @@ def preflight(plan: Plan, kill_orphans: bool = False) -> Preflight:
             found.add(kind, None, *_reachable(url))
     else:
         found.add("manager", None, True, f"{plan.grid.manager}: everything runs on this machine")
+    _check_load(found, plan)
     return found
+
+
+def _check_load(found: Preflight, plan: Plan) -> None:
+    """Warn when this machine, where local launches run and the driver measures, is busy already."""
+    limit = plan.grid.workload.interference_limit
+    busy = busy_machine(limit)
+    if busy is not None:
+        found.warn("load", None, busy.warning(limit))
+    else:
+        found.add("load", None, True, f"this machine is quiet (other processes under {limit:g} of its cores)")
 
 
 def _merge(into: Preflight, other: Preflight) -> None:

@@ -51,6 +51,7 @@ from sweeper.store.row import Row
 from sweeper.workload import data as datasets
 from sweeper.workload.data import Data
 from sweeper.workload.environment import applied, fit_environment
+from sweeper.workload.machine_load import busy_machine
 
 
 @dataclass
@@ -186,6 +187,10 @@ def _run_held(
     result = RunResult(skipped=skipped)
     if static and not todo:
         return result
+    if any(launch.manager == "local" for launch in plan.launches):  # measured here: say when others use it
+        busy = busy_machine(grid.workload.interference_limit)
+        if busy is not None:
+            warn(busy.warning(grid.workload.interference_limit))
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     with run_directory(store, run_id, warn) as run_dir:  # scratch/ is removed at the end, logs/ is kept
         context = _launch_context(grid, run_dir, start_timeout_s)
