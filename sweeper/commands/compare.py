@@ -1,4 +1,5 @@
-"""``sweeper compare STORE``: Spark vs Dask side by side in the terminal."""
+"""``sweeper compare STORE``: Spark vs Dask side by side in the terminal; ``--against STORE2``: does the answer
+repeat in a second sweep of the grid?"""
 
 from __future__ import annotations
 
@@ -15,13 +16,30 @@ def add_parser(commands: Any) -> None:
     )
     compare.add_argument("store", help="store directory")
     compare.add_argument("--sweep", help="sweep name (required when the store holds several)")
+    compare.add_argument(
+        "--against",
+        metavar="STORE2",
+        help="a store with a second sweep of the grid: say, point by point, whether the two answers agree",
+    )
+    compare.add_argument("--against-sweep", metavar="NAME", help="the second sweep's name (default: --sweep's)")
     compare.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace, console: Console) -> int:
-    """``sweeper compare STORE [--sweep NAME]``: Spark vs Dask side by side."""
+    """``sweeper compare STORE [--sweep NAME] [--against STORE2 [--against-sweep NAME2]]``."""
     from sweeper.results import report
     from sweeper.store.parquet import load_sweep
 
-    console.print(report.compare_table(load_sweep(args.store, args.sweep)))
+    first = load_sweep(args.store, args.sweep)
+    if args.against is None:
+        console.print(report.compare_table(first))
+        return 0
+    from sweeper.results.recommend import recommend
+    from sweeper.results.repeat import repetition
+    from sweeper.results.report.terminal import repetition_table
+
+    second = load_sweep(args.against, args.against_sweep or args.sweep)
+    names = [f"{store} {frame['sweep'].iloc[0]}" for store, frame in ((args.store, first), (args.against, second))]
+    repeated = repetition(recommend(first), recommend(second))
+    console.print(repetition_table(repeated, *names))
     return 0

@@ -1,4 +1,5 @@
-"""``sweeper compare``: the Spark vs Dask table of the report, on the terminal (rich)."""
+"""``sweeper compare``: the Spark vs Dask table of the report, on the terminal (rich); with ``--against``, whether
+two sweeps' answers agree (:mod:`sweeper.results.repeat`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sweeper.results import statistics
+from sweeper.results.repeat import Repetition
 from sweeper.results.report.sections.engines import engine_rows
 from sweeper.results.report.sections.measured import dry_run_banner
 from sweeper.text import plain
@@ -39,3 +41,23 @@ def compare_text(df: pd.DataFrame, width: int = 160) -> str:
     console = Console(file=buffer, width=width, color_system=None, force_terminal=False, markup=False, emoji=False)
     console.print(compare_table(df))
     return buffer.getvalue()
+
+
+def repetition_table(repeated: Repetition, first: str, second: str) -> Table:
+    """The answers of sweeps ``first`` and ``second`` point by point, and whether they agree (a workload column
+    only where the points' workloads differ, with what differs)."""
+    table = Table(title=f"Does the answer repeat? {first} against {second}", caption=repeated.summary)
+    varying = [
+        key
+        for key in dict.fromkeys(k for p in repeated.points for k in p.workload)
+        if len({repr(p.workload.get(key)) for p in repeated.points}) > 1
+    ]
+    for name in (*(["workload"] if varying else []), "epochs", first, second, "agree", "why"):
+        table.add_column(plain(name))
+    for point in repeated.points:
+        workload = [", ".join(f"{key}={point.workload.get(key)}" for key in varying)] if varying else []
+        answers = (f"{a.winner.label} ({a.verdict})" for a in (point.first, point.second))
+        agree = plain("yes", "green") if point.agrees else plain("no", "red")
+        cells = (*workload, str(point.epochs), *answers)
+        table.add_row(*(plain(cell) for cell in cells), agree, plain(point.why))
+    return table
