@@ -51,7 +51,7 @@ from sweeper.store.row import Row
 from sweeper.workload import data as datasets
 from sweeper.workload.data import Data
 from sweeper.workload.environment import applied, fit_environment
-from sweeper.workload.machine_load import busy_machine
+from sweeper.workload.machine_load import LoadSample
 
 
 @dataclass
@@ -187,10 +187,6 @@ def _run_held(
     result = RunResult(skipped=skipped)
     if static and not todo:
         return result
-    if any(launch.manager == "local" for launch in plan.launches):  # measured here: say when others use it
-        busy = busy_machine(grid.workload.interference_limit)
-        if busy is not None:
-            warn(busy.warning(grid.workload.interference_limit))
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     with run_directory(store, run_id, warn) as run_dir:  # scratch/ is removed at the end, logs/ is kept
         context = _launch_context(grid, run_dir, start_timeout_s)
@@ -204,7 +200,13 @@ def _run_held(
             if progress:
                 progress(len(result.rows), max(total, len(result.rows)))
 
-        launches = Launches(plan, load_data(plan, warn), context, run_record, store)
+        limit = grid.workload.interference_limit
+        here = any(launch.manager == "local" for launch in plan.launches)  # measured here: say when others use it
+        sample = LoadSample.start(limit) if here else None
+        data = load_data(plan, warn)
+        if sample is not None and (busy := sample.finish()) is not None:
+            warn(busy.warning(limit))
+        launches = Launches(plan, data, context, run_record, store)
         try:
             with applied(context.environment), signals_as_interrupt():
                 if static:
