@@ -18,7 +18,8 @@ from sweeper.cli import main as sweeper_main
 from sweeper.config import load as grid_file
 from sweeper.planning.plan import make_plan
 from sweeper.results.predict import validation as validation_module
-from sweeper.results.predict.forecast import learn, planned_cost, predicted_targets
+from sweeper.results.predict.forecast import Prediction, learn, planned_cost, predicted_targets
+from sweeper.results.predict.view import prediction_rows
 from sweeper.results.predict.worth import worth_measuring
 from sweeper.results.recommend import recommend
 from sweeper.results.recommend_view import lines
@@ -70,6 +71,14 @@ def test_the_memory_peak_is_predicted_and_a_shape_that_would_not_fit_is_flagged(
     expected = DASK.base_gib + DASK.per_fit_gib * 4  # 4 fits at once on a 4-core worker
     assert roomy.peak_gib == pytest.approx(expected, rel=0.05)
     assert roomy.fits_memory is True and cramped.fits_memory is False
+
+
+def test_a_prediction_without_a_validated_interval_prints_no_number() -> None:
+    validated = Prediction(shape("dask", 4, 3, 100), 10.4, (9.8, 11.0), (), None)
+    unvalidated = replace(validated, interval_s=None)  # its engine's model could not be validated
+    cells = prediction_rows([validated, unvalidated])
+    assert cells[0][4:6] == ["10.4 s", "9.8-11 s"]
+    assert cells[1][4:6] == ["not validated", "-"] and not any("10.4" in cell for cell in cells[1])
 
 
 def test_a_step_at_a_memory_limit_shows_a_large_held_out_error_and_names_nothing() -> None:

@@ -57,7 +57,8 @@ def unpredicted_lines(engines: list[str]) -> list[str]:
 
 
 def prediction_rows(predictions: list[Prediction]) -> list[list[str]]:
-    """Table cells: engine, shape, epochs, fits, predicted median, interval, memory, extrapolation."""
+    """Table cells: engine, shape, epochs, fits, predicted median, interval, memory, extrapolation (an engine whose
+    model could not be validated: "not validated", no number)."""
     rows = []
     for p in predictions:
         s = p.shape
@@ -70,7 +71,8 @@ def prediction_rows(predictions: list[Prediction]) -> list[list[str]]:
                 f"{s.executors} x {s.cores_per_executor} cores, {s.nodes} nodes",
                 str(s.epochs),
                 str(s.n_fits),
-                f"{p.predicted_s:.3g} s",
+                # no point estimate without a validated interval to back it
+                "not validated" if p.interval_s is None else f"{p.predicted_s:.3g} s",
                 "-" if p.interval_s is None else f"{p.interval_s[0]:.3g}-{p.interval_s[1]:.3g} s",
                 memory,
                 ", ".join(p.extrapolated_on) if p.extrapolated else "",
