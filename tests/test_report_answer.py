@@ -1,4 +1,5 @@
-"""The report opens with "The answer": sentences, one table, the time figure and (when measured) the memory figure."""
+"""The report opens with "The answer": recommend's words, one table, the time figure and (when measured) the memory
+figure; memory advice that never contradicts what was measured, and none from a dry run."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ import matplotlib.image
 import pandas as pd
 import pytest
 
-from sweeper.results import report
-from sweeper.results.report.content import Paragraph, Picture, Rows
+from sweeper.results import recommend, report
+from sweeper.results import recommend_view as view
+from sweeper.results.report.content import Block, Bullets, Paragraph, Picture, Rows
 from sweeper.results.report.sections.answer import answer_blocks
+from sweeper.results.right_sizing import DRY_RUN_NOTE, memory_advice
 from sweeper.store.parquet import load_sweep, write_rows
 from tests.fixtures.make_fixture_store import STORE
-from tests.support.synthetic_stores import ArmSpec, synthetic_frame, synthetic_rows
+from tests.support.synthetic_stores import ArmSpec, synthetic_frame, synthetic_rows, to_frame
 
 ARMS = [
     ArmSpec("spark", 2, 2, 8.0, median_s=10.0, peak_gib=1.0, jvm_heap_gib=0.8, python_gib=0.5),
@@ -36,7 +39,8 @@ def test_markdown_and_html_open_with_the_answer(written: list[Path]) -> None:
     assert md.index("## The answer") < md.index("## What was measured") < md.index("## Method")
     assert page.index("<h2>The answer</h2>") < page.index("<h2>What was measured</h2>")
     assert "(2 of 2 settled)" in md
-    assert "5 epochs: spark faster (spark/dask 0.6" in md and "50 epochs: spark faster" in md
+    assert "Spark vs Dask (each engine's best configuration):" in md
+    assert "spark/dask 0.6" in md and ": spark faster\n- 50 epochs: spark " in md
 
 
 def test_the_answer_table_names_winner_runner_up_ratio_and_verdict(written: list[Path]) -> None:
@@ -89,3 +93,53 @@ def test_several_workloads_get_a_workload_column() -> None:
     (table,) = [b for b in answer_blocks(frame) if isinstance(b, Rows)]
     assert table.header[0] == "Workload" and len(table.rows) == 2
     assert sorted(line[0].split(", ")[1] for line in table.rows) == ["n_train=1347", "n_train=500"]
+
+
+def _said(blocks: list[Block]) -> list[str]:
+    """The answer's text, a paragraph or a bullet a line."""
+    lines: list[str] = []
+    for block in blocks:
+        if isinstance(block, Paragraph):
+            lines.append(block.text)
+        elif isinstance(block, Bullets):
+            lines += block.items
+    return lines
+
+
+def test_the_answer_says_what_recommend_says_one_thread_and_what_was_not_measured() -> None:
+    quick_baseline = [*ARMS[:3], ArmSpec("local", 1, 1, 0.0, median_s=2.0, peak_gib=None)]
+    rows = synthetic_rows(quick_baseline, epochs=(5, 50), seed=1)
+    failed = synthetic_rows([ArmSpec("spark", 1, 4, 4.0)], epochs=(5,), seed=2)  # never ok: an interrupted launch
+    for row in failed:
+        row.update(status="failed", fit_wall_s=None, accuracy=None, error="the launch was interrupted")
+    frame = to_frame([*rows, *failed])
+    found = recommend.recommend(frame)
+    said = _said(answer_blocks(frame))
+    printed = view.answer_lines(found)
+    overall = next(line for line in printed if line.startswith("Overall: "))
+    assert "one thread on no cluster was faster at every epochs value" in overall
+    headline = f"{overall.removeprefix('Overall: ')} ({view.SETTLED_MEANS})."
+    assert said[0] == headline[:1].upper() + headline[1:]
+    for line in printed:
+        if not line.startswith(("Overall: ", f"  ({view.SETTLED_MEANS[:20]}")):
+            assert line.strip() in said, line
+    assert "Not measured (left out of the answer above):" in said
+    assert "spark 4 executors x 1 core x 4 GiB at 5 epochs: failed: the launch was interrupted" in said
+
+
+def test_memory_advice_never_proposes_a_shape_the_sweep_measured() -> None:
+    both = [ArmSpec("dask", 2, 1, 6.0, median_s=5.0, peak_gib=0.3), ArmSpec("dask", 1, 2, 2.0, median_s=6.0)]
+    advice = {(a.executors, a.cores_per_executor): a for a in memory_advice(synthetic_frame(both, seed=1))}
+    winner = advice[(1, 2)]  # its memory holds 2 executors of 1 core: the runner-up, measured and slower
+    assert winner.limit == "more executors fit" and winner.alternative == (2, 1)
+    assert "a shape this sweep measured (dask 2 executors x 1 core): the answer says how the two compare" in winner.note
+    alone = memory_advice(synthetic_frame(both[:1], seed=1))[0]  # never measured: proposed
+    assert alone.note.startswith("a node's memory and cores then hold 2 executors of 1 core(s)")
+
+
+def test_a_dry_runs_memory_is_not_advice_for_the_real_cluster() -> None:
+    frame = synthetic_frame(ARMS, seed=1, dry_run=True)
+    assert all(m.limit == "not measured" and m.note == DRY_RUN_NOTE for m in memory_advice(frame))
+    blocks = answer_blocks(frame)
+    assert Paragraph(f"Memory: {DRY_RUN_NOTE}.") in blocks
+    assert [b.name for b in blocks if isinstance(b, Picture)] == ["answer_time.png"]  # no peaks drawn

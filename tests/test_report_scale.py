@@ -3,13 +3,14 @@ one table holds every configuration, the answer's sentences count what they do n
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.figure import Figure
 
-from sweeper.results.report import plots, selection
+from sweeper.results.report import plots, selection, shape_plots
 from sweeper.results.report.content import Bullets, Paragraph, Picture, Rows, build_report
 from tests.support.synthetic_stores import ArmSpec, synthetic_frame
 
@@ -26,14 +27,19 @@ def drawn() -> dict[str, list[Any]]:
     """The report's blocks, and what each per-configuration figure was given to draw."""
     given: dict[str, list[Any]] = {}
     patch = pytest.MonkeyPatch()
-    for name in ("box_fit_time", "versus_epochs", "time_by_configuration", "memory_vs_granted"):
-        original = getattr(plots, name)
+    for module, name in (
+        (shape_plots, "box_fit_time"),
+        (plots, "versus_epochs"),
+        (shape_plots, "time_by_configuration"),
+        (plots, "memory_vs_granted"),
+    ):
+        original = getattr(module, name)
 
-        def spy(table: pd.DataFrame, *args: Any, _name: str = name, _draw: Any = original) -> bytes:
+        def spy(table: pd.DataFrame, *args: Any, _name: str = name, _draw: Any = original) -> Figure:
             given[_name] = [table, *args]
-            return bytes(_draw(table, *args))
+            return cast(Figure, _draw(table, *args))
 
-        patch.setattr(plots, name, spy)
+        patch.setattr(module, name, spy)
     try:
         frame = synthetic_frame(ARMS, epochs=(5, 50), seed=3)
         given["blocks"] = build_report(frame, cost_per_node_hour=2.0)

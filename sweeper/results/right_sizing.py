@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -20,6 +20,7 @@ from sweeper.names import BASELINE_ENGINE, CONFIG, on_spark
 from sweeper.results import statistics
 from sweeper.results.groups import first_rows, group_ids
 from sweeper.results.statistics import ok_mask
+from sweeper.shapes import shape_text
 from sweeper.units import MIB_PER_GIB
 
 ARM = ("engine", *CONFIG)
@@ -159,6 +160,12 @@ def memory_advice(df: pd.DataFrame) -> list[MemoryAdvice]:
     (or Spark's suggested overhead) is above the grant; ``more executors fit`` when a node's cores and memory hold more
     executors of fewer cores (``alternative`` = (executors per node, cores each)); ``cores``
     when the freed memory has no core to run another executor.
+
+    Advice never contradicts what the sweep measured: an alternative shape that the sweep measured for the
+    same engine and workload (any row, ok or not) is not proposed; the note says it was measured and that the
+    answer says how the two compare.
+    A dry run's peaks (launches shrunk to the machine that ran them, epochs and training rows capped) say
+    nothing of the real cluster: its advice is ``not measured``, with a note that says why.
     """
     keys = [*statistics.workload_keys(df), *ARM]
     ok = _engine_rows(df, [*keys, *_MEMORY_COLUMNS])
@@ -167,10 +174,52 @@ def memory_advice(df: pd.DataFrame) -> list[MemoryAdvice]:
     measured = [c for c in ("granted_executor_memory_gib", *_PEAK_COLUMNS) if c in ok]
     largest = ok[measured].astype(float).groupby(ids).max().reindex(columns=_LARGEST_COLUMNS)
     notes = _notes(ok, ids)
-    return [
+    advice = [
         _advice(_workload(keys, first), first, dict(zip(_LARGEST_COLUMNS, peaks, strict=True)), notes.get(group, []))
         for group, (first, peaks) in enumerate(zip(firsts, largest.itertuples(index=False), strict=True))
     ]
+    nodes = [max(as_int(first["nodes"]), 1) for first in firsts]
+    shapes = _measured_shapes(df, keys)
+    return [_unless_measured(a, n, shapes) for a, n in zip(advice, nodes, strict=True)]
+
+
+def _measured_shapes(df: pd.DataFrame, keys: Sequence[str]) -> set[tuple[tuple[tuple[str, str], ...], str, int, int]]:
+    """(workload, engine, executors, cores) of every configuration with a row, whatever its status."""
+    rows = df.loc[df["engine"].ne(BASELINE_ENGINE).fillna(False).astype(bool), list(keys)].drop_duplicates()
+    return {
+        (_frozen(_workload(keys, row)), str(row["engine"]), as_int(row["executors"]), as_int(row["cores_per_executor"]))
+        for row in rows.to_dict("records")
+    }
+
+
+DRY_RUN_NOTE = (
+    "a dry run: peaks measured on launches shrunk to this machine, with capped epochs and training rows, say "
+    "nothing of the real cluster's memory; no advice until the real sweep measures it"
+)
+
+
+def _frozen(workload: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """A workload as a set member."""
+    return tuple(sorted((key, repr(value)) for key, value in workload.items()))
+
+
+def _unless_measured(
+    advice: MemoryAdvice, nodes: int, shapes: set[tuple[tuple[tuple[str, str], ...], str, int, int]]
+) -> MemoryAdvice:
+    """``advice`` as it is, or, when its alternative shape on ``nodes`` nodes is one the sweep measured (in
+    ``shapes``: workload, engine, executors, cores), with a note that says so instead of proposing it."""
+    if advice.alternative is None:
+        return advice
+    per_node, cores = advice.alternative
+    executors = per_node * nodes
+    if (_frozen(advice.workload), advice.engine, executors, cores) not in shapes:
+        return advice
+    note = (
+        f"memory is not the binding limit: a node's memory and cores would hold {per_node} executors of "
+        f"{cores} core(s) instead of {advice.executors_per_node} of {advice.cores_per_executor}, a shape this "
+        f"sweep measured ({advice.engine} {shape_text(executors, cores)}): the answer says how the two compare"
+    )
+    return replace(advice, note=note)
 
 
 _PEAK_COLUMNS = ("jvm_peak_heap_gib", "worker_peak_rss_gib_max", "python_peak_rss_gib_max")
@@ -217,11 +266,15 @@ def _advice(
         "python_peak_gib": python_peak,
         "executors_per_node": per_node,
     }
+    if workload.get("dry_run"):  # the planned grant, no peak: what ran here says nothing of the cluster
+        planned = {
+            "granted_gib": float(first["executor_memory_gib"]),
+            "peak_gib": math.nan,
+            "python_peak_gib": math.nan,
+        }
+        return _not_measured({**base, **planned}, DRY_RUN_NOTE)
     if math.isnan(peak):
-        note = "memory was not measured" + (f" ({'; '.join(notes)})" if notes else "")
-        return MemoryAdvice(**base, suggested_gib=math.nan, suggested_overhead_gib=math.nan,
-                            executors_per_node_by_memory=None, limit="not measured", alternative=None,
-                            note=note)  # fmt: skip
+        return _not_measured(base, "memory was not measured" + (f" ({'; '.join(notes)})" if notes else ""))
     suggested = suggested_memory_gib(peak)
     overhead = suggested_overhead_gib(suggested, python_peak) if spark else math.nan
     overhead_then = _overhead_gib(suggested, rule, first["memory_overhead_gib"]) if math.isnan(overhead) else overhead
@@ -230,6 +283,13 @@ def _advice(
     limit, alternative, note = _limit(short, per_node, by_memory, cores)
     return MemoryAdvice(**base, suggested_gib=suggested, suggested_overhead_gib=overhead,
                         executors_per_node_by_memory=by_memory, limit=limit, alternative=alternative,
+                        note=note)  # fmt: skip
+
+
+def _not_measured(base: dict[str, Any], note: str) -> MemoryAdvice:
+    """The advice of a configuration whose memory says nothing to size by: ``base``'s fields and why."""
+    return MemoryAdvice(**base, suggested_gib=math.nan, suggested_overhead_gib=math.nan,
+                        executors_per_node_by_memory=None, limit="not measured", alternative=None,
                         note=note)  # fmt: skip
 
 

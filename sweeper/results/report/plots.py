@@ -1,37 +1,63 @@
 """The report's figures, drawn with matplotlib's object API (no pyplot state, Agg canvas).
 
-Each function takes tables of :mod:`sweeper.results.statistics` (or the rows, for the box plots) of one
-workload and returns PNG bytes. A figure drawn per configuration draws what the section gives it (each
-engine's fastest few, :mod:`.selection`) and its ``note`` says what it left out; a scatter of every
-configuration draws the others as small grey dots, labelled by none. Artists are drawn per engine or per
-marker, never per point, so a figure of thousands of points takes as long as one of ten.
+Each function takes tables of :mod:`sweeper.results.statistics` of one workload and returns the figure
+(:func:`png` writes it); the figures with a line per configuration are in :mod:`.shape_plots`. A figure drawn
+per configuration draws what the section gives it (each engine's fastest few, :mod:`.selection`) and its
+``note`` says what it left out; a scatter of every configuration draws the others as small grey dots,
+labelled by none. Artists are drawn per engine or per marker, never per point, so a figure of thousands of
+points takes as long as one of ten.
+
+Readable where the report shows them: no figure is wider than ``report.html``'s column
+(:data:`PAGE_WIDTH_IN` at :data:`DPI`), so the page shows it at its size, and every text is
+:data:`TEXT_PT` or more (:func:`readable`); a section draws no axis for a quantity that does not vary
+(:func:`varies`), it says so instead.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 import zlib
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, ParamSpec
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.transforms import ScaledTranslation
 
 from sweeper.names import BASELINE_ENGINE, CONFIG
-from sweeper.results.report.selection import with_note
-from sweeper.results.statistics import NEVER, ok_mask, pareto_front
+from sweeper.results.report.selection import engine_order, shape_order, with_note
+from sweeper.results.statistics import NEVER, pareto_front
 from sweeper.shapes import BASELINE_TEXT, shape_text
 from sweeper.text import visible
 
 ENGINE_COLORS = {"spark": "#e8710a", "dask": "#1f77b4", BASELINE_ENGINE: "#555555"}
 OTHER_COLORS = ("#2ca02c", "#9467bd", "#8c564b", "#e377c2")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "p", "d", "h", "1", "2", "3", "4", "+", "x")
-LEGEND_IN_PANEL = 8  # legend entries a panel holds; more go below it
+LEGEND_IN_PANEL = 4  # legend entries a panel holds over its data; more go below it
+BELOW_AXIS_IN = 0.55  # a legend below a panel starts this far under it: under its tick labels and axis label
+LEGEND_ROW_IN = 0.25  # the height of a legend's line at TEXT_PT
+LEGEND_SHORT = 24  # characters of the longest legend entry that still let two columns fit under a panel
 MARKED_LINE = 24  # points of an engine's speedup line drawn as markers; more are small dots
 DPI = 100
+PAGE_WIDTH_IN = 11.5  # report.html's column (1,200 px less its padding) at DPI: a figure no wider shows at its size
+TEXT_PT = 10  # ticks, axis labels, legends: 14 px at DPI, as the page's tables
+SMALL_PT = 9  # the smallest text: labels beside points
+TITLE_PT = 12
+_STYLE: Any = {  # matplotlib's rcParams names
+    "font.size": TEXT_PT,
+    "axes.titlesize": TITLE_PT,
+    "axes.labelsize": TEXT_PT,
+    "legend.fontsize": TEXT_PT,
+    "legend.title_fontsize": TEXT_PT,
+    "figure.titlesize": TITLE_PT,
+}
+
+Drawn = ParamSpec("Drawn")
 
 
 def engine_color(engine: str) -> str:
@@ -68,10 +94,35 @@ def png(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def _panels(count: int, width_in: float = 5.0, height_in: float = 3.6) -> tuple[Figure, list[Axes]]:
+def readable(draw: Callable[Drawn, Figure]) -> Callable[Drawn, Figure]:
+    """A figure function whose text is drawn at the report's sizes: :data:`TEXT_PT`, titles :data:`TITLE_PT`."""
+
+    @functools.wraps(draw)
+    def drawn(*args: Drawn.args, **kwargs: Drawn.kwargs) -> Figure:
+        with matplotlib.rc_context(_STYLE):
+            figure = draw(*args, **kwargs)
+        for axis in figure.axes:  # tick labels are made when drawn, after the context: sized here
+            axis.tick_params(labelsize=TEXT_PT)
+        return figure
+
+    return drawn
+
+
+def varies(values: pd.Series) -> bool:
+    """Whether a figure's axis for ``values`` would show anything: two distinct values or more.
+
+    >>> varies(pd.Series([2, 2.0, None])), varies(pd.Series([1, 2]))
+    (False, True)
+    """
+    return values.dropna().astype(float).nunique() > 1
+
+
+def _panels(count: int, height_in: float = 3.8) -> tuple[Figure, list[Axes]]:
+    """``count`` panels, two a row, as wide as the page holds (one panel: half of it and a bit)."""
     columns = min(count, 2)
     rows = math.ceil(count / columns)
-    figure = Figure(figsize=(width_in * columns, height_in * rows), layout="constrained")
+    width_in = PAGE_WIDTH_IN if columns > 1 else 0.6 * PAGE_WIDTH_IN
+    figure = Figure(figsize=(width_in, height_in * rows), layout="constrained")
     axes = figure.subplots(rows, columns, squeeze=False).ravel().tolist()
     for extra in axes[count:]:
         extra.set_visible(False)
@@ -79,10 +130,11 @@ def _panels(count: int, width_in: float = 5.0, height_in: float = 3.6) -> tuple[
 
 
 def _shapes(table: pd.DataFrame) -> dict[tuple[Any, ...], tuple[str, str]]:
-    """A marker and a short label per configuration, in the order of the configurations."""
-    labels = {_key(row): short_config(row) for row in table.drop_duplicates(["engine", *CONFIG]).to_dict("records")}
-    keys = sorted(labels, key=lambda key: tuple(float(v) if pd.notna(v) else -1.0 for v in key))
-    return {key: (MARKERS[i % len(MARKERS)], labels[key]) for i, key in enumerate(keys)}
+    """A marker and a short label per configuration, in the one order of :func:`~.selection.shape_order`."""
+    firsts = table.drop_duplicates(["engine", *CONFIG])
+    labels = {short_config(row): _key(row) for row in firsts.to_dict("records")}
+    ordered = shape_order(firsts.assign(_label=[short_config(r) for r in firsts.to_dict("records")]), "_label")
+    return {labels[label]: (MARKERS[i % len(MARKERS)], label) for i, label in enumerate(ordered)}
 
 
 def _key(row: Any) -> tuple[Any, ...]:
@@ -90,62 +142,40 @@ def _key(row: Any) -> tuple[Any, ...]:
     return tuple(row[c] for c in CONFIG)
 
 
+def engines_drawn(engines: Any) -> list[str]:
+    """The engines of a figure in the order every figure lists them: Spark, Dask, others, then the baseline."""
+    names = {str(e) for e in engines}
+    return engine_order(names) + ([BASELINE_ENGINE] if BASELINE_ENGINE in names else [])
+
+
 def _engine_legend(axis: Axes, engines: Any) -> None:
-    for engine in sorted(str(e) for e in engines):
+    for engine in engines_drawn(engines):
         axis.scatter([], [], color=engine_color(engine), label=shown(engine))
 
 
 def _series(table: pd.DataFrame) -> Iterator[tuple[str, str, pd.DataFrame]]:
-    """(engine, short config, rows sorted by epochs) per engine and configuration, baseline last."""
+    """(engine, short config, rows sorted by epochs) per configuration in the one order, engines in theirs, the
+    baseline last."""
     keys = ["engine", *CONFIG]
-    for key, group in table.groupby(keys, dropna=False, sort=True):
-        engine = str(key[0])
-        if engine != BASELINE_ENGINE:
-            yield engine, short_config(group.iloc[0]), group.sort_values("epochs")
-    for _, group in table[table["engine"] == BASELINE_ENGINE].groupby(keys, dropna=False):
-        yield BASELINE_ENGINE, BASELINE_TEXT, group.sort_values("epochs")
+    groups = {(str(key[0]), short_config(group.iloc[0])): group for key, group in table.groupby(keys, dropna=False)}
+    shapes = [label for label in _shapes(table).values() if label[1] != BASELINE_TEXT]
+    for engine in engines_drawn(table["engine"].unique()):
+        if engine == BASELINE_ENGINE:
+            continue
+        for _, label in shapes:
+            if (engine, label) in groups:
+                yield engine, label, groups[(engine, label)].sort_values("epochs")
+    for (engine, label), group in groups.items():
+        if engine == BASELINE_ENGINE:
+            yield engine, label, group.sort_values("epochs")
 
 
-def box_fit_time(rows: pd.DataFrame, note: str = "") -> bytes:
-    """Box plots of fit time (ok trials) per configuration and engine, one panel per epoch count.
+@readable
+def versus_epochs(table: pd.DataFrame, note: str = "") -> Figure:
+    """Median time and accuracy against epochs, a line per engine and configuration (from ``summary``).
 
-    ``note`` (what was left out) goes in the title.
+    Drawn only where the epochs vary (:func:`varies`): the section says so otherwise.
     """
-    ok = rows[ok_mask(rows)]
-    epochs = sorted(ok["epochs"].dropna().unique())
-    boxes = ok.drop_duplicates(["epochs", "engine", *CONFIG]).groupby("epochs").size()
-    width_in = max(6.0, 0.45 * int(boxes.max())) if len(boxes) else 6.0
-    figure, axes = _panels(max(len(epochs), 1), width_in=width_in)
-    for axis, epoch in zip(axes, epochs, strict=False):
-        data, labels, colors = [], [], []
-        for key, group in ok[ok["epochs"] == epoch].groupby(["engine", *CONFIG], dropna=False, sort=True):
-            data.append(group["fit_wall_s"].to_numpy(dtype=float, na_value=np.nan))
-            labels.append(f"{shown(key[0])}\n{short_config(group.iloc[0])}")
-            colors.append(engine_color(str(key[0])))
-        drawn = axis.boxplot(data, patch_artist=True, widths=0.6, medianprops={"color": "black"})
-        for patch, color in zip(drawn["boxes"], colors, strict=True):
-            patch.set_facecolor(color)
-            patch.set_alpha(0.55)
-        _x_labels(axis, range(1, len(labels) + 1), labels, width_in)
-        axis.set_title(f"{epoch} epochs")
-        axis.set_ylabel("fit time (s)")
-        axis.grid(axis="y", alpha=0.3)
-    figure.suptitle(with_note("Fit time per configuration and engine (ok trials)", note, "\n"))
-    return png(figure)
-
-
-def _x_labels(axis: Axes, ticks: Any, labels: list[str], panel_in: float, fontsize: float = 7) -> None:
-    """Tick labels under a panel ``panel_in`` inches wide, slanted and on one line when they would overlap."""
-    longest_in = max((len(line) for label in labels for line in label.split("\n")), default=0) * fontsize * 0.6 / 72
-    if len(labels) > 1 and longest_in > 0.8 * panel_in / len(labels):
-        one_line = [label.replace("\n", " ") for label in labels]
-        axis.set_xticks(ticks, one_line, fontsize=fontsize, rotation=35, ha="right", rotation_mode="anchor")
-    else:
-        axis.set_xticks(ticks, labels, fontsize=fontsize)
-
-
-def versus_epochs(table: pd.DataFrame, note: str = "") -> bytes:
-    """Median time and accuracy against epochs, a line per engine and configuration (from ``summary``)."""
     figure, (time_axis, accuracy_axis) = _panels(2)
     markers = _shapes(table)
     measured = table[table["n"] > 0]
@@ -172,16 +202,23 @@ def versus_epochs(table: pd.DataFrame, note: str = "") -> bytes:
     accuracy_axis.set_title("Accuracy vs epochs")
     _legend(time_axis)
     if note:
-        figure.suptitle(note[:1].upper() + note[1:], fontsize=9)
-    return png(figure)
+        figure.suptitle(note[:1].upper() + note[1:], fontsize=TEXT_PT)
+    return figure
 
 
 def _legend(axis: Axes) -> None:
-    """A small legend in the panel, or below it in two columns when it has more than :data:`LEGEND_IN_PANEL`."""
-    if len(axis.get_legend_handles_labels()[1]) <= LEGEND_IN_PANEL:
-        axis.legend(fontsize=7)
-    else:
-        axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.15), ncols=2)
+    """A legend in the panel, or below it when it has more than :data:`LEGEND_IN_PANEL` entries (in two columns
+    when they are short), the figure made taller by the room it takes."""
+    labels = axis.get_legend_handles_labels()[1]
+    if len(labels) <= LEGEND_IN_PANEL:
+        axis.legend()
+        return
+    columns = 2 if max(len(label) for label in labels) <= LEGEND_SHORT else 1
+    figure = axis.get_figure()
+    assert isinstance(figure, Figure)
+    below = axis.transAxes + ScaledTranslation(0, -BELOW_AXIS_IN, figure.dpi_scale_trans)
+    axis.legend(loc="upper left", bbox_to_anchor=(0.0, 0.0), bbox_transform=below, ncols=columns)
+    figure.set_figheight(figure.get_figheight() + BELOW_AXIS_IN + LEGEND_ROW_IN * math.ceil(len(labels) / columns))
 
 
 def _spans_decade(epochs: pd.Series) -> bool:
@@ -189,8 +226,11 @@ def _spans_decade(epochs: pd.Series) -> bool:
     return bool(len(values) and values.min() > 0 and values.max() / values.min() >= 10)
 
 
-def accuracy_vs_time(table: pd.DataFrame, shown_rows: np.ndarray | None = None, note: str = "") -> bytes:
+@readable
+def accuracy_vs_time(table: pd.DataFrame, shown_rows: np.ndarray | None = None, note: str = "") -> Figure:
     """The speed/accuracy trade-off: median accuracy against median time, the Pareto front marked.
+
+    Drawn only where the accuracy varies (:func:`varies`): the section says so otherwise.
 
     ``shown_rows`` (a mask of ``table``'s rows, default all): the points drawn in colour with a marker per
     configuration and their epochs; the others are grey dots. The front is of every point.
@@ -198,7 +238,7 @@ def accuracy_vs_time(table: pd.DataFrame, shown_rows: np.ndarray | None = None, 
     keep = np.ones(len(table), dtype=bool) if shown_rows is None else np.asarray(shown_rows, dtype=bool)
     usable = ((table["n"] > 0) & table["accuracy"].notna()).to_numpy(dtype=bool)
     measured, picked = table[usable].reset_index(drop=True), keep[usable]
-    figure = Figure(figsize=(8, 5), layout="constrained")
+    figure = Figure(figsize=(0.7 * PAGE_WIDTH_IN, 5.5), layout="constrained")
     axis = figure.subplots()
     time_s = measured["median_s"].to_numpy(dtype=float)
     accuracy = measured["accuracy"].to_numpy(dtype=float)
@@ -224,7 +264,7 @@ def accuracy_vs_time(table: pd.DataFrame, shown_rows: np.ndarray | None = None, 
         axis.scatter([], [], color="gray", marker=marker, label=label)
     title = with_note("Speed vs accuracy (labels: epochs)", note, "\n")
     _label_panel(axis, title, "median fit time (s)", "median accuracy")
-    return png(figure)
+    return figure
 
 
 def _others(axis: Axes, x: np.ndarray, y: np.ndarray) -> None:
@@ -249,11 +289,14 @@ def _points(
 def _annotate(axis: Axes, x: pd.Series, y: pd.Series, labels: list[str]) -> None:
     """A small label beside each point (the caller keeps them few)."""
     for x_value, y_value, label in zip(x.to_numpy(dtype=float), y.to_numpy(dtype=float), labels, strict=True):
-        axis.annotate(label, (x_value, y_value), fontsize=6, xytext=(4, 3), textcoords="offset points")
+        axis.annotate(label, (x_value, y_value), fontsize=SMALL_PT, xytext=(4, 3), textcoords="offset points")
 
 
-def speedup_cost(speedups: pd.DataFrame, costs: pd.DataFrame) -> bytes:
+@readable
+def speedup_cost(speedups: pd.DataFrame, costs: pd.DataFrame) -> Figure:
     """Speedup over the single thread against total cores, one panel per epochs, COST marked.
+
+    Drawn only where the total cores vary (:func:`varies`): the section says so otherwise.
 
     Each engine's configurations are dots; its line joins the best speedup at each core count (with markers
     up to :data:`MARKED_LINE` points, beyond which the dots shrink and the line thins).
@@ -262,7 +305,9 @@ def speedup_cost(speedups: pd.DataFrame, costs: pd.DataFrame) -> bytes:
     epochs = sorted(measured["epochs"].dropna().unique())
     figure, axes = _panels(max(len(epochs), 1))
     for axis, epoch in zip(axes, epochs, strict=False):
-        for engine, group in measured[measured["epochs"] == epoch].groupby("engine", sort=True):
+        at = measured[measured["epochs"] == epoch]
+        for engine in engines_drawn(at["engine"].unique()):
+            group = at[at["engine"] == engine]
             color = engine_color(str(engine))
             cost_row = costs[(costs["engine"] == engine) & (costs["epochs"] == epoch)]
             cost = str(cost_row["cost"].iloc[0]) if len(cost_row) else NEVER
@@ -279,7 +324,7 @@ def speedup_cost(speedups: pd.DataFrame, costs: pd.DataFrame) -> bytes:
         axis.axhline(1.0, color=engine_color(BASELINE_ENGINE), linestyle="--", label="single thread")
         _label_panel(axis, f"{epoch} epochs", "total cores", "speedup over one thread")
     figure.suptitle("Speedup over the single-thread baseline; dotted: COST")
-    return png(figure)
+    return figure
 
 
 def _label_panel(axis: Any, title: str, x_label: str, y_label: str) -> None:
@@ -291,11 +336,12 @@ def _label_panel(axis: Any, title: str, x_label: str, y_label: str) -> None:
     _legend(axis)
 
 
-def time_vs_price(prices: pd.DataFrame, shown_rows: np.ndarray | None = None, note: str = "") -> bytes:
+@readable
+def time_vs_price(prices: pd.DataFrame, shown_rows: np.ndarray | None = None, note: str = "") -> Figure:
     """Median time against median cost per measurement, the Pareto frontier marked, per epochs.
 
     ``shown_rows`` (a mask of ``prices``'s rows, default all): the points drawn in colour, the others grey dots.
-    The frontier is of every point. Every point is labelled when all are shown, else only the frontier's.
+    The frontier is of every point; only its points are labelled (the table names every one).
     """
     keep = np.ones(len(prices), dtype=bool) if shown_rows is None else np.asarray(shown_rows, dtype=bool)
     usable = (prices["n"] > 0).to_numpy(dtype=bool)
@@ -311,7 +357,7 @@ def time_vs_price(prices: pd.DataFrame, shown_rows: np.ndarray | None = None, no
             colors = [engine_color(str(e)) for e in rows["engine"]]
             x, y = rows["median_cost"].to_numpy(dtype=float), rows["median_s"].to_numpy(dtype=float)
             axis.scatter(x, y, c=colors, edgecolors=edge, linewidths=1.5, s=50, zorder=3)
-        named = group if picked.all() else group[ringed]
+        named = group[ringed]
         _annotate(axis, named["median_cost"], named["median_s"], [short_config(r) for r in named.to_dict("records")])
         front = measured[at & measured["pareto"].astype(bool).to_numpy()].sort_values("median_cost")
         axis.step(
@@ -325,51 +371,23 @@ def time_vs_price(prices: pd.DataFrame, shown_rows: np.ndarray | None = None, no
         _engine_legend(axis, group["engine"].unique())
         _label_panel(axis, f"{epoch} epochs", "median cost per measurement", "median fit time (s)")
     figure.suptitle(with_note("Time vs cost", note, "\n"))
-    return png(figure)
+    return figure
 
 
-def time_by_configuration(arms: pd.DataFrame, note: str = "") -> bytes:
-    """Median time with its 95 % CI per configuration, a colour per engine, one panel per ``panel`` value.
-
-    ``arms`` columns: ``panel`` (title, e.g. the epochs), ``engine``, ``config`` (short label),
-    ``median_s``, ``low_s``, ``high_s``, ``winner`` (ringed).
-    """
-    panels = list(dict.fromkeys(arms["panel"]))
-    ticks = arms.drop_duplicates(["panel", "config"]).groupby("panel", sort=False).size()
-    width_in = max(6.0, 0.45 * int(ticks.max())) if len(ticks) else 6.0
-    figure, axes = _panels(max(len(panels), 1), width_in=width_in)
-    for axis, panel in zip(axes, panels, strict=False):
-        group = arms[arms["panel"] == panel]
-        configs = list(dict.fromkeys(group["config"]))
-        position = {config: index for index, config in enumerate(configs)}
-        engines = sorted(str(e) for e in group["engine"].unique())
-        for offset, engine in enumerate(engines):
-            mine = group[group["engine"] == engine]
-            x = np.array([position[c] for c in mine["config"]]) + (offset - (len(engines) - 1) / 2) * 0.15
-            median = mine["median_s"].to_numpy(dtype=float)
-            spread = np.vstack(
-                [median - mine["low_s"].to_numpy(dtype=float), mine["high_s"].to_numpy(dtype=float) - median]
-            )
-            axis.errorbar(x, median, yerr=spread, fmt="o", capsize=4, color=engine_color(engine), label=shown(engine))
-            won = mine["winner"].to_numpy(dtype=bool)
-            axis.scatter(x[won], median[won], s=180, facecolors="none", edgecolors="black", zorder=4)
-        _x_labels(axis, range(len(configs)), configs, width_in)
-        axis.set_xlim(-0.5, len(configs) - 0.5)
-        axis.set_title(shown(panel))
-        axis.set_ylabel("median fit time (s), 95 % CI")
-        axis.grid(axis="y", alpha=0.3)
-        axis.legend(fontsize=7)
-    figure.suptitle(with_note("Time per configuration and engine (ringed: the recommendation)", note, "\n"))
-    return png(figure)
-
-
-def memory_vs_granted(memory: pd.DataFrame, note: str = "") -> bytes:
+@readable
+def memory_vs_granted(memory: pd.DataFrame, note: str = "") -> Figure:
     """Granted memory, measured peak and suggested limit per engine and configuration (horizontal bars).
 
-    ``memory`` columns: ``engine``, ``config`` (short label), ``granted_gib``, ``peak_gib``, ``suggested_gib``.
+    ``memory`` columns: ``engine``, the configuration's columns and ``config`` (its short label),
+    ``granted_gib``, ``peak_gib``, ``suggested_gib``. Top to bottom in the one order of configurations, each
+    configuration's engines in theirs.
     """
-    measured = memory[memory["peak_gib"].notna()].reset_index(drop=True)
-    figure = Figure(figsize=(8, 1.2 + 0.45 * max(len(measured), 1)), layout="constrained")
+    measured = memory[memory["peak_gib"].notna()]
+    place = {label: index for index, label in enumerate(shape_order(measured, "config"))}
+    rank = {engine: index for index, engine in enumerate(engines_drawn(measured["engine"].unique()))}
+    measured = measured.assign(_shape=measured["config"].map(place), _engine=measured["engine"].astype(str).map(rank))
+    measured = measured.sort_values(["_shape", "_engine"], kind="stable").reset_index(drop=True)
+    figure = Figure(figsize=(0.7 * PAGE_WIDTH_IN, 1.4 + 0.45 * max(len(measured), 1)), layout="constrained")
     axis = figure.subplots()
     y = np.arange(len(measured))
     colors = [engine_color(str(e)) for e in measured["engine"]]
@@ -377,21 +395,24 @@ def memory_vs_granted(memory: pd.DataFrame, note: str = "") -> bytes:
     axis.barh(y, measured["peak_gib"].astype(float), height=0.4, color=colors, label="measured peak")
     axis.scatter(measured["suggested_gib"].astype(float), y, marker="|", s=300, color="black", label="suggested")
     axis.set_yticks(y, [f"{shown(e)} {c}" for e, c in zip(measured["engine"], measured["config"], strict=True)])
+    axis.set_ylim(len(measured) - 0.5, -0.5)  # the first configuration on top
     axis.set_xlabel("memory per executor or worker (GiB)")
     axis.set_title(with_note("Peak memory vs granted memory (suggested: peak + 25 %)", note, "\n"))
     axis.grid(axis="x", alpha=0.3)
-    axis.legend(fontsize=7)
-    return png(figure)
+    axis.legend()
+    return figure
 
 
-def predicted_vs_measured(table: pd.DataFrame) -> bytes:
+@readable
+def predicted_vs_measured(table: pd.DataFrame) -> Figure:
     """Each configuration and epochs value's median batch time against what the plan predicted (log-log, y = x).
 
     ``table`` columns: ``engine``, ``predicted_s``, ``measured_s``.
     """
-    figure = Figure(figsize=(5.5, 4.5), layout="constrained")
+    figure = Figure(figsize=(0.55 * PAGE_WIDTH_IN, 5.0), layout="constrained")
     axis = figure.subplots()
-    for engine, rows in table.groupby("engine", sort=True):
+    for engine in engines_drawn(table["engine"].unique()):
+        rows = table[table["engine"] == engine]
         axis.scatter(rows["predicted_s"], rows["measured_s"], color=engine_color(str(engine)), label=shown(engine))
     values = pd.concat([table["predicted_s"], table["measured_s"]]).astype(float)
     low, high = float(values.min()) / 1.2, float(values.max()) * 1.2
@@ -399,4 +420,4 @@ def predicted_vs_measured(table: pd.DataFrame) -> bytes:
     axis.set_xscale("log")
     axis.set_yscale("log")
     _label_panel(axis, "Predicted vs measured median batch time", "predicted (s)", "measured (s)")
-    return png(figure)
+    return figure

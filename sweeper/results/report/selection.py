@@ -1,4 +1,5 @@
-"""Which configurations a figure drawn per configuration shows: each engine's fastest few, the others counted.
+"""Which configurations a figure drawn per configuration shows, and in what order: each engine's fastest few, the
+others counted; the one order of shapes (and of engines) every panel and every figure draws them in.
 
 A figure with a box, a line or a label per configuration is readable for a handful of them and neither
 readable nor quick to draw for a thousand. So such figures draw each engine's :data:`FIGURE_CONFIGURATIONS`
@@ -8,14 +9,15 @@ with no more configurations than that draws them all, as before.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from sweeper.names import CONFIG
+from sweeper.names import BASELINE_ENGINE, CONFIG
 
 FIGURE_CONFIGURATIONS = 8  # per engine; with two engines and the baseline, 17 configurations at most
+ENGINE_ORDER = ("spark", "dask")
 
 
 def fastest(
@@ -82,3 +84,40 @@ def with_note(text: str, note: str, separator: str = " ") -> str:
     ('Time per configuration', 'Time (3 left out)', 'Time\n(3)')
     """
     return f"{text}{separator}({note})" if note else text
+
+
+def engine_order(engines: Iterable[str]) -> list[str]:
+    """Spark, Dask, then any other engine by name; the baseline left out.
+
+    >>> engine_order(["dask", "local", "ray", "spark"])
+    ['spark', 'dask', 'ray']
+    """
+    engines = set(engines)
+    known = [e for e in ENGINE_ORDER if e in engines]
+    return known + sorted(e for e in engines if e not in ENGINE_ORDER and e != BASELINE_ENGINE)
+
+
+def shape_order(table: pd.DataFrame, label: str) -> list[str]:
+    """The ``label`` values of ``table``'s configurations in the order every figure draws them.
+
+    The baseline first (an ``engine`` column says which rows are), then fewer cores in all, fewer executors,
+    less memory; a label seen twice keeps its first place.
+
+    >>> t = pd.DataFrame({"engine": ["dask", "spark", "local"], "cores_per_executor": [1, 2, 1],
+    ...                   "executors": [2, 1, 1], "executor_memory_gib": [2.0, 6.0, 0.0], "shape": ["b", "a", "t"]})
+    >>> shape_order(t, "shape")
+    ['t', 'a', 'b']
+    """
+    numbers = table[list(CONFIG)].astype("float64").fillna(-1.0)
+    baseline = table["engine"].eq(BASELINE_ENGINE).fillna(False) if "engine" in table else False
+    keys = pd.DataFrame(
+        {
+            "_cluster": ~pd.Series(baseline, index=table.index).astype(bool),
+            "_cores": numbers["cores_per_executor"] * numbers["executors"],
+            "_executors": numbers["executors"],
+            "_memory": numbers["executor_memory_gib"],
+            "_label": table[label].astype(str),
+        }
+    )
+    ordered = keys.sort_values(["_cluster", "_cores", "_executors", "_memory", "_label"], kind="stable")
+    return list(dict.fromkeys(ordered["_label"]))

@@ -1,7 +1,8 @@
-""" "The answer", the report's opening: a few sentences, one table per epochs value, the time figure.
+""" "The answer", the report's opening: recommend's headline, one table per epochs value, the rest of what
+``sweeper recommend`` says, the time figure.
 
-The answer is :func:`sweeper.results.recommend.recommend`'s (``sweeper recommend`` prints the same);
-its memory and idle-slot sentences and the memory figure come from :mod:`.memory`.
+The answer is :func:`sweeper.results.recommend.recommend`'s, in ``sweeper recommend``'s words
+(:mod:`.recommend_text`); its memory and idle-slot sentences and the memory figure come from :mod:`.memory`.
 """
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ from typing import Any
 
 import pandas as pd
 
+from sweeper.names import CONFIG
 from sweeper.results import recommend, recommend_view
-from sweeper.results.report import plots, selection
+from sweeper.results.report import plots, selection, shape_plots
 from sweeper.results.report.blocks import Block, Heading, Paragraph, Picture, Rows
 from sweeper.results.report.formatting import ratio_text, seconds_text, value_text
-from sweeper.results.report.sections import memory
+from sweeper.results.report.sections import memory, recommend_text
 from sweeper.shapes import shape_text
 
 
@@ -23,10 +25,13 @@ def answer_blocks(df: pd.DataFrame, cost_per_node_hour: float | None = None) -> 
     found = recommend.recommend(df, cost_per_node_hour=cost_per_node_hour)
     arms = _arm_points(found)
     named = _keys(arms[arms["named"]])
-    blocks: list[Block] = [Heading("The answer"), *(Paragraph(text) for text in _answer_paragraphs(found, named))]
+    blocks: list[Block] = [Heading("The answer"), Paragraph(recommend_text.headline(found))]
+    if found.answers:
+        blocks.append(_answer_table(found))
+    blocks += recommend_text.said_blocks(found)
+    blocks += [Paragraph(text) for text in _memory_paragraphs(found, named)]
     if not found.answers:
         return blocks
-    blocks.append(_answer_table(found))
     drawn = arms[arms["named"] | selection.fastest(arms, within=("panel",), scope=("panel",), config=("config",))]
     total = selection.configurations(arms, ["config"])
     note = selection.left_out_note(total, len(_keys(drawn)), "at each epochs value drawn")
@@ -34,7 +39,7 @@ def answer_blocks(df: pd.DataFrame, cost_per_node_hour: float | None = None) -> 
         Picture(
             "answer_time.png",
             selection.with_note("Median fit time with its 95 % interval per configuration and engine", note),
-            plots.time_by_configuration(drawn, note),
+            plots.png(shape_plots.time_by_configuration(drawn, note)),
         )
     )
     fastest = named | _keys(arms[selection.fastest(arms, within=("panel",), config=("config",))])
@@ -46,25 +51,13 @@ def _keys(arms: pd.DataFrame) -> set[tuple[str, str]]:
     return set(zip(arms["engine"], arms["config"], strict=True))
 
 
-def _answer_paragraphs(found: recommend.Recommendation, named: set[tuple[str, str]]) -> list[str]:
-    """The answer's sentences: overall, Spark vs Dask, memory to right-size, slots left idle.
+def _memory_paragraphs(found: recommend.Recommendation, named: set[tuple[str, str]]) -> list[str]:
+    """The memory to right-size and the slots left idle.
 
     ``named`` (engine, configuration label): those the memory and idle sentences name when they are many.
     """
-    overall = recommend.overall(found.answers)
-    texts = [f"{overall[:1].upper()}{overall[1:]}."]
-    if found.spark_vs_dask:
-        texts.append(
-            "Spark vs Dask, each engine's best configuration: "
-            + "; ".join(
-                f"{e.epochs} epochs: {e.verdict} (spark/dask {ratio_text(e.ratio, e.ratio_low, e.ratio_high)})"
-                for e in found.spark_vs_dask
-            )
-            + "."
-        )
-    texts.append(memory.memory_text(found, named))
     idle = memory.idle_text(found, named)
-    return [*texts, idle] if idle else texts
+    return [memory.memory_text(found, named), *([idle] if idle else [])]
 
 
 def _answer_table(found: recommend.Recommendation) -> Rows:
@@ -126,6 +119,9 @@ def _arm_points(found: recommend.Recommendation) -> pd.DataFrame:
             "panel": f"{answer.epochs} epochs" + (f" ({index})" if several else ""),
             "engine": arm.engine,
             "config": shape_text(arm.executors, arm.cores_per_executor, arm.executor_memory_gib),
+            "cores_per_executor": arm.cores_per_executor,
+            "executors": arm.executors,
+            "executor_memory_gib": arm.executor_memory_gib,
             "median_s": arm.median_s,
             "low_s": arm.median_low_s,
             "high_s": arm.median_high_s,
@@ -135,5 +131,5 @@ def _arm_points(found: recommend.Recommendation) -> pd.DataFrame:
         for index, answer in enumerate(found.answers, start=1)
         for arm in answer.arms
     ]
-    columns = ["panel", "engine", "config", "median_s", "low_s", "high_s", "winner", "named"]
+    columns = ["panel", "engine", "config", *CONFIG, "median_s", "low_s", "high_s", "winner", "named"]
     return pd.DataFrame(rows, columns=columns).astype({"winner": bool, "named": bool})

@@ -9,11 +9,10 @@ import pandas as pd
 
 from sweeper.names import BASELINE_ENGINE, CONFIG
 from sweeper.results import statistics
-from sweeper.results.report import plots, selection
-from sweeper.results.report.blocks import Block, Heading, Picture, Rows
+from sweeper.results.report import plots, selection, shape_plots
+from sweeper.results.report.blocks import Block, Heading, Paragraph, Picture, Rows
 from sweeper.results.report.formatting import accuracy_cell, p_text, seconds_text, time_cell, value_text
 
-ENGINE_ORDER = ("spark", "dask")
 TABLE_CONFIGURATIONS = 12  # shapes with a table each; beyond, one table holds every configuration
 
 
@@ -36,7 +35,10 @@ def time_blocks(rows: pd.DataFrame, prefix: str) -> list[Block]:
 
 
 def _time_figures(rows: pd.DataFrame, table: pd.DataFrame, prefix: str) -> list[Block]:
-    """The box plots (each engine's fastest at each epochs value), time and accuracy against epochs and each other."""
+    """The box plots (each engine's fastest at each epochs value), time and accuracy against epochs and each other.
+
+    A figure whose axis would not vary (one epochs value; one accuracy) is left out with a sentence that says so.
+    """
     total = selection.configurations(table)
     per_epochs = selection.fastest(table, scope=("epochs",))
     overall = selection.fastest(table)
@@ -45,25 +47,33 @@ def _time_figures(rows: pd.DataFrame, table: pd.DataFrame, prefix: str) -> list[
     note, dots = selection.left_out_note(total, drawn), selection.left_out_note(total, drawn, "in colour", "grey dots")
     keys = ["engine", *CONFIG, "epochs"]
     boxed = pd.MultiIndex.from_frame(rows[keys]).isin(pd.MultiIndex.from_frame(table.loc[per_epochs, keys]))
-    figures = (
-        ("fit_time_box.png", "Box plots of fit time per configuration and engine", box_note,
-         plots.box_fit_time(rows[boxed], box_note)),
-        ("time_accuracy_vs_epochs.png", "Median time and accuracy against epochs", note,
-         plots.versus_epochs(table[overall], note)),
-        ("accuracy_vs_time.png", "Accuracy against time, Pareto front marked", dots,
-         plots.accuracy_vs_time(table, overall, dots)),
-    )  # fmt: skip
-    return [Picture(f"{prefix}{name}", selection.with_note(alt, said), png) for name, alt, said, png in figures]
+    alt = "Box plots of fit time per configuration and engine"
+    blocks: list[Block] = [
+        Picture(f"{prefix}fit_time_box.png", selection.with_note(alt, box_note),
+                plots.png(shape_plots.box_fit_time(rows[boxed], box_note)))
+    ]  # fmt: skip
+    measured = table[table["n"] > 0]
+    if plots.varies(measured["epochs"]):
+        alt = selection.with_note("Median time and accuracy against epochs", note)
+        figure = plots.versus_epochs(table[overall], note)
+        blocks.append(Picture(f"{prefix}time_accuracy_vs_epochs.png", alt, plots.png(figure)))
+    else:
+        epochs = _values_text(measured["epochs"])
+        blocks.append(Paragraph(f"Every measurement at {epochs} epochs: no figure against epochs." if epochs
+                                else "No ok measurement: no figure against epochs."))  # fmt: skip
+    if plots.varies(measured["accuracy"]):
+        alt = selection.with_note("Accuracy against time, Pareto front marked", dots)
+        figure = plots.accuracy_vs_time(table, overall, dots)
+        blocks.append(Picture(f"{prefix}accuracy_vs_time.png", alt, plots.png(figure)))
+    else:
+        said = _values_text(measured["accuracy"].round(4)) or "not measured"
+        blocks.append(Paragraph(f"Accuracy is the same in every measurement ({said}): no figure of accuracy vs time."))
+    return blocks
 
 
-def engine_order(engines: Sequence[str]) -> list[str]:
-    """Spark, Dask, then any other engine by name; the baseline left out.
-
-    >>> engine_order(["dask", "local", "ray", "spark"])
-    ['spark', 'dask', 'ray']
-    """
-    known = [e for e in ENGINE_ORDER if e in engines]
-    return known + sorted(e for e in engines if e not in ENGINE_ORDER and e != BASELINE_ENGINE)
+def _values_text(values: pd.Series) -> str:
+    """The distinct values of a series, comma-separated (none: "")."""
+    return ", ".join(value_text(v) for v in sorted(values.dropna().unique()))
 
 
 def _config_tables(table: pd.DataFrame) -> list[Block]:
@@ -72,7 +82,7 @@ def _config_tables(table: pd.DataFrame) -> list[Block]:
     Beyond :data:`TABLE_CONFIGURATIONS` shapes, one table holds them all (:func:`_every_configuration`).
     """
     cluster = table[table["engine"] != BASELINE_ENGINE]
-    engines = engine_order(cluster["engine"].unique().tolist())
+    engines = selection.engine_order(cluster["engine"].unique().tolist())
     shapes = cluster.groupby(list(CONFIG), dropna=False, sort=True)
     if shapes.ngroups > TABLE_CONFIGURATIONS:
         blocks: list[Block] = [_every_configuration(cluster, engines, shapes.ngroups)]

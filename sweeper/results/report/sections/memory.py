@@ -12,10 +12,11 @@ from typing import TypeVar
 
 import pandas as pd
 
+from sweeper.names import CONFIG
 from sweeper.results import recommend, recommend_view
 from sweeper.results.report import plots, selection
 from sweeper.results.report.blocks import Block, Picture
-from sweeper.results.right_sizing import ConfigurationAdvice, IdleSlots, MemoryAdvice
+from sweeper.results.right_sizing import DRY_RUN_NOTE, ConfigurationAdvice, IdleSlots, MemoryAdvice
 from sweeper.shapes import shape_text
 
 NAMED_ADVICE = 16  # configurations a memory or idle-slot sentence names one by one
@@ -29,6 +30,8 @@ def memory_text(found: recommend.Recommendation, named: set[tuple[str, str]] | N
     ``named`` (engine, configuration label): those named when more than :data:`NAMED_ADVICE` need it.
     """
     measured = [m for m in found.memory if m.limit != "not measured"]
+    if not measured and any(m.note == DRY_RUN_NOTE for m in found.memory):
+        return f"Memory: {DRY_RUN_NOTE}."
     if not measured:
         return "Memory was not measured in this sweep: no right-sizing."
     resize = [m for m in measured if m.suggested_gib != m.granted_gib or m.suggested_overhead_gib > m.overhead_gib]
@@ -109,10 +112,12 @@ def memory_picture(found: recommend.Recommendation, fastest: set[tuple[str, str]
     memory = pd.DataFrame(
         [
             {"engine": m.engine, "config": shape_text(m.executors, m.cores_per_executor, m.executor_memory_gib),
-             "granted_gib": m.granted_gib, "peak_gib": m.peak_gib, "suggested_gib": m.suggested_gib}
+             "cores_per_executor": m.cores_per_executor, "executors": m.executors,
+             "executor_memory_gib": m.executor_memory_gib, "granted_gib": m.granted_gib, "peak_gib": m.peak_gib,
+             "suggested_gib": m.suggested_gib}
             for m in found.memory
         ],
-        columns=["engine", "config", "granted_gib", "peak_gib", "suggested_gib"],
+        columns=["engine", "config", *CONFIG, "granted_gib", "peak_gib", "suggested_gib"],
     )  # fmt: skip
     if not memory["peak_gib"].notna().any():
         return []
@@ -123,4 +128,4 @@ def memory_picture(found: recommend.Recommendation, fastest: set[tuple[str, str]
     total = selection.configurations(measured, ["config"])
     note = selection.left_out_note(total, selection.configurations(drawn, ["config"]), where="counted in the answer")
     alt = selection.with_note("Peak memory against granted memory", note)
-    return [Picture("answer_memory.png", alt, plots.memory_vs_granted(drawn, note))]
+    return [Picture("answer_memory.png", alt, plots.png(plots.memory_vs_granted(drawn, note)))]

@@ -52,6 +52,8 @@ def predicted_blocks(df: pd.DataFrame) -> list[Block]:
             cells,
         ),
         Picture(
-            "predicted_vs_measured.png", "Predicted vs measured median batch time", plots.predicted_vs_measured(table)
+            "predicted_vs_measured.png",
+            "Predicted vs measured median batch time",
+            plots.png(plots.predicted_vs_measured(table)),
         ),
     ]

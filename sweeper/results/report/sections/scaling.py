@@ -53,12 +53,25 @@ def speedup_blocks(rows: pd.DataFrame, prefix: str) -> list[Block]:
             ("Engine", "Config", "Total cores", "# Epochs", "Time (s)", "Speedup", "Speedup per core"),
             tuple(speed_lines),
         ),
-        Picture(
-            f"{prefix}speedup_cost.png",
-            "Speedup over the single thread against total cores, COST marked",
-            plots.speedup_cost(speedups, costs),
-        ),
+        _speedup_figure(speedups, costs, prefix),
     ]
+
+
+def _speedup_figure(speedups: pd.DataFrame, costs: pd.DataFrame, prefix: str) -> Block:
+    """Speedup against total cores, or where every configuration has the same cores, a sentence that says so."""
+    cores = speedups.loc[speedups["speedup"].notna(), "total_cores"]
+    if not len(cores):
+        return Paragraph("No speedup measured: no figure against total cores.")
+    if not plots.varies(cores):
+        return Paragraph(
+            f"Every configuration has {value_text(cores.iloc[0])} cores in all: no figure against total cores "
+            "(scaling needs two core counts or more); the speedups are in the table above."
+        )
+    return Picture(
+        f"{prefix}speedup_cost.png",
+        "Speedup over the single thread against total cores, COST marked",
+        plots.png(plots.speedup_cost(speedups, costs)),
+    )
 
 
 def _has_baseline(rows: pd.DataFrame) -> bool:
@@ -94,6 +107,6 @@ def price_blocks(rows: pd.DataFrame, prefix: str, cost_per_node_hour: float) -> 
         Picture(
             f"{prefix}time_vs_cost.png",
             selection.with_note("Time against cost, Pareto frontier marked", note),
-            plots.time_vs_price(prices, shown, note),
+            plots.png(plots.time_vs_price(prices, shown, note)),
         ),
     ]
