@@ -36,6 +36,7 @@ from sweeper.search.accounting import NOT_STARTED
 from sweeper.shapes import counted
 from sweeper.store.lock import holding
 from sweeper.store.parquet import (
+    RecordedRow,
     check_writable,
     finish_merges,
     grid_hashes,
@@ -177,11 +178,7 @@ def _run_held(
             f"this grid's (hash {grid.grid_hash}) join them: give it another name, or --fresh, to keep them apart"
         )
     recorded = recorded_rows(store, grid.name, table)
-    done_s = {  # a disturbed trial counts as taken, without its time
-        key: None if row.disturbed else row.time_s
-        for key, row in recorded.items()
-        if row.status == OK and (row.time_s is not None or row.disturbed)
-    }
+    done_s = _done_s(recorded)
     static = grid.workload.adaptive is None and grid.search.strategy == FULL_GRID
     todo, skipped = pending(plan, set(done_s)) if static else ([], 0)
     result = RunResult(skipped=skipped)
@@ -200,13 +197,7 @@ def _run_held(
             if progress:
                 progress(len(result.rows), max(total, len(result.rows)))
 
-        limit = grid.workload.interference_limit
-        here = any(launch.manager == "local" for launch in plan.launches)  # measured here: say when others use it
-        sample = LoadSample.start(limit) if here else None
-        data = load_data(plan, warn)
-        if sample is not None and (busy := sample.finish()) is not None:
-            warn(busy.warning(limit))
-        launches = Launches(plan, data, context, run_record, store)
+        launches = Launches(plan, _data_on_a_sampled_machine(plan, warn), context, run_record, store)
         try:
             with applied(context.environment), signals_as_interrupt():
                 if static:
@@ -219,6 +210,26 @@ def _run_held(
             result.interrupted = True
             result.exit_status = exit_status(stop)
     return result
+
+
+def _done_s(recorded: dict[str, RecordedRow]) -> dict[str, float | None]:
+    """The ok measurements the store holds, by key, with their times (a disturbed one: taken, without its time)."""
+    return {
+        key: None if row.disturbed else row.time_s
+        for key, row in recorded.items()
+        if row.status == OK and (row.time_s is not None or row.disturbed)
+    }
+
+
+def _data_on_a_sampled_machine(plan: Plan, warn: Callable[[str], None]) -> dict[float, Data]:
+    """:func:`load_data`, while this machine's load is sampled where launches run on it: a busy one is warned of."""
+    limit = plan.grid.workload.interference_limit
+    here = any(launch.manager == "local" for launch in plan.launches)
+    sample = LoadSample.start(limit) if here else None
+    data = load_data(plan, warn)
+    if sample is not None and (busy := sample.finish()) is not None:
+        warn(busy.warning(limit))
+    return data
 
 
 def _run_fixed(plan: Plan, todo: list[Todo], launches: Launches, emit: Callable[[Row], None], reuse: bool) -> None:
