@@ -96,7 +96,8 @@ def test_a_sweep_run_with_predictions_keeps_them_and_its_report_compares(
         cwd=REPO,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert f"predicted from {store}: dask: each configuration predicted from the others" in done.stdout
+    flat = " ".join(done.stdout.split())  # lines wrapped at 100 columns
+    assert f"predicted from {store}: dask: each configuration predicted from the others" in flat
     rows = load_results(tmp_path / "next")
     assert len(rows) == 1 and rows["status"].tolist() == ["ok"]
     predicted = json.loads(

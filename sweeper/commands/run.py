@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rich.console import Console
 
@@ -15,9 +15,18 @@ from sweeper.names import OK, PRUNED
 from sweeper.planning.dry_run import shrink_plan
 from sweeper.planning.plan import Plan, make_plan
 from sweeper.planning.view import beyond_this_machine, warning_line
+from sweeper.run.view import say
 from sweeper.shapes import counted
 from sweeper.store.row import Row
 from sweeper.text import plain
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from sweeper.run.not_taken import NotTaken
+    from sweeper.run.runner import RunResult
+
+MAX_COLUMNS = 100  # of every line sweeper run prints, on a wider terminal too
 
 
 def add_parser(commands: Any) -> None:
@@ -45,15 +54,17 @@ def add_parser(commands: Any) -> None:
 def main(args: argparse.Namespace, console: Console) -> int:
     """``sweeper run GRID [--dry-run [--no-reuse]] [--fresh] [--store DIR]``: exit 0 when every measurement is ok,
     3 when a launch did not start, 4 when a measurement failed, 130/143 when stopped (:mod:`sweeper.run.signals`)."""
+    from sweeper.launch.lifecycle import stages_to
     from sweeper.run import runner
-    from sweeper.run.view import measurement_line, progress_bar, summary_table
+    from sweeper.run.progress import run_progress
 
+    console.width = min(console.width, MAX_COLUMNS)
     plan = make_plan(grid_file.load(args.grid))
     if args.predict_from:
         plan = _predicted(plan, args, console)
     grid = plan.grid
     for warning in grid.warnings if args.dry_run else [*grid.warnings, *beyond_this_machine(plan)]:
-        console.print(warning_line(warning), soft_wrap=True)
+        say(console, warning_line(warning))
     if args.dry_run:
         plan = shrink_plan(plan)
         grid = plan.grid  # its own sweep, NAME-dry-run
@@ -61,59 +72,72 @@ def main(args: argparse.Namespace, console: Console) -> int:
         _check_first(plan, console)
     store = Path(args.store) if args.store else grid.store
     _print_opening(plan, "dry run" if args.dry_run else "sweep", store, console)
-    with progress_bar(console, plan.n_measurements) as bar:
-
-        def report(row: Row) -> None:
-            bar.console.print(measurement_line(row), soft_wrap=True)
-
-        def advance(done: int, total: int) -> None:
-            bar.update(bar.task_ids[0], completed=done, total=total)
-
+    with run_progress(console, plan, plan.n_measurements) as progress, stages_to(progress.stage):
         result = runner.run(
             plan,
             store=store,
             fresh=args.fresh,
-            report=report,
-            warn=lambda text: bar.console.print(warning_line(text), soft_wrap=True),
-            progress=advance,
+            report=progress.row,
+            warn=lambda text: progress.print(warning_line(text)),
+            progress=progress.advance,
             reuse=not args.no_reuse,
+            planned=progress.planned,
         )
+    if result.interrupted:
+        say(console, plain("interrupted", "red") + plain(": the running launch was torn down; finished rows are kept"))
     if result.skipped:
-        console.print(f"{result.skipped} measurements already in the store were skipped (--fresh starts over)")
-    if result.rows:
-        console.print(summary_table(result.rows))
-        for note in result.notes:
-            console.print(plain(f"{grid.search.strategy.capitalize()}: {note}"), soft_wrap=True)
-        _print_closing(store, grid, str(result.rows[0]["run_id"]), console)
+        say(console, f"{result.skipped} measurements already in the store were skipped (--fresh starts over)")
+    if result.rows or result.interrupted:
+        _print_answer(plan, store, result, console)
     failed = sum(1 for row in result.rows if row["status"] not in (OK, PRUNED))
     pruned = sum(1 for row in result.rows if row["status"] == PRUNED)
     why = "stopped by the race" if grid.search.strategy == RACE else "not promoted by halving"
-    console.print(
+    say(
+        console,
         plain(
             f"{counted(len(result.rows), 'row')} written to {store / grid.name}, {failed} not ok"
             + (f", {pruned} pruned ({why})" if pruned else "")
-        )
+        ),
     )
-    if result.interrupted:
-        console.print(plain("interrupted", "red") + plain(": the running launch was torn down; finished rows are kept"))
-    elif result.exit_reason:  # the last line: why the exit status is not 0 (sweeper.run.signals names the codes)
-        console.print(plain(f"exit {result.exit_status}", "red") + plain(f": {result.exit_reason}"), soft_wrap=True)
+    if result.exit_reason and not result.interrupted:  # the last line: why the exit status is not 0
+        say(console, plain(f"exit {result.exit_status}", "red") + plain(f": {result.exit_reason}"))
     return result.exit_status
+
+
+def _print_answer(plan: Plan, store: Path, result: RunResult, console: Console) -> None:
+    """The summary of the sweep's rows (every run's), the search's notes, the cluster time and the answer."""
+    from sweeper.run.not_taken import not_taken
+    from sweeper.run.view import summary_table
+    from sweeper.store.parquet import load_results
+
+    grid = plan.grid
+    frame = load_results(store, grid.name)
+    if frame.empty:
+        return
+    rows = cast(list[Row], frame.astype(object).where(frame.notna(), None).to_dict("records"))
+    counts = f"{counted(len(rows), 'row')}, {len(result.rows)} of this run"
+    title = f"Summary of sweep {grid.name}: {counts} (medians over trials)"
+    console.print(summary_table(rows, title))
+    for note in result.notes:
+        say(console, f"{grid.search.strategy.capitalize()}: {note}")
+    run_id = str(result.rows[0]["run_id"]) if result.rows else None
+    _print_closing(frame, grid, run_id, not_taken(plan, store) if result.interrupted else None, console)
 
 
 def _print_opening(plan: Plan, kind: str, store: Path, console: Console) -> None:
     """What the run will do, and why ``auto`` chose its strategy."""
     grid = plan.grid
-    console.print(
+    say(
+        console,
         plain(f"{kind} ")
         + plain(grid.name, "bold")
         + plain(
             f": {counted(plan.n_measurements, 'measurement')} in {counted(len(plan.launches), 'launch', 'launches')}, "
             f"{counted(plan.n_fits, 'fit')} each, store {store}"
-        )
+        ),
     )
     if grid.search.auto_reason:
-        console.print(plain(f"search: auto chose {grid.search.auto_reason}"), soft_wrap=True)
+        say(console, f"search: auto chose {grid.search.auto_reason}")
 
 
 def _predicted(plan: Plan, args: argparse.Namespace, console: Console) -> Plan:
@@ -126,32 +150,47 @@ def _predicted(plan: Plan, args: argparse.Namespace, console: Console) -> Plan:
         raise UserError("--predict-from predicts the planned launches, a dry run measures shrunk ones: drop one")
     learned = learn(load_sweep(args.predict_from, args.predict_sweep))
     for line in [*validation_lines(learned), *unpredicted_lines(unpredicted_engines(learned, plan))]:
-        console.print(plain(f"predicted from {args.predict_from}: {line}"), soft_wrap=True)
+        say(console, f"predicted from {args.predict_from}: {line}")
     return with_predictions(plan, learned)
 
 
-def _print_closing(store: Path, grid: Grid, run_id: str, console: Console) -> None:
-    """What ends a run: the cluster time it took, then the answer of ``sweeper recommend``."""
+def _print_closing(
+    df: pd.DataFrame, grid: Grid, run_id: str | None, left: list[NotTaken] | None, console: Console
+) -> None:
+    """What ends a run: the cluster time it took, then the answer of ``sweeper recommend`` on the sweep's rows;
+    ``left``: a stopped run's measurements not taken (the answer is partial, and says what it lacks)."""
     from sweeper.results.recommend import recommend
     from sweeper.results.recommend_view import answer_lines, memory_sentence
     from sweeper.results.report.sections.measured import dry_run_banner
     from sweeper.search.accounting import cluster_seconds, full_grid_estimate
-    from sweeper.store.parquet import load_results
 
-    df = load_results(store, grid.name)
-    spent = cluster_seconds(df[df["run_id"] == run_id])
-    line = f"Cluster time: {spent.total_s:,.0f} node-seconds, {spent.measured_share:.0%} of it in measured batches"
-    if grid.search.strategy in (HALVING, RACE):
-        full = full_grid_estimate(df, grid.search.rung_axis)
-        share = f" ({spent.total_s / full.total_s:.0%})" if full.total_s > 0 else ""
-        line += f"; the full grid would have taken about {full.total_s:,.0f}{share}"
+    lines = []
+    if run_id is not None:
+        spent = cluster_seconds(df[df["run_id"] == run_id])
+        line = f"Cluster time: {spent.total_s:,.0f} node-seconds, {spent.measured_share:.0%} of it in measured batches"
+        lines.append(line)
+        if grid.search.strategy in (HALVING, RACE):
+            full = full_grid_estimate(df, grid.search.rung_axis)
+            share = f" ({spent.total_s / full.total_s:.0%})" if full.total_s > 0 else ""
+            lines.append(f"  the full grid would have taken about {full.total_s:,.0f}{share}")
     banner = dry_run_banner(df)
     recommendation = recommend(df)
     memory = [f"  {memory_sentence(advice)}" for advice in recommendation.memory]
     if memory:
         memory.insert(0, "Memory (granted vs measured peak; suggested = peak + 25 %):")
-    for text in [line, *([banner] if banner else []), *answer_lines(recommendation), *memory]:
-        console.print(plain(text), soft_wrap=True)
+    lines += [*([banner] if banner else []), *answer_lines(recommendation, partial=left is not None), *memory]
+    if left:
+        lines.append("Not measured before the stop (`sweeper run` again takes them):")
+        lines += [f"  {_not_taken_text(missing)}" for missing in left]
+    for text in lines:
+        say(console, text)
+
+
+def _not_taken_text(missing: NotTaken) -> str:
+    """``dask 2 executors x 1 core x 2 GiB at 900, 3 epochs: 2 measurements``."""
+    epochs = ", ".join(str(e) for e in missing.epochs)
+    count = "not begun" if missing.measurements is None else counted(missing.measurements, "measurement")
+    return f"{missing.label} at {epochs} epochs: {count}"
 
 
 def _check_first(plan: Plan, console: Console) -> None:
@@ -161,7 +200,7 @@ def _check_first(plan: Plan, console: Console) -> None:
 
     for launch in plan.launches:  # what the grid cannot run at all is named before the cluster is asked
         check_supported(launch.engine, launch.manager)
-    console.print(plain(f"checking the {plan.grid.manager} cluster (sweeper check; --skip-check skips it)"))
+    say(console, f"checking the {plan.grid.manager} cluster (sweeper check; --skip-check skips it)")
     found = preflight(plan)
     if not found.ok:
         raise UserError([f"sweeper check: {c.check} on {c.node or 'the driver'}: {c.detail}" for c in found.problems()])

@@ -6,6 +6,11 @@ every step runs whatever the others raised), which error wins (the launch's own 
 teardown error) and the reaping of child processes the launch left. A manager is a small
 :class:`ManagerBackend` (in the style of distributed's ``SpecCluster`` subclasses): it starts or
 reaches the cluster, says what the cluster granted, hands out the session and aborts a batch.
+
+Everything the launch's processes write to standard error, this process's in-process logs (Dask's
+scheduler and nannies) included, goes to the launch's log from its start to the end of its teardown
+(:func:`sweeper.launch.logs.stderr_into`). A listener set with :func:`stages_to` hears each stage a
+launch enters (:data:`STAGES`), for a progress view to say what the launch waits for.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
@@ -25,6 +31,31 @@ if TYPE_CHECKING:
     from sweeper.planning.plan import Launch
 
 T = TypeVar("T")
+
+STARTING = "starting"  # the cluster or application is started (processes spawned, a JVM booting)
+WAITING = "waiting"  # for the planned executors or workers to register
+STARTED = "started"  # granted as planned: batches run from now on
+STOPPING = "stopping"  # the teardown
+STAGES = (STARTING, WAITING, STARTED, STOPPING)
+
+StageListener = Callable[["Launch", str], None]
+_listener: ContextVar[StageListener | None] = ContextVar("sweeper_launch_stage_listener", default=None)
+
+
+@contextmanager
+def stages_to(listener: StageListener) -> Iterator[None]:
+    """Every launch started in the block calls ``listener(launch, stage)`` as it enters each of :data:`STAGES`."""
+    token = _listener.set(listener)
+    try:
+        yield
+    finally:
+        _listener.reset(token)
+
+
+def _enter(launch: Launch, stage: str) -> None:
+    listener = _listener.get()
+    if listener is not None:
+        listener(launch, stage)
 
 
 class Teardown:
@@ -117,23 +148,30 @@ def launched(backend_type: type[ManagerBackend], launch: Launch, context: Launch
         children.reap()
 
     teardown.add(reap)
-    try:
-        with stderr_into(launch_log(context, launch)):  # the processes it starts log there, not to the terminal
+    # what it starts logs there, not to the terminal: its processes (a JVM, workers a nanny restarts later) and the
+    # in-process loggers (Dask's scheduler on its workers' death, at Ctrl-C), until its teardown has ended
+    with stderr_into(launch_log(context, launch)):
+        try:
+            _enter(launch, STARTING)
             backend.start(teardown)
-        granted = backend.granted()
-        check_granted(planned, granted, backend_type.engine)
-        backend.check_placement()
-        yield backend.session(granted, n_jobs=launch.total_cores // context.threads_per_fit)
-    finally:
-        in_flight = sys.exc_info()[1] is not None
-        if in_flight:  # the containers' logs, while the cluster still has them (teardown ends the application)
-            save_logs_quietly(backend)
-        errors, problems = teardown.run()
-        if not in_flight:  # the launch's (or the block's) own error matters more than a teardown one
-            if errors:
-                raise errors[0]
-            if problems:
-                raise LaunchError(f"{backend_type.engine} teardown: " + "; ".join(problems))
+            _enter(launch, WAITING)
+            granted = backend.granted()
+            check_granted(planned, granted, backend_type.engine)
+            backend.check_placement()
+            session = backend.session(granted, n_jobs=launch.total_cores // context.threads_per_fit)
+            _enter(launch, STARTED)
+            yield session
+        finally:
+            in_flight = sys.exc_info()[1] is not None
+            if in_flight:  # the containers' logs, while the cluster still has them (teardown ends the application)
+                save_logs_quietly(backend)
+            _enter(launch, STOPPING)
+            errors, problems = teardown.run()
+            if not in_flight:  # the launch's (or the block's) own error matters more than a teardown one
+                if errors:
+                    raise errors[0]
+                if problems:
+                    raise LaunchError(f"{backend_type.engine} teardown: " + "; ".join(problems))
 
 
 def save_logs_quietly(backend: ManagerBackend) -> None:

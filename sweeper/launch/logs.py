@@ -1,6 +1,7 @@
 """Each launch's own log: what the processes it starts write to standard error (Spark's JVM banner,
-log4j's errors, Dask's worker logs) goes to ``log_dir/launch-NNN-ENGINE.log`` instead of the
-terminal, where it would break into the progress display, and stays there after the run.
+log4j's errors, Dask's worker logs) and what this process logs while the launch lives (Dask's scheduler
+and nannies run here: "workers died" at Ctrl-C) go to ``log_dir/launch-NNN-ENGINE.log`` instead of the
+terminal, where they would break into the progress display, and stay there after the run.
 """
 
 from __future__ import annotations
@@ -44,10 +45,11 @@ def log_note(path: Path | None, *more: Path | None) -> str:
 
 @contextmanager
 def stderr_into(path: Path | None) -> Iterator[None]:
-    """Processes started in the block write their standard error to ``path`` (appended) for their whole life.
+    """Standard error goes to ``path`` (appended) while the block runs, and processes started in it write there for
+    their whole life.
 
-    File descriptor 2 itself is redirected, so child processes (a JVM, Dask's nannies) inherit
-    the file; this process's standard error is back when the block ends.
+    File descriptor 2 itself is redirected, so child processes (a JVM, Dask's workers) inherit the file and
+    this process's loggers (which hold ``sys.stderr``) write there too; standard error is back when the block ends.
     """
     if path is None:
         yield

@@ -135,12 +135,18 @@ def memory_sentence(advice: MemoryAdvice) -> str:
     )
 
 
-def answer_lines(recommendation: Recommendation) -> list[str]:
-    """The few lines of the answer: one per workload and epochs value, Spark vs Dask, the overall line."""
+PARTIAL = "so far (partial: the run was stopped)"
+
+
+def answer_lines(recommendation: Recommendation, *, partial: bool = False) -> list[str]:
+    """The few lines of the answer: one per workload and epochs value, Spark vs Dask, the overall line; ``partial``:
+    the answer of a stopped run, marked so in its first and last line."""
+    overall = f"Overall {PARTIAL}" if partial else "Overall"
     if not recommendation.answers:
-        return [*disturbed_lines(recommendation), f"Overall: {recommendation.overall}"]
+        return [*disturbed_lines(recommendation), f"{overall}: {recommendation.overall}"]
     several = _several_workloads(recommendation)
-    out = [f"{'Cheapest' if recommendation.objective == 'cost' else 'Fastest'} configuration, per epochs value:"]
+    best = "Cheapest" if recommendation.objective == "cost" else "Fastest"
+    out = [f"{best} configuration{f' {PARTIAL}' if partial else ''}, per epochs value:"]
     for answer in recommendation.answers:
         where = f"[{_workload_text(answer.workload)}] " if several else ""
         out.append(f"  {where}{answer_sentence(answer)}")
@@ -154,7 +160,7 @@ def answer_lines(recommendation: Recommendation) -> list[str]:
     cost = ""
     if all(answer.baseline_wins for answer in recommendation.answers):
         cost = "; but one thread on no cluster was faster at every epochs value: neither engine pays off at this size"
-    out.append(f"Overall: {recommendation.overall}{among}{cost}")
+    out.append(f"{overall}: {recommendation.overall}{among}{cost}")
     if any("settled" in line for line in out[-1:]):
         out.append(f"  ({SETTLED_MEANS})")
     return out

@@ -103,6 +103,7 @@ def run(
     progress: Callable[[int, int], None] | None = None,
     start_timeout_s: float | None = None,
     reuse: bool = True,
+    planned: Callable[[dict[int, int]], None] | None = None,
 ) -> RunResult:
     """Take every pending measurement of the plan and write its row to the store.
 
@@ -110,11 +111,12 @@ def run(
     the dataset, the store (a probe file written and removed before ``fresh`` deletes anything), and
     that no other run writes the sweep (its lock is held until the run ends: :mod:`sweeper.store.lock`).
     A dry run takes each shrunk measurement once and reuses its row for the planned measurements
-    that shrink to the same one (see :mod:`sweeper.run.reuse`), unless ``reuse`` is false.
+    that shrink to the same one (see :mod:`sweeper.run.reuse`), unless ``reuse`` is false. A run whose
+    measurements are decided before it starts tells ``planned`` the rows each launch it starts will write.
     """
     _check_first(plan, store)
     with holding(sweep_dir(store, plan.grid.name), warn):  # one writer per sweep, from before --fresh deletes
-        result = _run_held(plan, store, fresh, report, warn, progress, start_timeout_s, reuse)
+        result = _run_held(plan, store, fresh, report, warn, progress, start_timeout_s, reuse, planned)
     if not result.interrupted:
         result.exit_status, result.exit_reason = exit_code(result.rows)
     return result
@@ -159,6 +161,7 @@ def _run_held(
     progress: Callable[[int, int], None] | None,
     start_timeout_s: float | None,
     reuse: bool,
+    planned: Callable[[dict[int, int]], None] | None,
 ) -> RunResult:
     """:func:`run` once the sweep's lock is held."""
     grid = plan.grid
@@ -201,7 +204,7 @@ def _run_held(
         try:
             with applied(context.environment), signals_as_interrupt():
                 if static:
-                    _run_fixed(plan, todo, launches, emit, reuse)
+                    _run_fixed(plan, todo, launches, emit, reuse, planned)
                 else:
                     pruned = {key for key, row in recorded.items() if row.status == PRUNED}
                     decided = race_decisions(table)
@@ -232,13 +235,22 @@ def _data_on_a_sampled_machine(plan: Plan, warn: Callable[[str], None]) -> dict[
     return data
 
 
-def _run_fixed(plan: Plan, todo: list[Todo], launches: Launches, emit: Callable[[Row], None], reuse: bool) -> None:
+def _run_fixed(
+    plan: Plan,
+    todo: list[Todo],
+    launches: Launches,
+    emit: Callable[[Row], None],
+    reuse: bool,
+    planned: Callable[[dict[int, int]], None] | None,
+) -> None:
     """Measurements decided before the run, launch by launch (a dry run's: each shrunk one once, see reuse)."""
     dry_run = any(launch.dry_run for launch in plan.launches)
     measured, launches.stand_ins = split_reused(plan, todo) if dry_run and reuse else (todo, {})
     by_launch: dict[int, list[Todo]] = {}
     for item in measured:
         by_launch.setdefault(item.launch.index, []).append(item)
+    if planned:  # rows per launch: its measurements and the rows reusing them
+        planned({i: sum(1 + len(launches.stand_ins.get(t.key, ())) for t in items) for i, items in by_launch.items()})
     for items in by_launch.values():
         for row in launches.run(items[0].launch, FixedQueue(items, plan.grid.workload.remeasure_disturbed)):
             emit(row)

@@ -1,15 +1,13 @@
-"""What ``sweeper run`` shows while it works: a progress bar, a line per measurement, a summary."""
+"""What ``sweeper run`` shows of its rows: a line per measurement, a summary (the progress: :mod:`.progress`)."""
 
 from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -22,44 +20,27 @@ STATUS_STYLE: dict[str, str] = {OK: "green", FAILED: "red", TIMEOUT: "yellow"}
 
 
 def measurement_line(row: Row) -> Text:
-    """One line for a finished measurement (plain text, styled: an error message shows as written)."""
+    """One line for a finished measurement, under 100 columns when ok (plain text, styled: an error message shows
+    as written, wrapped at the console's width). The launch's start time is on its own line
+    (:mod:`sweeper.run.progress`)."""
     shape = shape_text(
         row["executors"], row["cores_per_executor"], row["executor_memory_gib"], baseline=row["engine"] == "local"
     )
     status = row["status"]
     head = plain(f"{status:>7}", STATUS_STYLE.get(status, "")) + plain(
-        f" {row['engine']:<11} {row['mode']:<13} {shape:<30} epochs {row['epochs']:>5} trial {row['trial']}"
+        f" {row['engine']:<6} {row['mode']:<8} {shape:<28} {row['epochs']:>5} epochs trial {row['trial']}"
     )
     if status == OK:
+        stopped = row.get("epochs_run")
         return (
             head
-            + plain(
-                f"  fit {row['fit_wall_s']:7.2f} s  acc {row['accuracy']:.4f}  "
-                f"epochs run {row['epochs_run']}  start {row['cluster_start_s']:.1f} s"
-            )
-            + plain("  (same dry-run measurement as above)" if row.get("reused_from") else "", "dim")
+            + plain(f"  fit {row['fit_wall_s']:.2f} s  acc {row['accuracy']:.4f}")
+            + plain(f"  stopped at {stopped}" if stopped is not None and stopped != row["epochs"] else "")
+            + plain("  (reused)" if row.get("reused_from") else "", "dim")
         )
     if status == PRUNED:
         return head + plain(f"  {row.get('error')}", "dim")
     return head + plain(f"  {row.get('error_type')}: {str(row.get('error'))[:200]}")
-
-
-@contextmanager
-def progress_bar(console: Console, total: int) -> Iterator[Progress]:
-    """A bar over all measurements with an ETA."""
-    bar = Progress(
-        TextColumn("measurements"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-    )
-    with bar:
-        bar.add_task("sweep", total=total)
-        yield bar
 
 
 def _summary_order(item: tuple[tuple[Any, ...], list[Row]]) -> tuple[str, ...]:
@@ -67,13 +48,13 @@ def _summary_order(item: tuple[tuple[Any, ...], list[Row]]) -> tuple[str, ...]:
     return tuple(f"{value:012.4f}" if isinstance(value, int | float) else str(value) for value in item[0])
 
 
-def summary_table(rows: Sequence[Row]) -> Table:
+def summary_table(rows: Sequence[Row], title: str = "Summary (medians over trials)") -> Table:
     """Median fit time and accuracy per engine, shape and epochs, with failures counted."""
     groups: dict[tuple[Any, ...], list[Row]] = defaultdict(list)
     for row in rows:
         key = (row["engine"], row["mode"], row["executors"], row["cores_per_executor"], row["epochs"])
         groups[key].append(row)
-    table = Table(title="Summary (medians over trials)")
+    table = Table(title=title)
     for column in ("engine", "mode", "shape", "epochs", "ok", "failed", "fit s", "accuracy"):
         table.add_column(column, justify="left" if column in ("engine", "mode") else "right")
     for (engine, mode, executors, cores, epochs), members in sorted(groups.items(), key=_summary_order):
@@ -91,3 +72,36 @@ def summary_table(rows: Sequence[Row]) -> Table:
             f"{statistics.median(r['accuracy'] for r in ok):.4f}" if ok else "-",
         )
     return table
+
+
+def wrapped(text: Text, width: int) -> Text:
+    """``text`` broken at spaces into lines of ``width`` columns, styles kept; a line that goes on is indented 2 more
+    than the first, and a word longer than a line (a path) is kept whole, so that it can still be copied.
+
+    >>> print(wrapped(Text("  one two three four"), 11).plain)
+      one two
+        three
+        four
+    """
+    first = text.plain
+    indent = len(first) - len(first.lstrip(" ")) + 2
+    out = Text()
+    column = 0
+    for position, word in enumerate(text.split(" ", allow_blank=True)):
+        if column + 1 + word.cell_len > width and column > indent:
+            out.rstrip()
+            out.append("\n" + " " * indent)
+            column = indent
+            if not word.plain:
+                continue
+        elif position:
+            out.append(" ")
+            column += 1
+        out.append_text(word)
+        column += word.cell_len
+    return out
+
+
+def say(console: Console, text: Text | str) -> None:
+    """Print a line of ``sweeper run``, :func:`wrapped` at the console's width (a string as written: no markup)."""
+    console.print(wrapped(plain(text) if isinstance(text, str) else text, console.width), soft_wrap=True)
