@@ -15,7 +15,7 @@ from sweeper.launch.registry import starter
 from sweeper.workload.averaging import Weights, average, shard_rows, train_in_process
 from sweeper.workload.data import Data
 from sweeper.workload.tasks import make_batch
-from tests.conftest import LOAD_NOT_JUDGED, REPO
+from tests.conftest import REPO
 from tests.support import launches
 from tests.support.leftovers import assert_no_launch_processes
 
@@ -132,13 +132,7 @@ def test_a_sweep_of_every_engine_and_mode_is_reported_side_by_side(tmp_path: Pat
         "cluster": {"manager": "local", "nodes": 1, "cores_per_node": 2, "memory_per_node": "8GiB"},
         "sizing": {"cores_per_executor": [1], "reserve": {"cores": 0, "memory": "1GiB"}, "application_master": 0},
         "engines": ["spark", "dask", "spark-mllib"],
-        "workload": {
-            "dataset": "digits",
-            "mode": ["replicas", "data-parallel"],
-            "epochs": [5],
-            "trials": 1,
-            **LOAD_NOT_JUDGED,
-        },
+        "workload": {"dataset": "digits", "mode": ["replicas", "data-parallel"], "epochs": [5], "trials": 1},
     }
     path = tmp_path / "grid.yaml"
     path.write_text(yaml.safe_dump(spec))

@@ -14,7 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
+from sweeper import cli
 from sweeper.config import load as grid_file
+from sweeper.config.environment_defaults import INTERFERENCE_LIMIT_VARIABLE
+from sweeper.config.grid import INTERFERENCE_LIMIT
 from sweeper.planning.plan import make_plan
 from sweeper.results import recommend as rec
 from sweeper.results import recommend_view as view
@@ -154,7 +157,8 @@ def test_a_batch_taken_beside_a_busy_loop_is_disturbed_taken_again_and_left_out(
         cluster={"manager": "local", "nodes": 1, "cores_per_node": 1, "memory_per_node": "4GiB"},
         sizing={"cores_per_executor": [1], "reserve": {"cores": 0, "memory": "1GiB"}, "application_master": 0},
         workload={"dataset": "digits", "epochs": [300], "trials": 3, "n_fits": 2, "exact_epochs": True,
-                  "model": {"hidden_layer_sizes": [64]}, "remeasure_disturbed": 2},
+                  "model": {"hidden_layer_sizes": [64]}, "remeasure_disturbed": 2,
+                  "interference_limit": 0.25},
     )  # fmt: skip
     (tmp_path / "grid.yaml").write_text(yaml.safe_dump(spec))
     plan = make_plan(grid_file.load(tmp_path / "grid.yaml"))
@@ -212,3 +216,18 @@ def test_before_a_sweep_the_cpu_of_a_process_outside_this_tree_is_named_and_this
         "this machine is busy: others use 1.6 of its 2 cores (python3 pid 41 98 %, java pid 7 60 %); measurements "
         "above workload.interference_limit 0.25 are disturbed: taken again, left out"
     )
+
+
+def test_the_environment_sets_the_default_limit_a_grid_can_still_set_its_own(
+    write_grid: Callable[..., Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(INTERFERENCE_LIMIT_VARIABLE, "0.6")
+    assert grid_file.load(write_grid(minimal_grid())).workload.interference_limit == 0.6
+    own = minimal_grid(workload={"dataset": "digits", "epochs": [5], "trials": 1, "interference_limit": 0.25})
+    assert grid_file.load(write_grid(own)).workload.interference_limit == 0.25
+    monkeypatch.delenv(INTERFERENCE_LIMIT_VARIABLE)
+    assert grid_file.load(write_grid(minimal_grid())).workload.interference_limit == INTERFERENCE_LIMIT
+    monkeypatch.setenv(INTERFERENCE_LIMIT_VARIABLE, "busy")
+    assert cli.main(["plan", str(write_grid(minimal_grid()))]) == 2
+    err = capsys.readouterr().err
+    assert "SWEEPER_INTERFERENCE_LIMIT='busy': a number in (0, 100]" in err and "Traceback" not in err

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from sweeper import load_results
-from tests.conftest import LOAD_NOT_JUDGED, REPO, minimal_grid
+from tests.conftest import REPO, minimal_grid
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +32,7 @@ def three_shapes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         sizing={"cores_per_executor": [1, 2, 3], "reserve": {"cores": 0, "memory": "1GiB"}, "application_master": 0},
         engines=["dask"],
         baseline=False,
-        workload={"dataset": "digits", "epochs": [5, 20], "trials": 2, "n_fits": 6, **LOAD_NOT_JUDGED},
+        workload={"dataset": "digits", "epochs": [5, 20], "trials": 2, "n_fits": 6},
     )
     path = tmp / "whatif.yaml"
     path.write_text(yaml.safe_dump(grid))
@@ -83,7 +83,7 @@ def test_a_sweep_run_with_predictions_keeps_them_and_its_report_compares(
         sizing={"cores_per_executor": [2], "reserve": {"cores": 0, "memory": "1GiB"}, "application_master": 0},
         engines=["dask"],
         baseline=False,
-        workload={"dataset": "digits", "epochs": [20], "trials": 1, "n_fits": 6, **LOAD_NOT_JUDGED},
+        workload={"dataset": "digits", "epochs": [20], "trials": 1, "n_fits": 6},
     )
     path = tmp_path / "next.yaml"
     path.write_text(yaml.safe_dump(grid))

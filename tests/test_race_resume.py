@@ -33,7 +33,7 @@ from sweeper.run import runner
 from sweeper.run.race import RaceRun, Recorded, race_policy
 from sweeper.run.rows import RunRecord
 from sweeper.store.row import Row
-from tests.conftest import LOAD_NOT_JUDGED, REPO, minimal_grid
+from tests.conftest import REPO, minimal_grid
 from tests.support.faults import assert_no_tagged_processes, new_tag, tagged_environment, write_grid_file
 from tests.test_search_race import ScriptedLaunches
 
@@ -75,7 +75,7 @@ SCENARIOS = {
 def scenario_plan(scenario: Scenario, tmp: Path) -> Plan:
     spec = minimal_grid(engines=["spark", "dask"], baseline=False)
     spec["sizing"]["cores_per_executor"] = list(scenario.cores)
-    spec["workload"] = {"dataset": "digits", "epochs": [5, 10], "trials": scenario.trials, **LOAD_NOT_JUDGED}
+    spec["workload"] = {"dataset": "digits", "epochs": [5, 10], "trials": scenario.trials}
     if scenario.search is not None:
         spec["search"] = scenario.search
     return make_plan(grid_file.load(write_grid_file(tmp / "grid.yaml", spec)))
@@ -221,8 +221,7 @@ def kill_grid(tmp: Path, name: str) -> Path:
     spec = minimal_grid(name=name, store=str(tmp / "store"), engines=["dask"], baseline=False)
     spec["sizing"]["cores_per_executor"] = [1, 2]
     model = {"hidden_layer_sizes": [8]}
-    spec["workload"] = {"dataset": "digits", "epochs": KILL_EPOCHS, "trials": KILL_TRIALS, "model": model,
-                        **LOAD_NOT_JUDGED}  # fmt: skip
+    spec["workload"] = {"dataset": "digits", "epochs": KILL_EPOCHS, "trials": KILL_TRIALS, "model": model}
     spec["search"] = {"strategy": "race", "confidence": 0.999}
     return write_grid_file(tmp / f"{name}.yaml", spec)
 

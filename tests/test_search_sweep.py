@@ -16,7 +16,7 @@ from sweeper import load_results
 from sweeper.results import statistics
 from sweeper.search.accounting import cluster_seconds
 from sweeper.search.adaptive import CI_REACHED, MAX_TRIALS
-from tests.conftest import LOAD_NOT_JUDGED, REPO, minimal_grid
+from tests.conftest import REPO, minimal_grid
 from tests.support.leftovers import assert_no_launch_processes
 
 pytestmark = pytest.mark.integration
@@ -27,8 +27,7 @@ CONFIGURATIONS = 4  # spark and dask x 1 and 2 cores per executor
 def write(tmp: Path, name: str, trials: Any, search: dict[str, Any] | None, cores: tuple[int, ...] = (1, 2)) -> Path:
     spec = minimal_grid(name=name, store=str(tmp / "store"))
     spec["sizing"]["cores_per_executor"] = list(cores)
-    spec["workload"] = {"dataset": "digits", "epochs": EPOCHS, "trials": trials, "model": {"hidden_layer_sizes": [32]},
-                       **LOAD_NOT_JUDGED}  # fmt: skip
+    spec["workload"] = {"dataset": "digits", "epochs": EPOCHS, "trials": trials, "model": {"hidden_layer_sizes": [32]}}
     if search is not None:
         spec["search"] = search
     path = tmp / f"{name}.yaml"

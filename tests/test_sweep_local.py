@@ -29,7 +29,7 @@ from sweeper.run.signals import EXIT_MEASUREMENT_FAILED
 from sweeper.store.lock import LOCK_NAME
 from sweeper.store.parquet import sweeps
 from sweeper.workload.data import load
-from tests.conftest import LOAD_NOT_JUDGED, REPO, minimal_grid
+from tests.conftest import REPO, minimal_grid
 from tests.support import launches
 from tests.support.batches import replicas
 from tests.support.figures import assert_resource_figures
@@ -40,7 +40,7 @@ pytestmark = pytest.mark.integration
 
 def small_grid(tmp: Path, name: str = "small", **workload: Any) -> Path:
     grid = minimal_grid(name=name, store=str(tmp / "store"))
-    grid["workload"] = {"dataset": "digits", "epochs": [3, 8], "trials": 2, **LOAD_NOT_JUDGED, **workload}
+    grid["workload"] = {"dataset": "digits", "epochs": [3, 8], "trials": 2, **workload}
     path = tmp / f"{name}.yaml"
     path.write_text(yaml.safe_dump(grid))
     return path

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.config import checks
+from sweeper.config.environment_defaults import with_environment_defaults
 from sweeper.config.grid import Grid
 from sweeper.config.names import check_sweep_name
 from sweeper.config.reader import read_grid_yaml
@@ -35,7 +36,8 @@ def parse(raw: Any, path: Path) -> Grid:
     values = _read_grid(check, raw)
     if values is None:
         raise check.error()
-    return Grid(path=path, **values, grid_hash=grid_hash(raw), warnings=tuple(check.warnings))
+    grid = Grid(path=path, **values, grid_hash=grid_hash(raw), warnings=tuple(check.warnings))
+    return with_environment_defaults(grid, raw)
 
 
 def _read_grid(check: Problems, raw: dict[str, Any]) -> dict[str, Any] | None:
