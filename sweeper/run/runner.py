@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from sweeper.config.grid import FULL_GRID, HALVING, RACE, Grid
 from sweeper.errors import UserError
 from sweeper.launch.base import LaunchContext
@@ -165,21 +167,7 @@ def _run_held(
 ) -> RunResult:
     """:func:`run` once the sweep's lock is held."""
     grid = plan.grid
-    if fresh:
-        remove_sweep(store, grid.name)
-    repaired = finish_merges(store, grid.name)
-    if repaired:
-        warn(f"removed {len(repaired)} part files a stopped merge left beside their merged file")
-    leftovers = merge_leftovers(store, grid.name)
-    if leftovers:
-        warn(f"merged {len(leftovers)} part files a stopped run left unmerged")
-    table = read_table(store, grid.name)  # once: what the sweep holds
-    others = grid_hashes(table) - {grid.grid_hash}
-    if others:
-        warn(
-            f"sweep {grid.name} in {store} holds rows of another grid (hash {', '.join(sorted(others))}); "
-            f"this grid's (hash {grid.grid_hash}) join them: give it another name, or --fresh, to keep them apart"
-        )
+    table = _sweep_table(grid, store, fresh, warn)
     recorded = recorded_rows(store, grid.name, table)
     done_s = _done_s(recorded)
     static = grid.workload.adaptive is None and grid.search.strategy == FULL_GRID
@@ -213,6 +201,27 @@ def _run_held(
             result.interrupted = True
             result.exit_status = exit_status(stop)
     return result
+
+
+def _sweep_table(grid: Grid, store: Path, fresh: bool, warn: Callable[[str], None]) -> pa.Table:
+    """What the sweep holds, read once: after ``--fresh`` removed it, stopped merges finished and left parts merged,
+    with a warning when another grid's rows are among it."""
+    if fresh:
+        remove_sweep(store, grid.name)
+    repaired = finish_merges(store, grid.name)
+    if repaired:
+        warn(f"removed {len(repaired)} part files a stopped merge left beside their merged file")
+    leftovers = merge_leftovers(store, grid.name)
+    if leftovers:
+        warn(f"merged {len(leftovers)} part files a stopped run left unmerged")
+    table = read_table(store, grid.name)
+    others = grid_hashes(table) - {grid.grid_hash}
+    if others:
+        warn(
+            f"sweep {grid.name} in {store} holds rows of another grid (hash {', '.join(sorted(others))}); "
+            f"this grid's (hash {grid.grid_hash}) join them: give it another name, or --fresh, to keep them apart"
+        )
+    return table
 
 
 def _done_s(recorded: dict[str, RecordedRow]) -> dict[str, float | None]:
