@@ -299,7 +299,7 @@ def test_an_engine_whose_launch_failed_is_named_and_no_engine_verdict_is_given()
     text = "\n".join(view.answer_lines(recommendation))
     assert "Not measured (left out of the answer above):" in text and "launch did not start" in text
     assert "5 epochs: cannot be given: dask has no ok measurement" in text
-    assert "(among what was measured: see above)" in text
+    assert "(among what was measured; see what was not)" in text
     assert view.to_json(recommendation)["unmeasured"][0]["engine"] == "dask"
     # all measured: nothing of the kind is said
     clear = rec.recommend(synthetic_frame(CLEAR[:2], epochs=(5,), seed=4), n_bootstrap=FAST)

@@ -156,7 +156,7 @@ def answer_lines(recommendation: Recommendation, *, partial: bool = False) -> li
         out += [f"  {line}" for line in _one_engine_missing(recommendation)]
     out += unmeasured_lines(recommendation)
     out += disturbed_lines(recommendation)
-    among = " (among what was measured: see above)" if recommendation.unmeasured else ""
+    among = " (among what was measured; see what was not)" if recommendation.unmeasured else ""
     cost = ""
     if all(answer.baseline_wins for answer in recommendation.answers):
         cost = "; but one thread on no cluster was faster at every epochs value: neither engine pays off at this size"
