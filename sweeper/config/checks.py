@@ -7,18 +7,22 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from sweeper.config import work
+from sweeper.config.estimator import EstimatorProblem, prototype, steps_of
 from sweeper.config.grid import (
     AUTO,
+    CLASSIFIER,
     FULL_GRID,
     HALVING,
     RACE,
     RACE_MIN_TRIALS,
     AdaptiveTrials,
     Dataset,
+    Estimator,
     Search,
     Workload,
 )
-from sweeper.config.model import MLLIB_ONLY_PARAMS, mlp_params, model_axes, read_param_grid
+from sweeper.config.model import MLLIB_ONLY_PARAMS, model_axes, model_params, read_param_grid
 from sweeper.config.names import SSH_NAME_RULE, SSH_USER_UNSAFE, is_host, ssh_name_problem
 from sweeper.config.schema import Problems, file_kind, is_scalar, item_key, key_name
 from sweeper.config.sections import (
@@ -31,6 +35,7 @@ from sweeper.config.sections import (
     MAX_NODES,
     MAX_RECOMMENDED_CORES_PER_EXECUTOR,
     MAX_SETTING_CHARS,
+    REGRESSION_DATASETS,
     RESERVE,
     RULE_AXES,
     SEARCH,
@@ -41,7 +46,7 @@ from sweeper.config.sections import (
     WORKLOAD_SETTINGS,
 )
 from sweeper.config.sizing import Cluster, InfeasibleShape, size_executors
-from sweeper.names import BASELINE_ENGINE, ENGINES, OBSERVED_VARIABLES, ONE_MODEL_ENGINES
+from sweeper.names import BASELINE_ENGINE, DATA_PARALLEL, ENGINES, OBSERVED_VARIABLES, ONE_MODEL_ENGINES
 from sweeper.text import CONTROL, CONTROL_CHARS, shown
 
 _NUL = re.compile("\x00")
@@ -89,7 +94,13 @@ _SPARK_PROPERTY = re.compile(rf"spark\.[^\s={CONTROL_CHARS}]+")
 def engines_and_workload(check: Problems, engines: list[str], workload: Workload) -> None:
     """One-model engines need data-parallel points; ``model.mllib_solver`` needs spark-mllib to matter."""
     for engine in [e for e in engines if e in ONE_MODEL_ENGINES]:
-        if "data-parallel" not in workload.modes:
+        if not workload.estimator.is_mlp:
+            check.fail(
+                "engines",
+                f"{engine!r} trains Spark ML's MultilayerPerceptronClassifier, the counterpart of MLPClassifier "
+                f"only; {workload.estimator.name} has none here: leave {engine} out of engines",
+            )
+        elif "data-parallel" not in workload.modes:
             check.fail(
                 "engines",
                 f"{engine!r} trains one model per measurement: add data-parallel to workload.mode "
@@ -305,16 +316,32 @@ def workload(check: Problems, value: Any) -> Workload | None:
     if section is None:
         return None
     dataset = _dataset(check, section.get("dataset", WORKLOAD.field("dataset").default))
-    axes = {
-        name: WORKLOAD.field(name).read_axis(section, WORKLOAD.key, check) for name in ("fraction", "epochs", "mode")
-    }
+    chosen = work.estimator(check, section)
+    steps, estimated, kind = chosen or ((), None, None)
+    axes = {"fraction": WORKLOAD.field("fraction").read_axis(section, WORKLOAD.key, check)}
+    work_parameter, epochs, epochs_valid = (
+        work.work_axis(check, section, steps, estimated) if chosen else (None, [], False)
+    )
+    axes["epochs"] = (epochs, epochs_valid)
+    axes["mode"] = WORKLOAD.field("mode").read_axis(section, WORKLOAD.key, check)
     modes = axes["mode"][0]
     mode = "search" if "search" in modes else (modes[0] if modes else None)
     settings = _workload_settings(check, section, modes)
-    param_grid = read_param_grid(check, section.get("param_grid"), mode)
-    model = model_axes(check, section.get("model"))
+    param_grid = read_param_grid(check, section.get("param_grid"), mode, estimated) if chosen else ()
+    model = model_axes(check, section.get("model"), estimated) if chosen else ()
+    scorer = work.scoring(check, section.get("scoring"), kind) if kind else None
     trials = WORKLOAD.field("trials").read(section, WORKLOAD.key, check)
+    if chosen and estimated is not None:
+        _estimator_modes(check, steps, modes, work_parameter, model)
+    if dataset is not None and dataset.name in REGRESSION_DATASETS and kind == CLASSIFIER:
+        check.fail(
+            "workload.dataset",
+            f"{dataset.name} is a regression set (a continuous target): name a regressor in workload.estimator, "
+            "such as sklearn.linear_model.Ridge or sklearn.ensemble.RandomForestRegressor",
+        )
     if dataset is None or settings is None or trials is None or not all(valid for _, valid in axes.values()):
+        return None
+    if kind is None or scorer is None:
         return None
     adaptive = trials if isinstance(trials, AdaptiveTrials) else None
     return Workload(
@@ -326,8 +353,24 @@ def workload(check: Problems, value: Any) -> Workload | None:
         adaptive=adaptive,
         modes=tuple(modes),
         param_grid=param_grid,
+        estimator=Estimator(steps=steps, kind=kind, work_parameter=work_parameter, scoring=scorer),
         **settings,
     )
+
+
+def _estimator_modes(
+    check: Problems, steps: tuple[str, ...], modes: list[str], work_parameter: str | None, model: Any
+) -> None:
+    """An estimator other than MLPClassifier: no data-parallel (only MLPClassifier's weights are averaged), and
+    its work axis's parameter set by the axis alone."""
+    if DATA_PARALLEL in modes:
+        check.fail(
+            "workload.mode",
+            f"data-parallel averages the weights of MLPClassifier only (its coefs_ and intercepts_); {steps[-1]} "
+            "has none to average: use replicas, cv or search",
+        )
+    if work_parameter is not None and any(name == work_parameter for name, _ in model):
+        check.fail(f"workload.model.{work_parameter}", "is set by the work axis (workload.iterations): set it there")
 
 
 def search(check: Problems, value: Any, measured: Workload | None) -> Search | None:
@@ -383,21 +426,35 @@ def _workload_settings(check: Problems, section: dict[str, Any], modes: list[str
     return None if refused else settings
 
 
-def rules(check: Problems, value: Any, key: str) -> list[dict[str, Any]]:
-    """``exclude``/``only``: mappings of axis to a value or a list of values."""
+def rule_model_params(raw_workload: Any) -> tuple[str, ...] | None:
+    """The ``model.PARAM`` names exclude/only may use: the grid's estimator's (None when it does not resolve: its
+    problem is reported by :func:`workload`)."""
+    steps = steps_of(raw_workload.get("estimator") if isinstance(raw_workload, dict) else None)
+    if steps is None:
+        return None
+    try:
+        return model_params(None if steps == Estimator().steps else prototype(steps))
+    except EstimatorProblem:
+        return None
+
+
+def rules(check: Problems, value: Any, key: str, params: tuple[str, ...] | None) -> list[dict[str, Any]]:
+    """``exclude``/``only``: mappings of axis to a value or a list of values (``model.PARAM``: ``params``; None:
+    any)."""
     if value is None:
         return []
     if not isinstance(value, list):
         check.fail(key, f"must be a list of mappings such as [{{engine: spark, epochs: 10000}}], got {shown(value)}")
         return []
-    allowed = RULE_AXES + tuple(f"model.{p}" for p in mlp_params() + MLLIB_ONLY_PARAMS)
+    allowed = RULE_AXES + tuple(f"model.{p}" for p in params or ())
     rules = []
     for index, rule in enumerate(value):
         where = f"{key}[{index}]"
         if not isinstance(rule, dict) or not rule:
             check.fail(where, f"must be a non-empty mapping of axis: value, got {shown(rule)}")
             continue
-        check.known_keys(rule, where, allowed)
+        check.known_keys({k: v for k, v in rule.items() if params is not None or not str(k).startswith("model.")},
+                         where, allowed)  # fmt: skip
         for axis, wanted in rule.items():
             items = wanted if isinstance(wanted, list) else [wanted]
             if not items or not all(item is None or is_scalar(item) for item in items):

@@ -67,6 +67,36 @@ class Search:
     auto_reason: str | None = None  # strategy auto: why it chose the strategy above
 
 
+MLP_ESTIMATOR = "sklearn.neural_network.MLPClassifier"
+CLASSIFIER, REGRESSOR = "classifier", "regressor"
+MLP_WORK_PARAMETER = "max_iter"  # what workload.epochs sets
+SCORING = {CLASSIFIER: "accuracy", REGRESSOR: "r2"}  # workload.scoring's default, by the estimator's kind
+
+
+@dataclass(frozen=True)
+class Estimator:
+    """``workload.estimator``: what each fit trains (one class, or a pipeline's steps in order), its kind, the
+    parameter the work axis sets (None: the grid sweeps no work axis) and the scorer of the held-out score."""
+
+    steps: tuple[str, ...] = (MLP_ESTIMATOR,)
+    kind: str = CLASSIFIER
+    work_parameter: str | None = MLP_WORK_PARAMETER
+    scoring: str = SCORING[CLASSIFIER]
+
+    @property
+    def name(self) -> str:
+        """The dotted name, or a pipeline's steps joined by ``+``."""
+        return " + ".join(self.steps)
+
+    @property
+    def is_mlp(self) -> bool:
+        """Whether the fits train MLPClassifier alone (its own checks, data-parallel, spark-mllib's MLP)."""
+        return self.steps == (MLP_ESTIMATOR,)
+
+
+DEFAULT_ESTIMATOR = Estimator()
+
+
 @dataclass(frozen=True)
 class Workload:
     """What every launch trains, with its sweep axes as tuples."""
@@ -91,6 +121,7 @@ class Workload:
     interference_limit: float = INTERFERENCE_LIMIT
     remeasure_disturbed: int = REMEASURE_DISTURBED
     adaptive: AdaptiveTrials | None = None
+    estimator: Estimator = DEFAULT_ESTIMATOR  # epochs: the values of its work_parameter
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,20 @@
-"""``workload.model`` and ``workload.param_grid``: what scikit-learn's MLPClassifier (imported lazily) takes."""
+"""``workload.model`` and ``workload.param_grid``: what the grid's estimator takes (scikit-learn imported lazily).
+
+MLPClassifier (the default) keeps its own defaults and checks (``hidden_layer_sizes`` as layer widths,
+``mllib_solver`` for spark-mllib); any other estimator takes its ``get_params()`` names with scalar values,
+checked by its own ``_parameter_constraints`` (:mod:`sweeper.config.estimator`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from sweeper.config import estimator
 from sweeper.config.schema import Problems, is_scalar
 from sweeper.text import shown
+
+Model = Any  # the grid's estimator built with its defaults (sweeper.config.estimator.prototype); None: MLPClassifier
 
 # MLPClassifier parameters the sweeper owns: epochs set max_iter, the trial sets random_state.
 MODEL_KEYS_OWNED = ("max_iter", "random_state")
@@ -29,12 +37,20 @@ def mlp_params() -> tuple[str, ...]:
     return tuple(k for k in MLPClassifier().get_params() if k not in MODEL_KEYS_OWNED)
 
 
-def model_axes(check: Problems, value: Any) -> tuple[tuple[str, tuple[Any, ...]], ...]:
-    """``workload.model``: DEFAULT_MODEL updated with the grid's parameters, each as a tuple of values."""
+def model_params(model: Model) -> tuple[str, ...]:
+    """The parameters a grid may set on ``model`` (MLPClassifier's: with ``mllib_solver``)."""
+    return mlp_params() + MLLIB_ONLY_PARAMS if model is None else estimator.settable(model)
+
+
+def model_axes(check: Problems, value: Any, model: Model = None) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    """``workload.model``: the grid's parameters, each as a tuple of values (MLPClassifier: DEFAULT_MODEL updated
+    with them)."""
     section = check.mapping(value, "workload.model")
     if section is None:
         return ()
-    allowed = mlp_params() + MLLIB_ONLY_PARAMS
+    if model is not None:
+        return _estimator_axes(check, section, model)
+    allowed = model_params(None)
     for owned in MODEL_KEYS_OWNED:
         if owned in section:
             check.fail(
@@ -45,6 +61,22 @@ def model_axes(check: Problems, value: Any) -> tuple[tuple[str, tuple[Any, ...]]
     return tuple((param, tuple(_model_values(check, param, raw))) for param, raw in merged.items())
 
 
+def _estimator_axes(check: Problems, section: dict[str, Any], model: Model) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    """``workload.model`` of an estimator other than MLPClassifier: its parameters, each checked by its constraints."""
+    allowed = estimator.settable(model)
+    for param in section:
+        reason = estimator.owned(param) if isinstance(param, str) else None
+        if reason is not None:
+            check.fail(f"workload.model.{param}", f"is set by the sweeper ({reason})")
+    check.known_keys({k: v for k, v in section.items() if not isinstance(k, str) or estimator.owned(k) is None},
+                     "workload.model", allowed)  # fmt: skip
+    return tuple(
+        (param, tuple(check.axis(raw, f"workload.model.{param}", param_check(check, param, model))[0]))
+        for param, raw in section.items()
+        if param in allowed
+    )
+
+
 def _model_values(check: Problems, param: str, raw: Any) -> list[Any]:
     """The values of one ``workload.model`` parameter (a list is an axis; a list of layer widths is one value)."""
     if param == "hidden_layer_sizes" and not (isinstance(raw, list) and raw and all(isinstance(x, list) for x in raw)):
@@ -53,8 +85,10 @@ def _model_values(check: Problems, param: str, raw: Any) -> list[Any]:
     return values
 
 
-def param_check(check: Problems, param: str) -> Callable[[Any, str], Any]:
+def param_check(check: Problems, param: str, model: Model = None) -> Callable[[Any, str], Any]:
     """How one value of a model parameter is checked (see :meth:`Problems.axis`)."""
+    if model is not None:
+        return lambda value, key: _estimator_value(check, model, param, value, key)
     if param == "hidden_layer_sizes":
         return lambda value, key: _layers(check, value, key)
     if param == "mllib_solver":
@@ -97,8 +131,22 @@ def _mlp_value(check: Problems, param: str, value: Any, key: str) -> Any:
     return value
 
 
-def read_param_grid(check: Problems, value: Any, mode: str | None) -> tuple[tuple[str, tuple[Any, ...]], ...]:
-    """``workload.param_grid`` (mode search only): each MLPClassifier parameter with its values."""
+def _estimator_value(check: Problems, model: Model, param: str, value: Any, key: str) -> Any:
+    """``value`` if it is a scalar (or null) the estimator's constraints accept for ``param``; else None, recorded."""
+    if value is not None and not is_scalar(value):
+        check.fail(key, f"must be a number, a string, a boolean or null, got {shown(value)}")
+        return None
+    problem = estimator.value_problem(model, param, value)
+    if problem is not None:
+        check.fail(key, problem)
+        return None
+    return value
+
+
+def read_param_grid(
+    check: Problems, value: Any, mode: str | None, model: Model = None
+) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    """``workload.param_grid`` (mode search only): each estimator parameter with its values."""
     if value is None:
         if mode == "search":
             check.fail("workload.param_grid", "is required with mode: search, e.g. {alpha: [0.0001, 0.001]}")
@@ -108,12 +156,12 @@ def read_param_grid(check: Problems, value: Any, mode: str | None) -> tuple[tupl
         return ()
     if mode != "search":
         check.fail("workload.param_grid", f"only applies to mode: search, not {mode!r}")
-    allowed = mlp_params()
+    allowed = mlp_params() if model is None else estimator.settable(model)
     check.known_keys(section, "workload.param_grid", allowed)
     grid = []
     for param, raw in section.items():
         if param not in allowed:
             continue
-        values, _ = check.axis(raw, f"workload.param_grid.{param}", param_check(check, param))
+        values, _ = check.axis(raw, f"workload.param_grid.{param}", param_check(check, param, model))
         grid.append((param, tuple(values)))
     return tuple(grid)

@@ -40,7 +40,8 @@ from sweeper.config.sizing import APPLICATION_MASTER_SLOTS, REPORT_RULE, RESERVE
 from sweeper.names import DEFAULT_ENGINES, MANAGERS, MODES
 from sweeper.units import MIB_PER_GIB
 
-DATASETS = ("digits", "mnist", "fashion-mnist")
+DATASETS = ("digits", "mnist", "fashion-mnist", "diabetes")
+REGRESSION_DATASETS = ("diabetes",)  # a continuous target: regressors only
 MAX_RECOMMENDED_CORES_PER_EXECUTOR = 5
 # cluster.python_archive: what YARN can unpack (spark.yarn.dist.archives; Dask unpacks it in the container)
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
@@ -80,6 +81,14 @@ DATASET = Section(
     (
         Field("name"),
         Field("path"),
+    ),
+)
+
+ITERATIONS = Section(
+    "workload.iterations",
+    (
+        Field("parameter", Text()),
+        Field("values", Integer(MAX_EPOCHS), axis=True),
     ),
 )
 
@@ -254,7 +263,8 @@ WORKLOAD = Section(
             "dataset",
             default="digits",
             doc=(
-                "`digits` (bundled with scikit-learn), `mnist`, `fashion-mnist`, a path (a regular file or "
+                "`digits` (bundled with scikit-learn), `mnist`, `fashion-mnist`, `diabetes` (scikit-learn's bundled "
+                "regression set: 442 rows, 10 features), a path (a regular file or "
                 "a directory; a FIFO, device or socket is refused), or `{name: mnist, path: DIR}` with a "
                 "directory of IDX files"
             ),
@@ -268,20 +278,58 @@ WORKLOAD = Section(
             axis=True,
         ),
         Field(
-            "model",
-            shown_default="`{hidden_layer_sizes: [100, 50], activation: relu, solver: adam}`",
+            "estimator",
+            shown_default="`sklearn.neural_network.MLPClassifier`",
             doc=(
-                "any `MLPClassifier` parameter except `max_iter` and `random_state`, and `mllib_solver` "
-                "(`l-bfgs` or `gd`, read by `spark-mllib` only); a list value is an axis "
-                "(`hidden_layer_sizes: [[64], [100, 50]]` for layers: 1 to 100 layers of 1 to 100000 units)"
+                "what each fit trains: the dotted name of a scikit-learn-compatible classifier or regressor class "
+                "installed beside the sweeper (`sklearn.ensemble.RandomForestClassifier`), or a list of them, a "
+                "pipeline (`[sklearn.preprocessing.StandardScaler, sklearn.linear_model.LogisticRegression]`, "
+                "steps named as `make_pipeline` names them); imported with importlib (the module, then the "
+                "class), never executed from the grid"
+            ),
+        ),
+        Field(
+            "model",
+            shown_default="`{hidden_layer_sizes: [100, 50], activation: relu, solver: adam}` (MLPClassifier)",
+            doc=(
+                "the estimator's parameters (its `get_params()` names; a pipeline's: `step__param`, such as "
+                "`logisticregression__C`), each checked by its `_parameter_constraints`; never `random_state` "
+                "(trials set it), `n_jobs` (1) or the work axis's parameter; a list value is an axis. "
+                "MLPClassifier: its defaults above, `hidden_layer_sizes: [[64], [100, 50]]` for layers (1 to 100 "
+                "layers of 1 to 100000 units), and `mllib_solver` (`l-bfgs` or `gd`, read by `spark-mllib` only)"
             ),
         ),
         Field(
             "epochs",
             Integer(MAX_EPOCHS),
             default=[10, 100],
-            doc="`max_iter` of each fit, {kind}; a list is an axis",
+            shown_default="`[10, 100]` (MLPClassifier)",
+            doc=(
+                "`max_iter` of each fit, {kind}; a list is an axis (the work axis): the spelling of "
+                "`iterations: {parameter: max_iter, values: [...]}`"
+            ),
             axis=True,
+        ),
+        Field(
+            "iterations",
+            shown_default="none but MLPClassifier's `epochs`",
+            doc=(
+                "the work axis: `{parameter: n_estimators, values: [10, 50, 200]}`, an integer knob of work of the "
+                "estimator (`max_iter`, `n_estimators`, `max_depth`, ...; in a pipeline the step's, found by its "
+                "name), values from 1 to 1000000; an estimator given neither `epochs` nor `iterations` sweeps no "
+                "work axis (its rows: `epochs` 1). Halving's `rung_axis: epochs`, exclude/only's `epochs` and the "
+                "`epochs` column mean this axis"
+            ),
+            section=ITERATIONS,
+        ),
+        Field(
+            "scoring",
+            shown_default="`accuracy` (classifiers), `r2` (regressors)",
+            doc=(
+                "the held-out score each fit records in `accuracy` (and recommend's accuracy check compares): a "
+                "scikit-learn scorer name (`sklearn.metrics.get_scorer_names()`: `f1_macro`, "
+                "`neg_mean_squared_error`, ...; higher is better)"
+            ),
         ),
         Field(
             "trials",
@@ -295,12 +343,13 @@ WORKLOAD = Section(
             default="replicas",
             doc=(
                 "`replicas` (a batch of fits, one per seed), `cv` (one per fold), `search` (param_grid x "
-                "folds), `data-parallel` (ONE model trained across the launch); a list is an axis"
+                "folds), `data-parallel` (ONE model trained across the launch: MLPClassifier only, the one estimator "
+                "whose weights the sweeper averages); a list is an axis"
             ),
             axis=True,
         ),
         Field("folds", Integer(100, minimum=2), default=3, doc="`cv` and `search`: folds, {kind}"),
-        Field("param_grid", doc="`search`: `MLPClassifier` parameter lists, as `GridSearchCV` takes"),
+        Field("param_grid", doc="`search`: the estimator's parameter lists, as `GridSearchCV` takes"),
         Field(
             "n_fits",
             Integer(10_000),
@@ -462,7 +511,7 @@ TOP = Section(
             shown_default="`[spark, dask]`",
             doc=(
                 "engines to compare: `spark`, `dask`, `spark-mllib` (Spark ML's own MLP, one model across "
-                "the launch; takes the `data-parallel` points)"
+                "the launch; takes the `data-parallel` points; MLPClassifier only)"
             ),
         ),
         Field(

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from sweeper.config.grid import Grid
+from sweeper.config.grid import DEFAULT_ESTIMATOR, Grid
 from sweeper.planning.plan import Launch, Plan, Point
 
 
@@ -32,7 +32,7 @@ def measurement_key(grid: Grid, plan: Plan, launch: Launch, point: Point, trial:
     """A stable identity for a measurement: the same point on the same planned launch shape and trial."""
     workload = grid.workload
     planned = launch.as_planned
-    identity = {
+    identity: dict[str, Any] = {
         "sweep": grid.name,
         "engine": launch.engine,
         "manager": planned.manager,
@@ -45,6 +45,9 @@ def measurement_key(grid: Grid, plan: Plan, launch: Launch, point: Point, trial:
         "fits": [workload.exact_epochs, workload.threads_per_fit, grid.environment],
         "dry_run": launch.dry_run,
     }
+    if workload.estimator != DEFAULT_ESTIMATOR:  # MLPClassifier on max_iter by accuracy: the keys it always had
+        estimator = workload.estimator
+        identity["estimator"] = [estimator.steps, estimator.work_parameter, estimator.scoring]
     text = json.dumps(identity, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from sweeper.config.grid import HALVING, Grid
+from sweeper.config.grid import DEFAULT_ESTIMATOR, HALVING, Estimator, Grid, Workload
 from sweeper.names import BASELINE_ENGINE, on_spark
 from sweeper.planning.measurements import pending, split_reused
 from sweeper.planning.plan import Launch, Plan
@@ -108,6 +108,25 @@ def _shape_text(launch: Launch) -> str:
     return shape_text_mib(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
 
 
+def estimator_text(estimator: Estimator) -> str:
+    """The estimator's class names (a pipeline's joined by ``+``), and its scorer where not accuracy.
+
+    >>> estimator_text(Estimator(("sklearn.linear_model.Ridge",), "regressor", None, "r2"))
+    'Ridge (scored by r2)'
+    """
+    names = " + ".join(step.rpartition(".")[2] for step in estimator.steps)
+    return names if estimator.scoring == "accuracy" else f"{names} (scored by {estimator.scoring})"
+
+
+def work_axis_text(workload: Workload) -> str:
+    """The work axis and its values: ``epochs 10, 100`` (MLPClassifier's max_iter), ``n_estimators 10, 50``."""
+    parameter = workload.estimator.work_parameter
+    if parameter is None:
+        return "no work axis"
+    name = "epochs" if workload.estimator == DEFAULT_ESTIMATOR else parameter
+    return f"{name} {', '.join(map(str, workload.epochs))}"
+
+
 def _show_workload(plan: Plan, console: Console) -> None:
     workload = plan.grid.workload
     trials = workload.trials
@@ -121,11 +140,10 @@ def _show_workload(plan: Plan, console: Console) -> None:
     dataset = workload.dataset.path or workload.dataset.name
     console.print(
         plain(
-            f"Workload: MLPClassifier on {dataset}, "
+            f"Workload: {estimator_text(workload.estimator)} on {dataset}, "
             + ", ".join(f"mode {mode} ({plan.fits(mode)} fits per batch)" for mode in workload.modes)
-            + f", {workload.threads_per_fit} thread(s) per fit; epochs "
-            f"{', '.join(map(str, workload.epochs))}; fraction {', '.join(map(str, workload.fractions))}; "
-            f"{trials_text}"
+            + f", {workload.threads_per_fit} thread(s) per fit; {work_axis_text(workload)}; "
+            f"fraction {', '.join(map(str, workload.fractions))}; {trials_text}"
         )
     )
     for name, values in workload.model_axes:

@@ -126,6 +126,9 @@ class Pair:
     winner_lower: bool
 
 
+DEFAULT_SCORE = "accuracy"
+
+
 @dataclass(frozen=True)
 class AccuracyCheck:
     """Non-inferiority of the winner's accuracy against the most accurate arm.
@@ -216,6 +219,7 @@ class Recommendation:
     unmeasured: tuple[Unmeasured, ...] = ()  # configurations without an ok row at some epochs, and why
     worth_measuring: tuple[WorthMeasuring, ...] = ()  # untested shapes the what-if model expects to be faster
     disturbed: Disturbed | None = None  # ok measurements taken under load, left out of every verdict
+    score: str = DEFAULT_SCORE  # the scorer whose held-out score the accuracy check compares (workload.scoring)
 
     @property
     def overall(self) -> str:
@@ -332,7 +336,15 @@ def recommend(
         unmeasured=tuple(unmeasured(df)),
         worth_measuring=tuple(worth_measuring(df)),
         disturbed=_disturbed(df),
+        score=score_name(df),
     )
+
+
+def score_name(df: pd.DataFrame) -> str:
+    """The scorer of the rows' ``accuracy`` column: the ``scoring`` column's (null, stores before schema 11:
+    accuracy); several sweeps of different scorers: their names joined."""
+    named = sorted({str(s) for s in df["scoring"].dropna().unique()}) if "scoring" in df else []
+    return " / ".join(named) or DEFAULT_SCORE
 
 
 def _disturbed(df: pd.DataFrame) -> Disturbed | None:

@@ -115,6 +115,7 @@ def batch_for(plan: Plan, launch: Launch, point: Point, trial: int, data: Data, 
         threads_per_fit=workload.threads_per_fit,
         local_epochs=workload.local_epochs,
         shards=shards(plan, launch),
+        estimator=workload.estimator,
     )
 
 

@@ -42,6 +42,7 @@ class RunRecord:
 
     @classmethod
     def of(cls, grid: Grid, run_id: str, environment: Mapping[str, str]) -> RunRecord:
+        estimator = grid.workload.estimator
         racing = grid.search.strategy == RACE
         searching = racing or grid.search.strategy == HALVING  # halving's rank check uses delta and confidence too
         columns = RunColumns(
@@ -57,6 +58,9 @@ class RunRecord:
             race_delta=grid.search.delta if searching else None,
             race_confidence=grid.search.confidence if searching else None,
             race_max_trials=grid.workload.trials if racing else None,
+            estimator=estimator.name,
+            work_axis=estimator.work_parameter,
+            scoring=estimator.scoring,
             **versions(),
         )
         return cls(columns, json.dumps(dict(environment), sort_keys=True))

@@ -39,11 +39,23 @@ GROUPS: tuple[tuple[tuple[str, ...], str], ...] = (  # (columns, what they mean)
     ),
     (
         ("mode", "n_fits", "model_params", "hidden_layer_sizes", "exact_epochs", "threads_per_fit"),
-        "the batch (`model_params`: the MLP parameters as JSON)",
+        "the batch (`model_params`: the estimator's parameters as JSON; `hidden_layer_sizes`: an MLP's)",
+    ),
+    (
+        ("estimator", "work_axis", "scoring"),
+        (
+            "what each fit trained: the estimator's dotted name (a pipeline's steps joined by ` + `), the parameter "
+            "the `epochs` column sets (null with an estimator: no work axis, `epochs` 1) and the scorer whose held-out "
+            "score `accuracy` holds; all null (stores before schema 11): `sklearn.neural_network.MLPClassifier`, "
+            "`max_iter`, `accuracy`"
+        ),
     ),
     (
         ("epochs", "epochs_run", "epochs_run_mean", "converged"),
-        "epochs asked (`max_iter`), run (`n_iter_`, max and mean over fits), all fits stopped early",
+        (
+            "the work axis's value asked (`max_iter` for MLP, else `work_axis`), run (the final step's `n_iter_`, "
+            "max and mean over fits; without one: as asked), all fits stopped early"
+        ),
     ),
     (
         ("trial",),
@@ -64,7 +76,7 @@ GROUPS: tuple[tuple[tuple[str, ...], str], ...] = (  # (columns, what they mean)
     ),
     (
         ("accuracy", "accuracy_best"),
-        "mean and best test accuracy over the batch's fits",
+        "mean and best held-out score over the batch's fits: accuracy, or the grid's `scoring` (`scoring` column)",
     ),
     (
         ("worker_pids",),

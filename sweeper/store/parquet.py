@@ -31,7 +31,7 @@ from sweeper.errors import UserError
 from sweeper.names import OK, PRUNED
 from sweeper.store.row import INT64, Row
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 # Columns added after version 1: files written before them read with them empty.
 ADDED_AFTER_VERSION_1 = (
     "shards",  # version 2: data-parallel
@@ -65,6 +65,9 @@ ADDED_AFTER_VERSION_1 = (
     "cpu_pressure_share",
     "interference_host",
     "disturbed",
+    "estimator",  # version 11: any scikit-learn estimator, its work axis and its scorer (null: MLP, max_iter, accuracy)
+    "work_axis",
+    "scoring",
 )
 
 _ARROW_TYPES = {

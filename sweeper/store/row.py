@@ -47,6 +47,9 @@ class RunColumns(VersionColumns):
     race_delta: float | None
     race_confidence: float | None
     race_max_trials: int | None
+    estimator: str | None
+    work_axis: str | None
+    scoring: str | None
 
 
 class PlannedColumns(TypedDict):

@@ -1,15 +1,15 @@
 """Values a store may hold but no measurement can produce: named when read, and kept out of every statistic.
 
 A store is a directory of Parquet files anyone can write. An ``ok`` row whose time is negative, infinite,
-beyond any real run (``fit_wall_s = 1e300``) or under any timed batch (``fit_wall_s = 0``, ``5e-324``: a
-ratio to it is infinite), whose accuracy is outside [0, 1], whose counters are absurd (``launch_index``
-2^31-1 or negative, ``n_train`` negative), whose launch had no executor or node, or whose fraction of the
-training set is outside (0, 1] would be analysed as a real measurement, divide by zero, or make an analysis
-allocate in proportion to it. Such a row becomes ``status = "invalid"`` with an ``error`` naming the value
-and the range it is outside (only in the frame that was read; the files are not changed), so the answer
-lists it as not measured. A resource figure out of range (an infinite peak memory) is dropped to null with
-a ``resource_note``: the row's time still counts. Text is cut to a bound (200 characters; an error 2,000),
-so that no value makes a report, table or plot label grow with it.
+beyond any real run (``fit_wall_s = 1e300``) or under any timed batch (``fit_wall_s = 0``, ``5e-324``: a ratio
+to it is infinite), whose accuracy is outside [0, 1] (another scorer's score: beyond +-1e15), whose counters
+are absurd (``launch_index`` 2^31-1 or negative, ``n_train`` negative), whose launch had no executor or node,
+or whose fraction of the training set is outside (0, 1] would be analysed as a real measurement, divide by
+zero, or make an analysis allocate in proportion to it. Such a row becomes ``status = "invalid"`` with an
+``error`` naming the value and the range it is outside (only in the frame that was read; the files are not
+changed), so the answer lists it as not measured. A resource figure out of range (an infinite peak memory) is
+dropped to null with a ``resource_note``: the row's time still counts. Text is cut to a bound (200 characters;
+an error 2,000), so that no value makes a report, table or plot label grow with it.
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ MAX_ROWS = 10**12  # rows or features of a dataset: 8 TB per feature as float64,
 # A batch of fits timed by time.perf_counter (nanoseconds) takes far more than a microsecond (a task sent to
 # an executor and back): a shorter time was never measured, and times are divided by it (ratios, speedups).
 MIN_FIT_SECONDS = 1e-6
+# A held-out score by a scorer other than accuracy (r2, neg_mean_squared_error, ...): any finite number this big.
+MAX_SCORE = 1e15
+SCORES = ("accuracy", "accuracy_best")  # in [0, 1] where the scorer is accuracy (null: stores before scorers)
 
 ROW_LIMITS: dict[str, tuple[float, float]] = {  # out of range: the row is invalid
     "fit_wall_s": (MIN_FIT_SECONDS, MAX_SECONDS),
@@ -105,6 +108,16 @@ def limits_text(column: str) -> str:
     return f"{'(' if column in OPEN_BELOW else '['}{low:g}, {high:g}]"
 
 
+def _invalid(frame: pd.DataFrame, bad: pd.Series, column: str, limits: str) -> None:
+    """Rows ``bad`` of ``frame`` made invalid, their error naming ``column``'s value and ``limits``."""
+    if bad.any():
+        shown = frame.loc[bad, column].astype(str).str.slice(0, 40)
+        frame.loc[bad, "error"] = (
+            f"invalid value read from the store: {column}=" + shown + f" (impossible: outside {limits})"
+        )
+        frame.loc[bad, "status"] = INVALID
+
+
 def checked(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with impossible values named: rows made ``invalid``, figures dropped (see the module)."""
     if frame.empty:
@@ -113,15 +126,21 @@ def checked(frame: pd.DataFrame) -> pd.DataFrame:
     for column in frame.columns:
         if column not in KEYS and (pd.api.types.is_string_dtype(frame[column]) or frame[column].dtype == object):
             frame[column] = _cut(frame[column], LONG_TEXT.get(column, MAX_TEXT_CHARS))
+    scorer = frame["scoring"] if "scoring" in frame else pd.Series(pd.NA, index=frame.index, dtype="string")
+    by_accuracy = (scorer.isna() | scorer.eq("accuracy")).astype(bool)
     for column, (low, high) in ROW_LIMITS.items():
         if column not in frame:
             continue
         bad = _outside(frame[column], low, high, column in OPEN_BELOW)
-        if bad.any():
-            shown = frame.loc[bad, column].astype(str).str.slice(0, 40)
-            impossible = f" (impossible: outside {limits_text(column)})"
-            frame.loc[bad, "error"] = f"invalid value read from the store: {column}=" + shown + impossible
-            frame.loc[bad, "status"] = INVALID
+        if column in SCORES:
+            bad &= by_accuracy
+            _invalid(
+                frame,
+                _outside(frame[column], -MAX_SCORE, MAX_SCORE) & ~by_accuracy,
+                column,
+                f"[{-MAX_SCORE:g}, {MAX_SCORE:g}]",
+            )
+        _invalid(frame, bad, column, limits_text(column))
     for column, (low, high) in FIGURE_LIMITS.items():
         if column not in frame:
             continue

@@ -18,6 +18,7 @@ from sweeper.errors import UserError
 
 Floats = npt.NDArray[np.float32]
 Labels = npt.NDArray[np.int64]
+Targets = npt.NDArray[np.float64]  # a regression set's (diabetes)
 
 
 def as_xy(X: np.ndarray[Any, Any], y: np.ndarray[Any, Any], source: str) -> tuple[Floats, Labels]:
@@ -100,6 +101,11 @@ def stratified_rows(y: Labels, keep: int, seed: int) -> npt.NDArray[np.intp]:
     rng = np.random.default_rng(seed)
     chosen = [rng.choice(np.flatnonzero(inverse == c), size=int(n), replace=False) for c, n in enumerate(alloc) if n]
     return np.sort(np.concatenate(chosen))
+
+
+def random_rows(n_rows: int, keep: int, seed: int) -> npt.NDArray[np.intp]:
+    """Sorted indices of ``keep`` of ``n_rows`` rows, seeded (a regression set has no classes to stratify by)."""
+    return np.sort(np.random.default_rng(seed).choice(n_rows, size=keep, replace=False))
 
 
 def check_load_arguments(fraction: float, test_size: float, max_train_rows: int | None) -> None:

@@ -1,6 +1,8 @@
-"""Load a dataset as train/test arrays: bundled digits, MNIST, Fashion-MNIST, or a user's file.
+"""Load a dataset as train/test arrays: bundled digits, MNIST, Fashion-MNIST, or a user's file; for regressors,
+scikit-learn's bundled diabetes.
 
-Every loader returns a :class:`Data` with float32 features scaled to [0, 1] and int64 labels.
+Every loader returns a :class:`Data` with float32 features scaled to [0, 1] and int64 labels (diabetes: float64
+targets).
 Problems a user can fix (missing files, a truncated download, a file without the expected keys,
 no network for OpenML) raise :class:`~sweeper.errors.UserError` naming the file and the fix.
 
@@ -34,11 +36,13 @@ from sweeper.errors import UserError
 from sweeper.workload.arrays import (
     Floats,
     Labels,
+    Targets,
     as_features,
     as_labels,
     as_xy,
     check_load_arguments,
     holdout_split,
+    random_rows,
     stratified_rows,
 )
 from sweeper.workload.bounded_files import MAX_ARRAY_BYTES, MAX_DEFLATE_RATIO, stat_or_none
@@ -66,6 +70,7 @@ __all__ = [
     "read_idx",
 ]
 
+_BUNDLED = ("digits", "diabetes")  # shipped with scikit-learn: nothing to check before loading
 FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
 """Where Debian's ``dataset-fashion-mnist`` package installs the four gzipped IDX files."""
 
@@ -75,13 +80,13 @@ MNIST_ROWS = (60_000, 10_000)
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Data:
-    """A train/test split ready for scikit-learn: float32 features in [0, 1], int64 labels."""
+    """A train/test split ready for scikit-learn: float32 features in [0, 1], int64 labels or float64 targets."""
 
     name: str
     X_train: Floats
-    y_train: Labels
+    y_train: Labels | Targets
     X_test: Floats
-    y_test: Labels
+    y_test: Labels | Targets
     source: str
     capped_from: int | None = None  # training rows before a dry run's cap
 
@@ -152,7 +157,8 @@ def load(
     keep = planned if max_train_rows is None else min(planned, max_train_rows)
     if keep >= data.n_train:
         return data
-    rows = stratified_rows(data.y_train, keep, seed)
+    y = data.y_train
+    rows = random_rows(len(y), keep, seed) if y.dtype.kind == "f" else stratified_rows(y.astype(np.int64), keep, seed)
     capped_from = planned if keep < planned else None
     return Data(data.name, data.X_train[rows], data.y_train[rows], data.X_test, data.y_test, data.source, capped_from)
 
@@ -173,7 +179,7 @@ def check_available(dataset: Dataset) -> None:
         What is missing or malformed and how to fix it.
     """
     max_bytes = MAX_ARRAY_BYTES
-    if dataset.name == "digits":
+    if dataset.name in _BUNDLED:
         return
     if dataset.name == "mnist":
         if dataset.path is not None:
@@ -213,6 +219,8 @@ def _load_full(dataset: Dataset, *, test_size: float, seed: int) -> Data:
     max_bytes = MAX_ARRAY_BYTES
     if dataset.name == "digits":
         return _load_digits(test_size, seed)
+    if dataset.name == "diabetes":
+        return _load_diabetes(test_size, seed)
     if dataset.name == "mnist":
         if dataset.path is not None:
             return _load_idx_dir(Path(dataset.path).expanduser(), "mnist", _MNIST_HINT, max_bytes)
@@ -240,6 +248,20 @@ def _load_digits(test_size: float, seed: int) -> Data:
     y = np.asarray(bunch.target).astype(np.int64)
     source = "sklearn bundled digits"
     return Data("digits", *holdout_split(X, y, source, test_size, seed), source)
+
+
+def _load_diabetes(test_size: float, seed: int) -> Data:
+    """scikit-learn's bundled diabetes (442 rows, 10 features, a disease-progression target): features min-max
+    scaled to [0, 1], a seeded random holdout."""
+    from sklearn.datasets import load_diabetes
+    from sklearn.model_selection import train_test_split
+
+    bunch = load_diabetes()
+    X = np.asarray(bunch.data, dtype=np.float64)
+    X = ((X - X.min(axis=0)) / (X.max(axis=0) - X.min(axis=0))).astype(np.float32)
+    y = np.asarray(bunch.target, dtype=np.float64)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=test_size, random_state=seed)
+    return Data("diabetes", X_train, y_train, X_test, y_test, "sklearn bundled diabetes")
 
 
 def _load_openml_mnist() -> Data:
@@ -330,4 +352,4 @@ def _load_parquet(path: Path, test_size: float, seed: int, max_bytes: int) -> Da
 
 
 def _unknown_name(name: str) -> UserError:
-    return UserError(f"unknown dataset {name!r}; expected digits, mnist, fashion-mnist or path")
+    return UserError(f"unknown dataset {name!r}; expected digits, mnist, fashion-mnist, diabetes or path")

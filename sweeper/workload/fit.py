@@ -1,6 +1,8 @@
-"""What a worker runs: one MLPClassifier fit, or one data-parallel training, reported as a :class:`FitResult`.
+"""What a worker runs: one fit of the grid's estimator, or one data-parallel training, reported as a
+:class:`FitResult`.
 
-Every fit is scored on the held-out test set; a data-parallel training is scored on its averaged weights.
+Every fit is scored on the held-out test set by the grid's scorer (the ``accuracy`` column); a data-parallel
+training is scored on its averaged weights.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, Protocol
 from sweeper.workload import averaging
 from sweeper.workload.data import Data
 from sweeper.workload.environment import observed
+from sweeper.workload.estimators import build, iterations_run, score
 from sweeper.workload.tasks import FitTask, one_model
 from sweeper.workload.usage import Usage, measured
 
@@ -53,7 +56,7 @@ class FitResult:
 
 
 def run_fit(task: FitTask, data: Data | SharedData) -> FitResult:
-    """Train and score one MLPClassifier; runs inside whatever worker the engine chose.
+    """Train and score one fit of the grid's estimator; runs inside whatever worker the engine chose.
 
     A data-parallel task here is the baseline's: its one model trained with P = 1 in this process."""
     if not isinstance(data, Data):
@@ -61,16 +64,9 @@ def run_fit(task: FitTask, data: Data | SharedData) -> FitResult:
     if one_model([task]):
         return train_in_process_result(task, data)
     from sklearn.exceptions import ConvergenceWarning
-    from sklearn.neural_network import MLPClassifier
     from threadpoolctl import threadpool_limits
 
-    params = dict(task.params)
-    if "hidden_layer_sizes" in params:
-        params["hidden_layer_sizes"] = tuple(params["hidden_layer_sizes"])
-    if task.exact_epochs:
-        # Stopping needs n_iter_no_change epochs without improvement: never within max_iter.
-        params.update(n_iter_no_change=task.epochs + 1, early_stopping=False)
-    model = MLPClassifier(max_iter=task.epochs, random_state=task.seed, **params)
+    model = build(task.estimator, dict(task.params), task.epochs, task.seed, exact_epochs=task.exact_epochs)
     X, y = data.X_train, data.y_train
     if task.train_rows is not None:
         X, y = X[task.train_rows], y[task.train_rows]
@@ -81,8 +77,8 @@ def run_fit(task: FitTask, data: Data | SharedData) -> FitResult:
         started = time.perf_counter()
         model.fit(X, y)
         fit_s = time.perf_counter() - started
-        accuracy = float(model.score(data.X_test, data.y_test))
-    return FitResult.of_this_process(task, fit_s, accuracy, int(model.n_iter_), probe.usage)
+        accuracy = score(task.estimator, model, data)
+    return FitResult.of_this_process(task, fit_s, accuracy, iterations_run(model, task.epochs), probe.usage)
 
 
 def fit_result(task: FitTask, data: Data, train_once: Callable[[dict[str, Any]], averaging.Outcome]) -> FitResult:

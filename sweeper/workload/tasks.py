@@ -1,8 +1,8 @@
 """The fits of one measurement, and whether they train one model across the launch.
 
-``MLPClassifier`` has no ``n_jobs``: the parallel job of a launch is a batch of independent fits
-dispatched through joblib on the launch's backend. Modes: ``replicas`` (one fit per seed),
-``cv`` (one per fold), ``search`` (one per parameter combination and fold, as GridSearchCV does),
+A fit runs one job (``MLPClassifier`` has no ``n_jobs``; other estimators' is set to 1): the parallel job of a
+launch is a batch of independent fits dispatched through joblib on the launch's backend. Modes: ``replicas``
+(one fit per seed), ``cv`` (one per fold), ``search`` (one per parameter combination and fold, as GridSearchCV does),
 ``data-parallel`` (ONE model trained across the launch's shards by parameter averaging).
 """
 
@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from sweeper.config.grid import CLASSIFIER, DEFAULT_ESTIMATOR, Estimator
 from sweeper.names import DATA_PARALLEL
 
 
@@ -31,6 +32,7 @@ class FitTask:
     mode: str = "replicas"
     local_epochs: int = 1
     shards: int = 1
+    estimator: Estimator = DEFAULT_ESTIMATOR  # epochs: the value of its work parameter
 
 
 def one_model(tasks: Sequence[FitTask]) -> bool:
@@ -58,8 +60,10 @@ def make_batch(
     threads_per_fit: int,
     local_epochs: int = 1,
     shards: int = 1,
+    estimator: Estimator = DEFAULT_ESTIMATOR,
 ) -> list[FitTask]:
-    """The fits of one measurement. Seeds differ per trial so trials are independent samples.
+    """The fits of one measurement. Seeds differ per trial so trials are independent samples. Folds are
+    stratified by class for a classifier.
 
     >>> import numpy as np
     >>> batch = make_batch("replicas", {}, 5, trial=1, n_fits=3, n_train=10, labels=np.zeros(10),
@@ -68,7 +72,12 @@ def make_batch(
     [1000, 1001, 1002]
     """
     base_seed = seed + 1000 * trial
-    common = {"epochs": epochs, "exact_epochs": exact_epochs, "threads_per_fit": threads_per_fit}
+    common = {
+        "epochs": epochs,
+        "exact_epochs": exact_epochs,
+        "threads_per_fit": threads_per_fit,
+        "estimator": estimator,
+    }
     if mode == DATA_PARALLEL:  # one model, trained across the launch's shards
         return [
             FitTask(
@@ -85,9 +94,10 @@ def make_batch(
             FitTask(params=tuple(params.items()), seed=base_seed + i, **common)  # type: ignore[arg-type]
             for i in range(n_fits)
         ]
-    from sklearn.model_selection import StratifiedKFold
+    from sklearn.model_selection import KFold, StratifiedKFold
 
-    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=base_seed)
+    folding = StratifiedKFold if estimator.kind == CLASSIFIER else KFold
+    splitter = folding(n_splits=folds, shuffle=True, random_state=base_seed)
     fold_rows = [train for train, _ in splitter.split(np.zeros(n_train), labels)]
     combos = _combinations(param_grid) if mode == "search" else [{}]
     return [

@@ -4,8 +4,9 @@ A batch is ``n_fits`` independent fits that joblib schedules over the launch's s
 threads per fit). The model has three parts, each fitted to the medians of a sweep's configurations and
 workload points by non-negative least squares on relative errors:
 
-- **one fit**: ``fit_s = fixed_s + work_s x w + contention_s x w x (c - 1)``, ``w`` = epochs x training rows / 1e6,
-  from ``fit_task_sum_s / n_fits``; ``c`` is the fits one executor runs at once (its cores / threads per fit,
+- **one fit**: ``fit_s = fixed_s + work_s x w + contention_s x w x (c - 1)``, ``w`` = epochs x training rows / 1e6
+  (``epochs``: the value of the grid's work axis, ``max_iter`` or ``n_estimators`` or another knob, 1 without
+  one), from ``fit_task_sum_s / n_fits``; ``c`` is the fits one executor runs at once (its cores / threads per fit,
   at most the batch's fits per executor), so fits that share an executor (a Dask worker's threads share one
   interpreter) can slow each other. Where the sweep measured a single ``w``, ``fixed_s`` and ``work_s`` are not
   told apart (all goes to ``fixed_s``): other epochs or rows are then beyond what it can say, and flagged so;
@@ -15,9 +16,10 @@ workload points by non-negative least squares on relative errors:
   the dispatch of each fit;
 - **memory**: ``peak_gib = base_gib + per_fit_gib x c``, the largest worker's peak, where measured.
 
-It assumes fits run their planned epochs (``exact_epochs``), time linear in epochs x rows, and a cluster of
-the same nodes; it cannot follow what changes the work's nature (a memory limit crossed, spilling, another
-dataset), and says how far to trust it by predicting each measured configuration from the others
+It assumes fits run their planned epochs (``exact_epochs``), time linear in epochs x rows (an epoch of an MLP,
+a tree of a forest: work grows with the axis's value; a depth, whose work grows faster, is beyond it), and a
+cluster of the same nodes; it cannot follow what changes the work's nature (a memory limit crossed, spilling,
+another dataset), and says how far to trust it by predicting each measured configuration from the others
 (:mod:`sweeper.results.predict.validation`).
 """
 
