@@ -78,7 +78,10 @@ MAX_TEXT_CHARS = 200  # any other text: names, versions, notes (they end up in l
 
 
 def _cut(values: pd.Series, limit: int) -> pd.Series:
-    """Strings longer than ``limit`` cut to it, ending in an ellipsis."""
+    """Strings longer than ``limit`` cut to it, ending in an ellipsis (a column's distinct values measured first:
+    most columns repeat a few names)."""
+    if all(pd.isna(value) or len(str(value)) <= limit for value in values.unique()):
+        return values
     text = values.astype("string")
     long = text.str.len().gt(limit).fillna(False).astype(bool)
     if not long.any():
@@ -90,12 +93,12 @@ def _cut(values: pd.Series, limit: int) -> pd.Series:
 
 def _outside(values: pd.Series, low: float, high: float, open_below: bool = False) -> pd.Series:
     """True where a value is present and not a finite number in [low, high] ((low, high] if ``open_below``)."""
-    numbers = pd.to_numeric(values, errors="coerce").astype("Float64")
-    present = values.notna()
-    finite = pd.Series(np.isfinite(numbers.to_numpy(dtype="float64", na_value=np.nan)), index=values.index)
-    above = numbers.gt(low) if open_below else numbers.ge(low)
-    inside = finite & above.fillna(False) & numbers.le(high).fillna(False)
-    return (present & ~inside).astype(bool)
+    numeric = values if pd.api.types.is_numeric_dtype(values) else pd.to_numeric(values, errors="coerce")
+    numbers = numeric.to_numpy(dtype="float64", na_value=np.nan)  # NaN: missing, or not a number
+    with np.errstate(invalid="ignore"):
+        above = numbers > low if open_below else numbers >= low
+        inside = np.isfinite(numbers) & above & (numbers <= high)
+    return pd.Series(values.notna().to_numpy() & ~inside, index=values.index)
 
 
 def limits_text(column: str) -> str:

@@ -17,7 +17,7 @@ TARGETS: tuple[tuple[str, str, float, str], ...] = (
     ("dask_copies_per_process", "Dask: copies of the data per worker process per launch", 1, "copies"),
     ("spark_copies_per_process", "Spark: copies of the data per Python worker per launch", 1, "copies"),
     ("plan_s", "planning a ~10,000-measurement grid (make_plan)", 1.0, "s"),
-    ("store_load_s", "loading a 100,000-row store into pandas (load_results)", 1.0, "s"),
+    ("store_load_s", "loading a 100,000-row store into pandas (load_results)", 0.3, "s"),
     ("analysis_s", "slowest of recommend, predict --validate, replay race/halving, report on 1,000 configurations",
      10.0, "s"),
     ("dask_schedulers_alive", "closed Dask schedulers still alive in the driver after the launches", 0, "objects"),
