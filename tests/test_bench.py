@@ -30,6 +30,7 @@ def engine(batch_s: float, fit_s: float, **extra: Any) -> dict[str, Any]:
         "cpu_median_s": {"fit workers": 19.0, "driver": 0.1, "JVMs": 0.5, "other processes": 0.1},
         "fit_environment": {"OMP_NUM_THREADS": "1"},
         "measuring_median_s": 0.002,
+        "interference_median_s": 0.001,
         **extra,
     }
 
@@ -49,6 +50,7 @@ def full_report(**changes: Any) -> dict[str, Any]:
             "machine_cores": 2,
             "slots": 2,
             "probe_s": 0.0001,
+            "machine_probe_s": 0.00005,
         },
         "engines": {
             "loky": engine(10.0, 2.4, shipping={"how": "memmap", "bytes_per_fit": 1e6}),
@@ -153,6 +155,9 @@ def test_targets_pass_and_miss() -> None:
     # the slowest-measured engine: (4 fits / slot x 0.1 ms + 2 ms) / 10.5 s
     assert found["measuring_pct"].measured == pytest.approx(100 * (4 * 0.0001 + 0.002) / 10.5)
     assert found["measuring_pct"].ok is True
+    # reading interference: (4 fits / slot x 0.05 ms + 1 ms) / 10.5 s, under issue 34's 1 %
+    assert found["interference_pct"].measured == pytest.approx(100 * (4 * 0.00005 + 0.001) / 10.5)
+    assert found["interference_pct"].ok is True
 
 
 def test_measuring_that_takes_a_batch_s_time_misses_its_target() -> None:

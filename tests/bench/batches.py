@@ -96,6 +96,7 @@ def compare_engines(
                 runs[name].batches_s.append(wall)
                 runs[name].fit_s.append([r.fit_s for r in results])
                 runs[name].measuring_s.append(driver_measuring_s(name, sessions[name], results, wall, slots))
+                runs[name].interference_s.append(driver_interference_s(results))
                 _record(runs[name], results)
                 log(f"repetition {repetition + 1}/{settings.repeats} {name}: {wall:.2f} s")
         if profile_dir is not None:
@@ -113,6 +114,7 @@ def compare_engines(
         "slots": slots,
         "machine_cores": machine_cores(),
         "probe_s": probe_s(),
+        "machine_probe_s": machine_probe_s(),
     }
     return batch_info, {name: run.summary(slots) for name, run in runs.items()}
 
@@ -125,6 +127,30 @@ def driver_measuring_s(name: str, session: Any, results: list[FitResult], wall_s
     heap = session.jvm_peak_heap_gib() if name != "loky" else None
     resource_columns(results, wall_s, slots, spark=name == "spark", jvm_peak_heap_gib=heap)
     return time.perf_counter() - started
+
+
+def driver_interference_s(results: list[FitResult]) -> float:
+    """What the runner adds to a batch to read interference: its process tree's CPU before and after, the
+    columns from the fits' readings (:mod:`sweeper.run.interference`)."""
+    from sweeper.config.grid import INTERFERENCE_LIMIT
+    from sweeper.run.interference import interference_columns, process_tree_cpu_s
+
+    started = time.perf_counter()
+    before = process_tree_cpu_s()
+    usages = [r.usage for r in results if r.usage is not None]
+    interference_columns(usages, 1, INTERFERENCE_LIMIT, process_tree_cpu_s() - before)  # its cost: not the cores
+    return time.perf_counter() - started
+
+
+def machine_probe_s(repeats: int = 2000) -> float:
+    """Seconds one fit spends reading its machine's CPU counters (before and after: two readings)."""
+    from sweeper.workload.usage import machine_reading
+
+    started = time.perf_counter()
+    for _ in range(repeats):
+        machine_reading()
+        machine_reading()
+    return (time.perf_counter() - started) / repeats
 
 
 def probe_s(repeats: int = 2000) -> float:

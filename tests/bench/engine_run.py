@@ -26,6 +26,7 @@ class EngineRun:
     cpu_s: list[dict[str, float]] = field(default_factory=list)
     environment: dict[str, str] = field(default_factory=dict)
     measuring_s: list[float] = field(default_factory=list)  # the driver's share of a row's resource figures
+    interference_s: list[float] = field(default_factory=list)  # the driver's share of a row's interference figures
 
     def summary(self, slots: int) -> dict[str, Any]:
         """The JSON object of this engine."""
@@ -56,4 +57,5 @@ class EngineRun:
             ),
             "fit_environment": self.environment,
             "measuring_median_s": median(self.measuring_s),
+            "interference_median_s": median(self.interference_s),
         }

@@ -26,8 +26,15 @@ class Settings:
 
 
 QUICK = Settings(
-    rows=1_000, fits=4, epochs=2, repeats=3, dask_launches=2, spark_launches=1, store_rows=10_000,
-    analysis_configurations=20, quick=True
+    rows=1_000,
+    fits=4,
+    epochs=2,
+    repeats=3,
+    dask_launches=2,
+    spark_launches=1,
+    store_rows=10_000,
+    analysis_configurations=20,
+    quick=True,
 )
 
 

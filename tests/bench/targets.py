@@ -18,11 +18,21 @@ TARGETS: tuple[tuple[str, str, float, str], ...] = (
     ("spark_copies_per_process", "Spark: copies of the data per Python worker per launch", 1, "copies"),
     ("plan_s", "planning a ~10,000-measurement grid (make_plan)", 1.0, "s"),
     ("store_load_s", "loading a 100,000-row store into pandas (load_results)", 0.3, "s"),
-    ("analysis_s", "slowest of recommend, predict --validate, replay race/halving, report on 1,000 configurations",
-     10.0, "s"),
+    (
+        "analysis_s",
+        "slowest of recommend, predict --validate, replay race/halving, report on 1,000 configurations",
+        10.0,
+        "s",
+    ),
     ("dask_schedulers_alive", "closed Dask schedulers still alive in the driver after the launches", 0, "objects"),
     ("dask_rss_slope_mib", "driver RSS growth per Dask launch (Theil-Sen slope, after warm-up)", 0.1, "MiB/launch"),
     ("measuring_pct", "measuring CPU and memory (in the fits and the driver), share of a batch's time", 2.0, "%"),
+    (
+        "interference_pct",
+        "reading interference (CPU counters in the fits, the driver's process tree), share of a batch's time",
+        1.0,
+        "%",
+    ),
 )
 MIN_FITS = 8
 MIN_FIT_S = 2.0
@@ -77,6 +87,7 @@ def evaluate(report: Mapping[str, Any]) -> list[Check]:
         "dask_rss_slope_mib": report.get("memory", {}).get("dask", {}).get("slope_mib"),
         "dask_schedulers_alive": report.get("memory", {}).get("dask", {}).get("live_schedulers_after"),
         "measuring_pct": measuring_pct(report),
+        "interference_pct": interference_pct(report),
         "analysis_s": slowest_analysis_s(report),
     }
     launches = len(report.get("memory", {}).get("dask", {}).get("rss_mib", []))
@@ -96,8 +107,10 @@ def evaluate(report: Mapping[str, Any]) -> list[Check]:
         elif key == "analysis_s" and report.get("analysis", {}).get("configurations", 0) < ANALYSIS_CONFIGURATIONS:
             ok, note = None, f"store of {report['analysis']['configurations']} configurations, not 1,000"
         elif key == "analysis_s" and any(c["exit"] for c in report["analysis"]["commands"].values()):
-            ok, note = False, "a command failed: " + ", ".join(
-                name for name, c in report["analysis"]["commands"].items() if c["exit"]
+            ok, note = (
+                False,
+                "a command failed: "
+                + ", ".join(name for name, c in report["analysis"]["commands"].items() if c["exit"]),
             )
         elif key == "plan_s" and report.get("plan", {}).get("measurements", 0) < 10_000:
             ok, note = None, f"grid of {report['plan']['measurements']} measurements, not 10,000"
@@ -127,6 +140,21 @@ def measuring_pct(report: Mapping[str, Any]) -> float | None:
         (probe * fits / slots + engine["measuring_median_s"]) / engine["batch_median_s"]
         for name, engine in report.get("engines", {}).items()
         if name != "loky" and engine.get("measuring_median_s") is not None and engine.get("batch_median_s")
+    ]
+    return 100 * max(shares) if shares else None
+
+
+def interference_pct(report: Mapping[str, Any]) -> float | None:
+    """The largest, over engines, percentage of a batch's time spent reading interference (issue 34: under 1 %):
+    each fit's two readings of its machine's counters, ``fits / slots`` of them per slot, and the driver's part."""
+    batch = report.get("batch", {})
+    probe, fits, slots = batch.get("machine_probe_s"), batch.get("fits"), batch.get("slots")
+    if probe is None or not fits or not slots:
+        return None
+    shares = [
+        (probe * fits / slots + engine["interference_median_s"]) / engine["batch_median_s"]
+        for name, engine in report.get("engines", {}).items()
+        if name != "loky" and engine.get("interference_median_s") is not None and engine.get("batch_median_s")
     ]
     return 100 * max(shares) if shares else None
 
