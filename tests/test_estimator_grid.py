@@ -116,6 +116,22 @@ REFUSED = [
         id="work-parameter-in-model",
     ),
     pytest.param(
+        workload(
+            estimator=FOREST,
+            iterations={"parameter": "n_estimators", "values": [10]},
+            mode="search",
+            param_grid={"n_estimators": [5, 10]},
+        ),
+        r"workload.param_grid.n_estimators: is set by the work axis",
+        id="work-parameter-in-param-grid",
+    ),
+    pytest.param(
+        {**workload(dataset="diabetes", estimator="sklearn.linear_model.Ridge"), "search": {"strategy": "halving"}},
+        r"search.rung_axis: sklearn.linear_model.Ridge sweeps no work axis \(name one with workload.iterations\), so "
+        r"halving has no epochs rungs: use rung_axis: fraction",
+        id="halving-without-a-work-axis",
+    ),
+    pytest.param(
         workload(estimator=FOREST, mode="data-parallel"),
         r"workload.mode: data-parallel averages the weights of MLPClassifier only .*use replicas, cv or search",
         id="data-parallel-on-a-forest",
@@ -194,6 +210,13 @@ def test_the_default_estimator_keeps_every_measurement_key(write_grid: Callable[
     point = plan.points[launch.index][0]
     # (tests/test_plan_goldens.py pins the keys of the committed grids, which name no estimator)
     assert measurement_key(today, plan, launch, point, 0) == measurement_key(named, make_plan(named), launch, point, 0)
+
+
+def test_exact_epochs_on_another_estimator_warns_that_only_an_mlp_reads_it(write_grid: Callable[..., Path]) -> None:
+    grid = grid_file.load(write_grid(workload(estimator=FOREST, exact_epochs=True)))
+    assert [w.split(": ", 1)[1] for w in grid.warnings] == [
+        "workload.exact_epochs: only MLPClassifier's fits read it, not sklearn.ensemble.RandomForestClassifier's"
+    ]
 
 
 def test_a_forest_a_pipeline_and_a_regressor_read_as_their_estimators(write_grid: Callable[..., Path]) -> None:

@@ -332,7 +332,9 @@ def workload(check: Problems, value: Any) -> Workload | None:
     scorer = work.scoring(check, section.get("scoring"), kind) if kind else None
     trials = WORKLOAD.field("trials").read(section, WORKLOAD.key, check)
     if chosen and estimated is not None:
-        _estimator_modes(check, steps, modes, work_parameter, model)
+        _estimator_modes(check, steps, modes, work_parameter, model, param_grid)
+        if "exact_epochs" in section:
+            check.warn("workload.exact_epochs", f"only MLPClassifier's fits read it, not {steps[-1]}'s")
     if dataset is not None and dataset.name in REGRESSION_DATASETS and kind == CLASSIFIER:
         check.fail(
             "workload.dataset",
@@ -359,18 +361,21 @@ def workload(check: Problems, value: Any) -> Workload | None:
 
 
 def _estimator_modes(
-    check: Problems, steps: tuple[str, ...], modes: list[str], work_parameter: str | None, model: Any
+    check: Problems, steps: tuple[str, ...], modes: list[str], work_parameter: str | None, model: Any, grid: Any
 ) -> None:
-    """An estimator other than MLPClassifier: no data-parallel (only MLPClassifier's weights are averaged), and
-    its work axis's parameter set by the axis alone."""
+    """An estimator other than MLPClassifier: no data-parallel (only MLPClassifier's weights are averaged), its
+    work axis's parameter set by the axis alone (not by model or param_grid)."""
     if DATA_PARALLEL in modes:
         check.fail(
             "workload.mode",
             f"data-parallel averages the weights of MLPClassifier only (its coefs_ and intercepts_); {steps[-1]} "
             "has none to average: use replicas, cv or search",
         )
-    if work_parameter is not None and any(name == work_parameter for name, _ in model):
-        check.fail(f"workload.model.{work_parameter}", "is set by the work axis (workload.iterations): set it there")
+    for key, axes in (("model", model), ("param_grid", grid)):
+        if work_parameter is not None and any(name == work_parameter for name, _ in axes):
+            check.fail(
+                f"workload.{key}.{work_parameter}", "is set by the work axis (workload.iterations): set it there"
+            )
 
 
 def search(check: Problems, value: Any, measured: Workload | None) -> Search | None:
@@ -394,6 +399,13 @@ def search(check: Problems, value: Any, measured: Workload | None) -> Search | N
         return None
     if chosen.strategy == HALVING and measured is not None:
         values = measured.epochs if chosen.rung_axis == "epochs" else measured.fractions
+        if chosen.rung_axis == "epochs" and measured.estimator.work_parameter is None:
+            check.fail(
+                "search.rung_axis",
+                f"{measured.estimator.steps[-1]} sweeps no work axis (name one with workload.iterations), so halving "
+                "has no epochs rungs: use rung_axis: fraction",
+            )
+            return None
         if len(values) < 2:
             check.fail(
                 "search.rung_axis",

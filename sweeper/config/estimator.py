@@ -20,6 +20,7 @@ from sweeper.text import shown
 
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
 EXAMPLE = "sklearn.ensemble.RandomForestClassifier"
+MAX_STEPS = 20  # a pipeline's steps
 # Parameters the sweeper sets on every fit: the trial's seed, and one thread of the estimator's own (the engines
 # are the parallelism; n_jobs=-1 inside a fit would dispatch to the launch's joblib backend again).
 OWNED = {"random_state": "trials set it", "n_jobs": "the engines run the fits in parallel; each fit takes 1 job"}
@@ -34,7 +35,7 @@ def steps_of(value: Any) -> tuple[str, ...] | None:
     if value is None:
         return (MLP_ESTIMATOR,)
     listed = [value] if isinstance(value, str) else value
-    if not isinstance(listed, list) or not listed or not all(isinstance(name, str) for name in listed):
+    if not isinstance(listed, list) or not 0 < len(listed) <= MAX_STEPS or not all(isinstance(n, str) for n in listed):
         return None
     return tuple(listed)
 

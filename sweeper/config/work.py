@@ -5,8 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweeper.config.estimator import EXAMPLE, EstimatorProblem, kind_of, owned, parameter, prototype, steps_of
-from sweeper.config.estimator import value_problem as constraint_problem
+from sweeper.config.estimator import (
+    EXAMPLE,
+    MAX_STEPS,
+    EstimatorProblem,
+    kind_of,
+    owned,
+    parameter,
+    prototype,
+    steps_of,
+    value_problem,
+)
 from sweeper.config.grid import DEFAULT_ESTIMATOR, MLP_WORK_PARAMETER, SCORING
 from sweeper.config.model import Model
 from sweeper.config.schema import Problems, did_you_mean, item_key
@@ -25,8 +34,8 @@ def estimator(check: Problems, section: dict[str, Any]) -> tuple[tuple[str, ...]
     if steps is None:
         check.fail(
             "workload.estimator",
-            f"must be a dotted class name such as {EXAMPLE}, or a list of them (a pipeline, the last one the "
-            f"model), got {shown(value)}",
+            f"must be a dotted class name such as {EXAMPLE}, or a list of 1 to {MAX_STEPS} of them (a pipeline, the "
+            f"last one the model), got {shown(value)}",
         )
         return None
     try:
@@ -114,7 +123,7 @@ def _constrained(check: Problems, model: Model, named: str, values: list[int], k
     """Whether the estimator's constraints take every work-axis value (MLPClassifier: Integer's bounds do)."""
     if model is None:
         return True
-    problems = [(i, constraint_problem(model, named, v)) for i, v in enumerate(values)]
+    problems = [(i, value_problem(model, named, v)) for i, v in enumerate(values)]
     for index, problem in problems:
         if problem is not None:
             check.fail(item_key(key, index, len(values)), problem)
