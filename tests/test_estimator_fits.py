@@ -8,12 +8,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sweeper import load_results
 from sweeper.config.grid import Dataset, Estimator
+from sweeper.results.recommend import recommend
+from sweeper.store.parquet import SCHEMA_VERSION
 from sweeper.store.validity import INVALID, checked
 from sweeper.workload.data import Data, load
 from sweeper.workload.estimators import build
 from sweeper.workload.fit import run_fit
 from sweeper.workload.tasks import FitTask, make_batch
+from tests.fixtures.make_fixture_store import STORE
 
 FOREST = Estimator(("sklearn.ensemble.RandomForestClassifier",), "classifier", "n_estimators", "accuracy")
 PIPELINE = Estimator(
@@ -90,3 +94,11 @@ def test_another_scorer_may_record_a_negative_score_which_the_store_keeps() -> N
         }
     )
     assert checked(rows)["status"].tolist() == ["ok", INVALID, INVALID]  # null: accuracy (stores before scorers)
+
+
+def test_a_store_from_before_estimators_reads_as_the_mlp_on_max_iter_by_accuracy() -> None:
+    frame = load_results(STORE)
+    assert frame["schema_version"].max() < SCHEMA_VERSION
+    assert frame[["estimator", "work_axis", "scoring"]].isna().all().all()  # null: MLPClassifier, max_iter, accuracy
+    assert set(frame["status"]) - {"failed", "timeout", "pruned"} == {"ok"}  # no score refused by the scorer check
+    assert recommend(frame).score == "accuracy"
