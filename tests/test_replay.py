@@ -304,7 +304,7 @@ def test_the_defaults_replay_what_the_store_holds(tmp_path: Path, capsys: pytest
     assert grid["trials"] == "adaptive 3..5 to +-0.05" and grid["trials_mean"] == 5.0 and not err
     assert grid["cluster_s_fraction"] == pytest.approx(1.0, abs=0.02)
     race, _ = replayed_with_warnings(store, "--strategy", "race", "--repeats", "50", capsys=capsys)
-    assert race["trials"].startswith("raced 3..5 ")
+    assert race["trials"].startswith("raced 2..5 ")  # the race's own first round, not trials.min
     asked, err = replayed_with_warnings(store, "--max-trials", "20", "--repeats", "50", capsys=capsys)
     assert asked["trials"] == "adaptive 3..20 to +-0.05"
     assert "warning: --max-trials 20: more than the 5 trials the store holds per point" in " ".join(err.split())

@@ -449,7 +449,7 @@ SEARCH = Section(
                 "`grid` measures every configuration; `halving` measures every configuration at the rung axis's "
                 "cheapest value and promotes the fastest 1/`eta` (at least 2, and the best of each engine) to "
                 "the next, up to the full measurement; those it does not promote get `pruned` rows; `race` "
-                "measures every configuration at every point, 2 trials first (or `trials.min`), then at counts "
+                "measures every configuration at every point, 2 trials first, then at counts "
                 "growing by half (4, 6, 10, ...) up to the grid's trials, until the leader is within `delta` of "
                 "every configuration still in the race with `confidence`; a configuration confidently more than "
                 "`delta` slower leaves it; "

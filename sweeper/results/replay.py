@@ -84,13 +84,12 @@ class ReplaySettings:
             raise UserError(problems)
 
     def race(self, recorded_trials: int) -> RacePolicy:
-        """The race's policy: its delta and confidence, from 2 trials to a fixed ``--trials N``, or with adaptive
-        trials (the default) from 2 (or their min) to the trials the sweep recorded a point (``recorded_trials``):
-        what its full grid took, so the two compare."""
+        """The race's policy, as a run's (:func:`sweeper.run.race.race_policy`): its delta and confidence, from 2 trials
+        to a fixed ``--trials N``, or with adaptive trials (the default) to the trials the sweep recorded a point
+        (``recorded_trials``): what its full grid took, so the two compare."""
         trials = self.trials
-        first = max(RACE_MIN_TRIALS, trials.min_trials) if trials.adaptive else RACE_MIN_TRIALS
         most = min(trials.max_trials, recorded_trials) if trials.adaptive else trials.max_trials
-        return RacePolicy(self.delta, self.confidence, min(first, most), most)
+        return RacePolicy(self.delta, self.confidence, min(RACE_MIN_TRIALS, most), most)
 
 
 @dataclass(frozen=True)
