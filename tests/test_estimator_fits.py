@@ -10,6 +10,7 @@ import pytest
 
 from sweeper import load_results
 from sweeper.config.grid import Dataset, Estimator
+from sweeper.results.predict.forecast import work_axis_name
 from sweeper.results.recommend import recommend
 from sweeper.store.parquet import SCHEMA_VERSION
 from sweeper.store.validity import INVALID, checked
@@ -102,3 +103,11 @@ def test_a_store_from_before_estimators_reads_as_the_mlp_on_max_iter_by_accuracy
     assert frame[["estimator", "work_axis", "scoring"]].isna().all().all()  # null: MLPClassifier, max_iter, accuracy
     assert set(frame["status"]) - {"failed", "timeout", "pruned"} == {"ok"}  # no score refused by the scorer check
     assert recommend(frame).score == "accuracy"
+
+
+def test_predict_names_the_work_axis_its_rows_hold() -> None:
+    forest = pd.DataFrame({"estimator": [FOREST.name] * 2, "work_axis": ["n_estimators"] * 2})
+    assert work_axis_name(forest) == "n_estimators"
+    mlp = forest.assign(estimator="sklearn.neural_network.MLPClassifier", work_axis="max_iter")
+    assert work_axis_name(mlp) == work_axis_name(forest.assign(estimator=None, work_axis=None)) == "epochs"
+    assert work_axis_name(pd.concat([forest, mlp])) == "epochs"  # two axes in one frame: the column's own name

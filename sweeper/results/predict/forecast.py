@@ -13,6 +13,7 @@ from functools import cached_property
 
 import pandas as pd
 
+from sweeper.config.grid import MLP_ESTIMATOR
 from sweeper.errors import UserError
 from sweeper.planning.plan import Plan, Point
 from sweeper.results.predict.model import EngineModel, Shape, fit_engine, medians
@@ -50,6 +51,7 @@ class Learned:
     models: dict[str, EngineModel]
     validation: Validation
     launch_overhead_s: dict[str, float]  # per engine: a launch's median start + warm-up + teardown
+    work_axis: str = "epochs"  # what the epochs column holds: an MLP's epochs, or the parameter the grid's axis set
 
     @cached_property
     def ranges(self) -> dict[str, Ranges]:
@@ -78,7 +80,17 @@ def learn(df: pd.DataFrame) -> Learned:
             "the sweep has no ok replicas batches of spark or dask (dry runs excluded): nothing to learn a model from"
         )
     models = {engine: model for engine in PREDICTED_ENGINES if (model := fit_engine(points, engine)) is not None}
-    return Learned(points, models, validate(points), _launch_overheads(df))
+    return Learned(points, models, validate(points), _launch_overheads(df), work_axis_name(df))
+
+
+def work_axis_name(df: pd.DataFrame) -> str:
+    """The name of what the rows' ``epochs`` hold: ``epochs`` (an MLP's, or rows before schema 11), else the one
+    parameter the grid's work axis set (``n_estimators``)."""
+    if "work_axis" not in df or "estimator" not in df:
+        return "epochs"
+    other = df[df["estimator"].notna() & (df["estimator"] != MLP_ESTIMATOR)]
+    named = sorted({str(name) for name in other["work_axis"].dropna()})
+    return named[0] if len(named) == 1 and len(other) == len(df) else "epochs"
 
 
 def _launch_overheads(df: pd.DataFrame) -> dict[str, float]:

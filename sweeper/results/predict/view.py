@@ -15,8 +15,8 @@ def model_lines(learned: Learned) -> list[str]:
     for engine, m in learned.models.items():
         lines.append(
             f"{engine}: one fit = {m.fixed_s:.3g} s + ({m.work_s:.3g} s + {m.contention_s:.3g} s x (fits per executor "
-            f"- 1)) x epochs x rows/1e6; batch = {m.batch_overhead_s:.3g} s + {m.per_executor_s:.3g} s x executors + "
-            f"{m.wave_factor:.3g} x waves x one fit" + _memory_text(m) + f"  [{m.points} medians]"
+            f"- 1)) x {learned.work_axis} x rows/1e6; batch = {m.batch_overhead_s:.3g} s + {m.per_executor_s:.3g} s "
+            f"x executors + {m.wave_factor:.3g} x waves x one fit" + _memory_text(m) + f"  [{m.points} medians]"
         )
     return lines
 
