@@ -132,6 +132,11 @@ REFUSED = [
         id="halving-without-a-work-axis",
     ),
     pytest.param(
+        workload(iterations={"parameter": "batch_size", "values": [32]}, model={"batch_size": 16}),
+        r"workload.model.batch_size: is set by the work axis",
+        id="an-mlp-work-parameter-in-model",
+    ),
+    pytest.param(
         workload(estimator=FOREST, mode="data-parallel"),
         r"workload.mode: data-parallel averages the weights of MLPClassifier only .*use replicas, cv or search",
         id="data-parallel-on-a-forest",

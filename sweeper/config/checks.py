@@ -331,10 +331,8 @@ def workload(check: Problems, value: Any) -> Workload | None:
     model = model_axes(check, section.get("model"), estimated) if chosen else ()
     scorer = work.scoring(check, section.get("scoring"), kind) if kind else None
     trials = WORKLOAD.field("trials").read(section, WORKLOAD.key, check)
-    if chosen and estimated is not None:
-        _estimator_modes(check, steps, modes, work_parameter, model, param_grid)
-        if "exact_epochs" in section:
-            check.warn("workload.exact_epochs", f"only MLPClassifier's fits read it, not {steps[-1]}'s")
+    if chosen:
+        _estimator_rules(check, section, steps, modes, work_parameter, {"model": model, "param_grid": param_grid})
     if dataset is not None and dataset.name in REGRESSION_DATASETS and kind == CLASSIFIER:
         check.fail(
             "workload.dataset",
@@ -360,18 +358,27 @@ def workload(check: Problems, value: Any) -> Workload | None:
     )
 
 
-def _estimator_modes(
-    check: Problems, steps: tuple[str, ...], modes: list[str], work_parameter: str | None, model: Any, grid: Any
+def _estimator_rules(
+    check: Problems,
+    section: dict[str, Any],
+    steps: tuple[str, ...],
+    modes: list[str],
+    work_parameter: str | None,
+    parameters: dict[str, tuple[tuple[str, Any], ...]],
 ) -> None:
-    """An estimator other than MLPClassifier: no data-parallel (only MLPClassifier's weights are averaged), its
-    work axis's parameter set by the axis alone (not by model or param_grid)."""
-    if DATA_PARALLEL in modes:
-        check.fail(
-            "workload.mode",
-            f"data-parallel averages the weights of MLPClassifier only (its coefs_ and intercepts_); {steps[-1]} "
-            "has none to average: use replicas, cv or search",
-        )
-    for key, axes in (("model", model), ("param_grid", grid)):
+    """The work axis's parameter is set by the axis alone (not in ``parameters``: model, param_grid); an estimator
+    other than MLPClassifier takes no data-parallel (only MLPClassifier's weights are averaged) and reads no
+    exact_epochs."""
+    if steps != Estimator().steps:
+        if DATA_PARALLEL in modes:
+            check.fail(
+                "workload.mode",
+                f"data-parallel averages the weights of MLPClassifier only (its coefs_ and intercepts_); {steps[-1]} "
+                "has none to average: use replicas, cv or search",
+            )
+        if "exact_epochs" in section:
+            check.warn("workload.exact_epochs", f"only MLPClassifier's fits read it, not {steps[-1]}'s")
+    for key, axes in parameters.items():
         if work_parameter is not None and any(name == work_parameter for name, _ in axes):
             check.fail(
                 f"workload.{key}.{work_parameter}", "is set by the work axis (workload.iterations): set it there"
