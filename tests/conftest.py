@@ -38,7 +38,6 @@ CLUSTER_OF_MANAGER = {"ssh": "sshd", "standalone": "existing_clusters", "yarn": 
 # machine busy with other work (CI, a second test run) would otherwise mark trials, take them again (rows) and
 # hold answers back. tests/test_interference.py sets the limit in its grids and tests exactly that.
 os.environ[INTERFERENCE_LIMIT_VARIABLE] = "100"
-LOAD_NOT_JUDGED: dict[str, Any] = {"interference_limit": 100}  # redundant with the line above; being removed
 
 
 def minimal_grid(**overrides: Any) -> dict[str, Any]:

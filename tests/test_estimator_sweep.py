@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from sweeper import load_results
-from tests.conftest import LOAD_NOT_JUDGED, minimal_grid, run_cli
+from tests.conftest import minimal_grid, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -28,7 +28,6 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.Co
         "model": {"max_depth": 8},
         "iterations": {"parameter": "n_estimators", "values": [5, 20]},
         "trials": 2,
-        **LOAD_NOT_JUDGED,
     }
     path = tmp / "forest.yaml"
     path.write_text(yaml.safe_dump(grid))
