@@ -94,11 +94,7 @@ def make_batch(
             FitTask(params=tuple(params.items()), seed=base_seed + i, **common)  # type: ignore[arg-type]
             for i in range(n_fits)
         ]
-    from sklearn.model_selection import KFold, StratifiedKFold
-
-    folding = StratifiedKFold if estimator.kind == CLASSIFIER else KFold
-    splitter = folding(n_splits=folds, shuffle=True, random_state=base_seed)
-    fold_rows = [train for train, _ in splitter.split(np.zeros(n_train), labels)]
+    fold_rows = _fold_rows(estimator, folds, n_train, labels, base_seed)
     combos = _combinations(param_grid) if mode == "search" else [{}]
     return [
         FitTask(
@@ -110,6 +106,15 @@ def make_batch(
         for combo in combos
         for rows in fold_rows
     ]
+
+
+def _fold_rows(estimator: Estimator, folds: int, n_train: int, labels: np.ndarray, seed: int) -> list[np.ndarray]:
+    """Each fold's training rows: stratified by class for a classifier, plain folds for a regressor."""
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    folding = StratifiedKFold if estimator.kind == CLASSIFIER else KFold
+    splitter = folding(n_splits=folds, shuffle=True, random_state=seed)
+    return [train for train, _ in splitter.split(np.zeros(n_train), labels)]
 
 
 def _combinations(param_grid: tuple[tuple[str, tuple[Any, ...]], ...]) -> list[dict[str, Any]]:
