@@ -79,16 +79,8 @@ def make_batch(
         "estimator": estimator,
     }
     if mode == DATA_PARALLEL:  # one model, trained across the launch's shards
-        return [
-            FitTask(
-                params=tuple(params.items()),
-                seed=base_seed,
-                mode=mode,
-                local_epochs=local_epochs,
-                shards=shards,
-                **common,  # type: ignore[arg-type]
-            )
-        ]
+        shard = {"mode": mode, "local_epochs": local_epochs, "shards": shards}
+        return [FitTask(params=tuple(params.items()), seed=base_seed, **shard, **common)]  # type: ignore[arg-type]
     if mode == "replicas":
         return [
             FitTask(params=tuple(params.items()), seed=base_seed + i, **common)  # type: ignore[arg-type]
