@@ -132,29 +132,26 @@ def measuring_pct(report: Mapping[str, Any]) -> float | None:
     Each fit's probe runs in the fit's worker, ``fits / slots`` of them one after another per slot;
     the driver then reads Spark's heap peak and builds the row's columns.
     """
-    batch = report.get("batch", {})
-    probe, fits, slots = batch.get("probe_s"), batch.get("fits"), batch.get("slots")
-    if probe is None or not fits or not slots:
-        return None
-    shares = [
-        (probe * fits / slots + engine["measuring_median_s"]) / engine["batch_median_s"]
-        for name, engine in report.get("engines", {}).items()
-        if name != "loky" and engine.get("measuring_median_s") is not None and engine.get("batch_median_s")
-    ]
-    return 100 * max(shares) if shares else None
+    return _largest_share_pct(report, "probe_s", "measuring_median_s")
 
 
 def interference_pct(report: Mapping[str, Any]) -> float | None:
     """The largest, over engines, percentage of a batch's time spent reading interference (issue 34: under 1 %):
     each fit's two readings of its machine's counters, ``fits / slots`` of them per slot, and the driver's part."""
+    return _largest_share_pct(report, "machine_probe_s", "interference_median_s")
+
+
+def _largest_share_pct(report: Mapping[str, Any], per_fit_key: str, per_batch_key: str) -> float | None:
+    """The largest, over engines, share of a batch's time taken by ``per_fit_key`` seconds in each fit (``fits /
+    slots`` of them one after another per slot) and the driver's ``per_batch_key`` seconds."""
     batch = report.get("batch", {})
-    probe, fits, slots = batch.get("machine_probe_s"), batch.get("fits"), batch.get("slots")
-    if probe is None or not fits or not slots:
+    per_fit_s, fits, slots = batch.get(per_fit_key), batch.get("fits"), batch.get("slots")
+    if per_fit_s is None or not fits or not slots:
         return None
     shares = [
-        (probe * fits / slots + engine["interference_median_s"]) / engine["batch_median_s"]
+        (per_fit_s * fits / slots + engine[per_batch_key]) / engine["batch_median_s"]
         for name, engine in report.get("engines", {}).items()
-        if name != "loky" and engine.get("interference_median_s") is not None and engine.get("batch_median_s")
+        if name != "loky" and engine.get(per_batch_key) is not None and engine.get("batch_median_s")
     ]
     return 100 * max(shares) if shares else None
 
