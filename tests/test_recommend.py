@@ -323,3 +323,14 @@ def test_the_answer_explains_what_settled_means() -> None:
     text = view.answer_lines(rec.recommend(synthetic_frame(CLEAR[:3], epochs=(5,), seed=1), n_bootstrap=FAST))
     overall = next(i for i, line in enumerate(text) if line.startswith("Overall:"))
     assert "settled)" in text[overall] and text[overall + 1] == f"  ({view.SETTLED_MEANS})"
+
+
+def test_the_answer_names_the_sweeps_scorer_where_it_is_not_accuracy() -> None:
+    rows = synthetic_rows([ArmSpec("spark", 2, 2, 4.0, median_s=10.0), ArmSpec("dask", 2, 2, 4.0, median_s=20.0)])
+    text = "\n".join(view.answer_lines(rec.recommend(to_frame(rows))))
+    assert "Accuracy: " in text and "Score (" not in text
+    for row in rows:
+        row["scoring"] = "r2"  # a regressor's sweep
+    found = rec.recommend(to_frame(rows))
+    text = "\n".join(view.answer_lines(found))
+    assert found.score == "r2" and "Score (r2): " in text and "Accuracy: " not in text

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from sweeper.names import on_spark
+from sweeper.results.recommend import DEFAULT_SCORE
 from sweeper.results.unmeasured import UNFINISHED
 from sweeper.shapes import shape_text
 from sweeper.text import json_nulls
@@ -55,8 +56,9 @@ def _several_workloads(recommendation: Recommendation) -> bool:
     return len({json.dumps(a.workload, sort_keys=True, default=str) for a in recommendation.answers}) > 1
 
 
-def answer_sentence(answer: Answer) -> str:
-    """One epochs value's answer in a sentence: winner, runner-up and ratio, verdict, accuracy."""
+def answer_sentence(answer: Answer, score: str = DEFAULT_SCORE) -> str:
+    """One epochs value's answer in a sentence: winner, runner-up and ratio, verdict, the check of ``score`` (the
+    sweep's scorer: accuracy, or another such as r2)."""
     text = f"{answer.epochs} epochs: {arm_text(answer.winner)}"
     if answer.runner_up is None:
         return f"{text}; the only configuration measured{_baseline_text(answer)}"
@@ -79,7 +81,8 @@ def answer_sentence(answer: Answer) -> str:
             f"than the leader, which is within {answer.near_tie_delta:.0%} of each: "
             + ", ".join(arm.label for arm in answer.near_tie)
         )
-    return f"{text}. Accuracy: {accuracy_text(answer.accuracy)}{_baseline_text(answer)}"
+    checked = "Accuracy" if score == DEFAULT_SCORE else f"Score ({score})"
+    return f"{text}. {checked}: {accuracy_text(answer.accuracy)}{_baseline_text(answer)}"
 
 
 def _baseline_text(answer: Answer) -> str:
@@ -149,7 +152,7 @@ def answer_lines(recommendation: Recommendation, *, partial: bool = False) -> li
     out = [f"{best} configuration{f' {PARTIAL}' if partial else ''}, per epochs value:"]
     for answer in recommendation.answers:
         where = f"[{_workload_text(answer.workload)}] " if several else ""
-        out.append(f"  {where}{answer_sentence(answer)}")
+        out.append(f"  {where}{answer_sentence(answer, recommendation.score)}")
     if recommendation.spark_vs_dask or _one_engine_missing(recommendation):
         out.append("Spark vs Dask (each engine's best configuration):")
         out += [f"  {engine_sentence(line)}" for line in recommendation.spark_vs_dask]
