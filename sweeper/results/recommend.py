@@ -647,14 +647,17 @@ def identical_fits(rows: pd.DataFrame) -> bool:
 
 
 def overall(answers: Sequence[Answer]) -> str:
-    """One line over the epochs values: the same winner everywhere, or which epochs each winner takes."""
+    """One line over the epochs values: the same winner everywhere, or which epochs each winner takes; how many of
+    the answers are settled, and how many were held back because they were measured under load."""
     if not answers:
         return "no answer: no ok measurement of an engine"
     winners: dict[str, list[int]] = {}
     for answer in answers:
         winners.setdefault(answer.winner.label, []).append(answer.epochs)
+    settled = sum(answer.verdict in (FASTER, CHEAPER) for answer in answers)
+    held = sum(answer.verdict == MEASURED_UNDER_LOAD for answer in answers)
+    counts = f"{settled} of {len(answers)} settled" + (f", {held} {MEASURED_UNDER_LOAD}" if held else "")
     if len(winners) == 1:
-        settled = sum(answer.verdict in (FASTER, CHEAPER) for answer in answers)
-        return f"{next(iter(winners))} wins at every epochs value ({settled} of {len(answers)} settled)"
+        return f"{next(iter(winners))} wins at every epochs value ({counts})"
     parts = [f"{label} at {', '.join(str(e) for e in epochs)} epochs" for label, epochs in winners.items()]
-    return "the winner depends on the epochs: " + "; ".join(parts)
+    return "the winner depends on the epochs: " + "; ".join(parts) + f" ({counts})"
