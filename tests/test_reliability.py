@@ -449,7 +449,7 @@ def test_after_kill_9_the_next_run_takes_the_lock_over_cleans_the_scratch_and_co
     assert lock_holder(store, "killed9") == process.pid  # what the killed run left: its name in the lock file
     again = run_sweep(grid, tag)
     assert again.returncode == 0, again.stdout + again.stderr
-    said = again.stdout + again.stderr
+    said = " ".join((again.stdout + again.stderr).split())  # lines wrap at 100 columns
     assert f"pid {process.pid}" in said and "taking over" in said
     assert f"removed the scratch of 1 run(s) killed before their end: {killed_run}" in said
     assert not (store / ".runs" / killed_run / "scratch").exists()

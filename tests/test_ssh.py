@@ -63,7 +63,9 @@ def test_the_spark_secret_is_on_no_command_line_and_spark_conf_extends_the_marke
         cmdlines = [" ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"])]
         assert not [c for c in cmdlines if secret in c]
         # the grid's Java options reach the executors, and so does the launch's marker that teardown finds them by
-        executors = [c.split() for c in cmdlines if EXECUTOR_CLASS in c]
+        # (this driver's executors only: another test run's may be running on this machine)
+        port = session.spark.sparkContext.getConf().get("spark.driver.port")
+        executors = [c.split() for c in cmdlines if EXECUTOR_CLASS in c and f"-Dspark.driver.port={port} " in c]
         assert len(executors) == 2
         assert all(mine in args and any(a.startswith("-Dsweeper.launch=") for a in args) for args in executors)
     assert_nothing_left(sshd)
