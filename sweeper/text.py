@@ -3,7 +3,7 @@
 A leaf module (no project imports), so the grid, its reader, the units and the console views share
 one definition of each; :func:`visible` is how every output a person reads shows text from a store or a
 grid (:func:`plain` on a console, the report's Markdown and HTML, figure labels), and :func:`json_text`
-is how every ``--json`` prints.
+is how every ``--json`` prints; :func:`wrapped` is how a console view breaks a long line.
 """
 
 from __future__ import annotations
@@ -135,3 +135,31 @@ def between_markers(text: str, begin: str, end: str, content: str) -> str:
     if not found_begin or not found_end:
         raise ValueError(f"the README needs the lines {begin} and {end} around the generated table")
     return f"{before}{begin}\n\n{content}\n{end}\n{after}"
+
+
+def wrapped(text: Text, width: int) -> Text:
+    """``text`` broken at spaces into lines of ``width`` columns, styles kept; a line that goes on is indented 2 more
+    than the first, and a word longer than a line (a path) is kept whole, so that it can still be copied.
+
+    >>> print(wrapped(Text("  one two three four"), 11).plain)
+      one two
+        three
+        four
+    """
+    first = text.plain
+    indent = len(first) - len(first.lstrip(" ")) + 2
+    out = Text()
+    column = 0
+    for position, word in enumerate(text.split(" ", allow_blank=True)):
+        if column + 1 + word.cell_len > width and column > indent:
+            out.rstrip()
+            out.append("\n" + " " * indent)
+            column = indent
+            if not word.plain:
+                continue
+        elif position:
+            out.append(" ")
+            column += 1
+        out.append_text(word)
+        column += word.cell_len
+    return out

@@ -25,7 +25,7 @@ from rich.console import Console
 from sweeper.cli import main
 from sweeper.planning.view import warning_line
 from sweeper.run import launches, runner
-from sweeper.run.view import measurement_line
+from sweeper.run.view import measurement_line, summary_table
 from sweeper.store.parquet import COLUMNS, SCHEMA_VERSION, write_rows
 from sweeper.store.row import Row
 from tests.conftest import minimal_grid
@@ -132,6 +132,24 @@ def test_error_rows_and_warnings_show_their_text_as_written_on_any_console() -> 
     text = buffer.getvalue()
     assert "Py4JJavaError: [/] [bold]boom :smile: \\x1b[31mred" in text and "\x1b" not in text
     assert "warning: dataset [/]x :smile:" in text
+
+
+def test_a_runs_lines_and_summary_name_the_work_axis_of_the_rows() -> None:
+    """An MLP's rows (and a store's from before estimators) say epochs; a forest's, n_estimators."""
+    mlp: dict[str, object] = {"status": "ok", "engine": "dask", "mode": "replicas", "executors": 2,
+                              "cores_per_executor": 1, "executor_memory_gib": 2.0, "epochs": 5, "trial": 0,
+                              "fit_wall_s": 1.5, "accuracy": 0.9, "estimator": "sklearn.neural_network.MLPClassifier",
+                              "work_axis": "max_iter"}  # fmt: skip
+    forest = {**mlp, "estimator": "sklearn.ensemble.RandomForestClassifier", "work_axis": "n_estimators"}
+    before = {key: value for key, value in mlp.items() if key not in ("estimator", "work_axis")}
+    assert [measurement_line(cast(Row, row)).plain for row in (mlp, before)] == [
+        "     ok dask   replicas 2 executors x 1 core x 2 GiB     5 epochs trial 0  fit 1.50 s  acc 0.9000"
+    ] * 2
+    assert "2 GiB n_estimators 5 trial 0  fit 1.50 s" in measurement_line(cast(Row, forest)).plain
+    for rows, header in (([mlp], "epochs"), ([forest, forest], "n_estimators"), ([mlp, forest], "epochs")):
+        buffer = io.StringIO()
+        Console(file=buffer, width=200, color_system=None).print(summary_table([cast(Row, row) for row in rows]))
+        assert f" {header} " in buffer.getvalue().splitlines()[2], (header, buffer.getvalue())
 
 
 # -- the store is checked before anything starts --------------------------------------------------------------

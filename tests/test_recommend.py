@@ -334,3 +334,28 @@ def test_the_answer_names_the_sweeps_scorer_where_it_is_not_accuracy() -> None:
     found = rec.recommend(to_frame(rows))
     text = "\n".join(view.answer_lines(found))
     assert found.score == "r2" and "Score (r2): " in text and "Accuracy: " not in text
+
+
+def forest_rows(seed: int = 1) -> list[dict[str, Any]]:
+    """CLEAR's rows as a random forest's sweep on n_estimators 5 and 50 (what its rows record, schema 11)."""
+    rows = synthetic_rows(CLEAR, epochs=(5, 50), seed=seed)
+    for row in rows:
+        row.update(estimator="sklearn.ensemble.RandomForestClassifier", work_axis="n_estimators")
+    return rows
+
+
+def test_the_answer_names_the_sweeps_work_axis_and_fits_100_columns(tmp_path: Path) -> None:
+    write_rows(tmp_path / "forest", "forest", forest_rows(), "part-0")
+    code, text = run_command(tmp_path / "forest")  # a console 300 columns wide
+    assert code == 0 and "Fastest configuration, per n_estimators value:" in text
+    assert "\n  n_estimators 5: spark 2 executors x 2 cores x 4 GiB: " in text
+    engines = text.split("Spark vs Dask (each engine's best configuration):")[1]
+    assert engines.startswith("\n  n_estimators 5: spark ") and "\n  n_estimators 50: spark " in engines
+    assert "wins at every n_estimators value" in text and "at that n_estimators value" in text
+    assert "epochs" not in text
+    unwrapped = view.lines(rec.recommend(to_frame(forest_rows())))
+    assert max(map(len, unwrapped)) > view.COLUMNS >= max(len(line) for line in text.splitlines())
+    assert " ".join(text.split()) == " ".join(" ".join(unwrapped).split())  # wrapped at spaces, nothing lost
+    mlp = rec.recommend(synthetic_frame(CLEAR, epochs=(5, 50), seed=1))
+    assert mlp.work_axis == "epochs" and "\n  5 epochs: spark" in "\n".join(view.lines(mlp))
+    assert view.to_json(rec.recommend(to_frame(forest_rows())))["work_axis"] == "n_estimators"

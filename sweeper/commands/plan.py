@@ -57,7 +57,7 @@ def _show_predictions(plan: Plan, store: str, sweep: str | None, console: Consol
     from rich.table import Table
 
     from sweeper.results.predict.forecast import learn, planned_cost, predicted_targets, unpredicted_engines
-    from sweeper.results.predict.view import PREDICTION_HEADERS, prediction_rows, unpredicted_lines, validation_lines
+    from sweeper.results.predict.view import prediction_headers, prediction_rows, unpredicted_lines, validation_lines
     from sweeper.store.parquet import load_sweep
     from sweeper.text import plain
 
@@ -68,7 +68,7 @@ def _show_predictions(plan: Plan, store: str, sweep: str | None, console: Consol
     for line in [*validation_lines(learned), *unpredicted_lines(unpredicted_engines(learned, plan))]:
         console.print(plain(f"  {line}"), soft_wrap=True)
     table = Table(title="predicted median batch times")
-    for header in PREDICTION_HEADERS:
+    for header in prediction_headers(learned):
         table.add_column(header)
     for row in prediction_rows(predictions):
         table.add_row(*(plain(cell) for cell in row))

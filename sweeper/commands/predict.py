@@ -32,8 +32,8 @@ def main(args: argparse.Namespace, console: Console) -> int:
     from sweeper.planning.plan import make_plan
     from sweeper.results.predict.forecast import learn, predicted_targets, unpredicted_engines
     from sweeper.results.predict.view import (
-        PREDICTION_HEADERS,
         model_lines,
+        prediction_headers,
         prediction_rows,
         to_json,
         unpredicted_lines,
@@ -57,7 +57,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
         console.print(plain(line), soft_wrap=True)
     if predictions:
         table = Table(title=plain(f"predicted median batch times of {args.grid}"))
-        for header in PREDICTION_HEADERS:
+        for header in prediction_headers(learned):
             table.add_column(header)
         for row in prediction_rows(predictions):
             table.add_row(*(plain(cell) for cell in row))

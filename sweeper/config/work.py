@@ -3,6 +3,7 @@ the parameter its work axis sets, and how its held-out score is taken."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from sweeper.config.estimator import (
@@ -16,7 +17,7 @@ from sweeper.config.estimator import (
     steps_of,
     value_problem,
 )
-from sweeper.config.grid import DEFAULT_ESTIMATOR, MLP_WORK_PARAMETER, SCORING
+from sweeper.config.grid import DEFAULT_ESTIMATOR, MLP_ESTIMATOR, MLP_WORK_PARAMETER, SCORING
 from sweeper.config.model import Model
 from sweeper.config.schema import Problems, did_you_mean, item_key
 from sweeper.config.sections import ITERATIONS, WORKLOAD
@@ -145,3 +146,51 @@ def scoring(check: Problems, value: Any, kind: str) -> str | None:
         )
         return None
     return value
+
+
+# -- the work axis as every view names it -----------------------------------------------------------
+
+EPOCHS = "epochs"  # MLPClassifier's max_iter, and every row from before schema 11
+NO_WORK_AXIS_NAME = "no work axis"  # an estimator swept at one point of work (rows' epochs: 1)
+
+
+def axis_name(estimator: object, work_axis: object) -> str:
+    """What a row's ``epochs`` column counts, as every view names it: ``epochs`` (MLPClassifier, a row from before
+    schema 11), the parameter the grid's work axis set (a pipeline's without its step), or no work axis.
+
+    >>> axis_name(None, None), axis_name(MLP_ESTIMATOR, "max_iter"), axis_name("a.Forest", "n_estimators")
+    ('epochs', 'epochs', 'n_estimators')
+    >>> axis_name("a.Scaler + a.Logistic", "logistic__max_iter"), axis_name("a.SVC", None)
+    ('max_iter', 'no work axis')
+    """
+    if not isinstance(estimator, str) or estimator == MLP_ESTIMATOR:
+        return EPOCHS
+    return work_axis.rpartition("__")[2] if isinstance(work_axis, str) else NO_WORK_AXIS_NAME
+
+
+def sweep_axis_name(pairs: Iterable[tuple[object, object]]) -> str:
+    """The one name of the work axis of rows given as (estimator, work_axis) pairs; rows of several axes:
+    ``epochs``, the column's own name."""
+    names = {axis_name(estimator, work_axis) for estimator, work_axis in pairs}
+    return names.pop() if len(names) == 1 else EPOCHS
+
+
+def axis_point(name: str) -> str:
+    """One value of the work axis in words: ``epochs value``, ``n_estimators value``; without a work axis, a point.
+
+    >>> axis_point("epochs"), axis_point(NO_WORK_AXIS_NAME)
+    ('epochs value', 'point')
+    """
+    return "point" if name == NO_WORK_AXIS_NAME else f"{name} value"
+
+
+def axis_text(values: Iterable[object], name: str) -> str:
+    """Values of the work axis in words: ``10, 100 epochs``, ``n_estimators 10, 50``; without one, no work axis.
+
+    >>> axis_text([10, 100], "epochs"), axis_text([10], "n_estimators"), axis_text([1], NO_WORK_AXIS_NAME)
+    ('10, 100 epochs', 'n_estimators 10', 'no work axis')
+    """
+    joined = ", ".join(str(value) for value in values)
+    if name == NO_WORK_AXIS_NAME:
+        return name
+    return f"{joined} {name}" if name == EPOCHS else f"{name} {joined}"

@@ -57,10 +57,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from sweeper.config.work import EPOCHS, NO_WORK_AXIS_NAME, axis_point, axis_text
 from sweeper.errors import UserError
 from sweeper.names import ACCURACY_MARGIN, BASELINE_ENGINE, CONFIG, OBJECTIVES, OK
 from sweeper.results import statistics
 from sweeper.results.groups import first_rows, group_ids, members
+from sweeper.results.predict.forecast import work_axis_name
 from sweeper.results.predict.worth import WorthMeasuring, worth_measuring
 from sweeper.results.right_sizing import (
     ARM,
@@ -220,13 +222,14 @@ class Recommendation:
     worth_measuring: tuple[WorthMeasuring, ...] = ()  # untested shapes the what-if model expects to be faster
     disturbed: Disturbed | None = None  # ok measurements taken under load, left out of every verdict
     score: str = DEFAULT_SCORE  # the scorer whose held-out score the accuracy check compares (workload.scoring)
+    work_axis: str = EPOCHS  # what the answers' epochs count, as the views name it (n_estimators, ...)
 
     @property
     def overall(self) -> str:
         """One line over the answers (:func:`overall`)."""
         if not self.answers and self.disturbed is not None:
             return f"{MEASURED_UNDER_LOAD}: every ok measurement of an engine was taken under load"
-        return overall(self.answers)
+        return overall(self.answers, self.work_axis)
 
 
 # -- small statistics ---------------------------------------------------------------------------
@@ -337,6 +340,7 @@ def recommend(
         worth_measuring=tuple(worth_measuring(df)),
         disturbed=_disturbed(df),
         score=score_name(df),
+        work_axis=work_axis_name(df),
     )
 
 
@@ -646,9 +650,9 @@ def identical_fits(rows: pd.DataFrame) -> bool:
     return bool((by_trial["size"] >= 2).any() and (spans <= 1e-12).all())
 
 
-def overall(answers: Sequence[Answer]) -> str:
-    """One line over the epochs values: the same winner everywhere, or which epochs each winner takes; how many of
-    the answers are settled, and how many were held back because they were measured under load."""
+def overall(answers: Sequence[Answer], axis: str = EPOCHS) -> str:
+    """One line over the values of the work axis (named ``axis``): the same winner everywhere, or which values each
+    winner takes; how many of the answers are settled, and how many were held back as measured under load."""
     if not answers:
         return "no answer: no ok measurement of an engine"
     winners: dict[str, list[int]] = {}
@@ -658,6 +662,7 @@ def overall(answers: Sequence[Answer]) -> str:
     held = sum(answer.verdict == MEASURED_UNDER_LOAD for answer in answers)
     counts = f"{settled} of {len(answers)} settled" + (f", {held} {MEASURED_UNDER_LOAD}" if held else "")
     if len(winners) == 1:
-        return f"{next(iter(winners))} wins at every epochs value ({counts})"
-    parts = [f"{label} at {', '.join(str(e) for e in epochs)} epochs" for label, epochs in winners.items()]
-    return "the winner depends on the epochs: " + "; ".join(parts) + f" ({counts})"
+        return f"{next(iter(winners))} wins at every {axis_point(axis)} ({counts})"
+    parts = [f"{label} at {axis_text(epochs, axis)}" for label, epochs in winners.items()]
+    depends = "workload" if axis == NO_WORK_AXIS_NAME else axis
+    return f"the winner depends on the {depends}: " + "; ".join(parts) + f" ({counts})"

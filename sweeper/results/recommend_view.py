@@ -1,7 +1,8 @@
 """``sweeper recommend``: the recommendation of :mod:`sweeper.results.recommend` as terminal lines or one JSON object.
 
 :func:`answer_lines` are the few lines ``sweeper run`` can end with; :func:`lines` is the whole text;
-:func:`to_json` the ``--json`` object (the command: :mod:`sweeper.commands.recommend`).
+:func:`to_json` the ``--json`` object (the command: :mod:`sweeper.commands.recommend`, each line wrapped at
+:data:`COLUMNS`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from sweeper.config.work import EPOCHS, axis_point, axis_text
 from sweeper.names import on_spark
 from sweeper.results.recommend import DEFAULT_SCORE
 from sweeper.results.unmeasured import UNFINISHED
@@ -20,6 +22,8 @@ from sweeper.text import json_nulls
 if TYPE_CHECKING:
     from sweeper.results.predict.worth import WorthMeasuring
     from sweeper.results.recommend import AccuracyCheck, Answer, Arm, EngineAnswer, MemoryAdvice, Recommendation
+
+COLUMNS = 100  # the widest line recommend prints (narrower on a narrower terminal)
 
 
 def _seconds(value: float) -> str:
@@ -56,10 +60,10 @@ def _several_workloads(recommendation: Recommendation) -> bool:
     return len({json.dumps(a.workload, sort_keys=True, default=str) for a in recommendation.answers}) > 1
 
 
-def answer_sentence(answer: Answer, score: str = DEFAULT_SCORE) -> str:
-    """One epochs value's answer in a sentence: winner, runner-up and ratio, verdict, the check of ``score`` (the
-    sweep's scorer: accuracy, or another such as r2)."""
-    text = f"{answer.epochs} epochs: {arm_text(answer.winner)}"
+def answer_sentence(answer: Answer, score: str = DEFAULT_SCORE, axis: str = EPOCHS) -> str:
+    """One value of the work axis (named ``axis``): its answer in a sentence: winner, runner-up and ratio, verdict,
+    the check of ``score`` (the sweep's scorer: accuracy, or another such as r2)."""
+    text = f"{axis_text([answer.epochs], axis)}: {arm_text(answer.winner)}"
     if answer.runner_up is None:
         return f"{text}; the only configuration measured{_baseline_text(answer)}"
     slower = "dearer" if answer.objective == "cost" else "slower"
@@ -107,10 +111,11 @@ def accuracy_text(check: AccuracyCheck) -> str:
     )
 
 
-def engine_sentence(line: EngineAnswer) -> str:
-    """Spark vs Dask for one epochs value in a sentence."""
+def engine_sentence(line: EngineAnswer, axis: str = EPOCHS) -> str:
+    """Spark vs Dask for one value of the work axis (named ``axis``) in a sentence."""
     return (
-        f"{line.epochs} epochs: spark {_seconds(line.spark.median_s)} s ({line.spark.label.removeprefix('spark ')}) "
+        f"{axis_text([line.epochs], axis)}: spark {_seconds(line.spark.median_s)} s "
+        f"({line.spark.label.removeprefix('spark ')}) "
         f"vs dask {_seconds(line.dask.median_s)} s ({line.dask.label.removeprefix('dask ')}); "
         f"spark/dask {line.ratio:.2f} {_ci(line.ratio_low, line.ratio_high)}: {line.verdict}"
     )
@@ -142,37 +147,46 @@ PARTIAL = "so far (partial: the run was stopped)"
 
 
 def answer_lines(recommendation: Recommendation, *, partial: bool = False) -> list[str]:
-    """The few lines of the answer: one per workload and epochs value, Spark vs Dask, the overall line; ``partial``:
-    the answer of a stopped run, marked so in its first and last line."""
+    """The few lines of the answer: one per workload and value of the work axis, Spark vs Dask, the overall line;
+    ``partial``: the answer of a stopped run, marked so in its first and last line."""
     overall = f"Overall {PARTIAL}" if partial else "Overall"
     if not recommendation.answers:
         return [*disturbed_lines(recommendation), f"{overall}: {recommendation.overall}"]
     several = _several_workloads(recommendation)
     best = "Cheapest" if recommendation.objective == "cost" else "Fastest"
-    out = [f"{best} configuration{f' {PARTIAL}' if partial else ''}, per epochs value:"]
+    axis = recommendation.work_axis
+    out = [f"{best} configuration{f' {PARTIAL}' if partial else ''}, per {axis_point(axis)}:"]
     for answer in recommendation.answers:
         where = f"[{_workload_text(answer.workload)}] " if several else ""
-        out.append(f"  {where}{answer_sentence(answer, recommendation.score)}")
+        out.append(f"  {where}{answer_sentence(answer, recommendation.score, axis)}")
     if recommendation.spark_vs_dask or _one_engine_missing(recommendation):
         out.append("Spark vs Dask (each engine's best configuration):")
-        out += [f"  {engine_sentence(line)}" for line in recommendation.spark_vs_dask]
+        out += [f"  {engine_sentence(line, axis)}" for line in recommendation.spark_vs_dask]
         out += [f"  {line}" for line in _one_engine_missing(recommendation)]
-    out += unmeasured_lines(recommendation)
+    out += unmeasured_lines(recommendation, axis)
     out += disturbed_lines(recommendation)
     among = " (among what was measured; see what was not)" if recommendation.unmeasured else ""
     cost = ""
     if all(answer.baseline_wins for answer in recommendation.answers):
-        cost = "; but one thread on no cluster was faster at every epochs value: neither engine pays off at this size"
+        cost = (
+            f"; but one thread on no cluster was faster at every {axis_point(axis)}: neither engine pays off at this "
+            "size"
+        )
     out.append(f"{overall}: {recommendation.overall}{among}{cost}")
     if any("settled" in line for line in out[-1:]):
-        out.append(f"  ({SETTLED_MEANS})")
+        out.append(f"  ({settled_means(axis)})")
     return out
 
 
-SETTLED_MEANS = (
-    "settled: the winner is faster than every other configuration at that epochs value, by Mann-Whitney tests "
-    "at 5 % with Holm's correction; otherwise more trials would be needed to tell"
-)
+def settled_means(axis: str = EPOCHS) -> str:
+    """What "settled" means, at a value of the work axis named ``axis``."""
+    return (
+        f"settled: the winner is faster than every other configuration at that {axis_point(axis)}, by Mann-Whitney "
+        "tests at 5 % with Holm's correction; otherwise more trials would be needed to tell"
+    )
+
+
+SETTLED_MEANS = settled_means()  # an MLP's (epochs)
 
 
 def disturbed_lines(recommendation: Recommendation) -> list[str]:
@@ -187,9 +201,10 @@ def disturbed_lines(recommendation: Recommendation) -> list[str]:
     ]
 
 
-def unmeasured_lines(recommendation: Recommendation) -> list[str]:
-    """The configurations the answer could not weigh (no ok row at some epochs), and those a stopped race left
-    short (in the answer, with fewer trials), each with the reason."""
+def unmeasured_lines(recommendation: Recommendation, axis: str = EPOCHS) -> list[str]:
+    """The configurations the answer could not weigh (no ok row at some values of the work axis), and those a
+    stopped race left short (in the answer, with fewer trials), each with the reason (``axis``: the work axis's
+    name)."""
     out = []
     for heading, short in (
         ("Not measured (left out of the answer above):", False),
@@ -198,14 +213,13 @@ def unmeasured_lines(recommendation: Recommendation) -> list[str]:
         listed = [m for m in recommendation.unmeasured if (m.status == UNFINISHED) == short]
         out += [heading] if listed else []
         for missing in listed:
-            epochs = ", ".join(str(e) for e in missing.epochs)
             why = f"{missing.status}: {missing.reason}" if missing.reason else missing.status
-            out.append(f"  {missing.label} at {epochs} epochs: {why}")
+            out.append(f"  {missing.label} at {axis_text(missing.epochs, axis)}: {why}")
     return out
 
 
 def _one_engine_missing(recommendation: Recommendation) -> list[str]:
-    """Spark vs Dask where one engine has ok rows at an epochs value and the other none: no verdict."""
+    """Spark vs Dask where one engine has ok rows at a value of the work axis and the other none: no verdict."""
     compared = {line.epochs for line in recommendation.spark_vs_dask}
     out = []
     for answer in recommendation.answers:
@@ -213,7 +227,8 @@ def _one_engine_missing(recommendation: Recommendation) -> list[str]:
         for absent in ("spark", "dask"):
             failed = any(m.engine == absent and answer.epochs in m.epochs for m in recommendation.unmeasured)
             if answer.epochs not in compared and absent not in engines and failed:
-                out.append(f"{answer.epochs} epochs: cannot be given: {absent} has no ok measurement (see below)")
+                at = axis_text([answer.epochs], recommendation.work_axis)
+                out.append(f"{at}: cannot be given: {absent} has no ok measurement (see below)")
     return out
 
 
@@ -227,7 +242,8 @@ def lines(recommendation: Recommendation) -> list[str]:
         out.append(f"Fastest within a budget of {recommendation.budget:g} per measurement:")
         for answer in recommendation.answers:
             fits = answer.within_budget
-            out.append(f"  {answer.epochs} epochs: " + (arm_text(fits) if fits else "no configuration is within it"))
+            at = axis_text([answer.epochs], recommendation.work_axis)
+            out.append(f"  {at}: " + (arm_text(fits) if fits else "no configuration is within it"))
     out.append("Memory (granted vs measured peak; suggested = peak + 25 %, rounded up to 0.5 GiB):")
     out += [f"  {memory_sentence(advice)}" for advice in recommendation.memory] or ["  no configuration measured"]
     if recommendation.idle:
@@ -237,7 +253,7 @@ def lines(recommendation: Recommendation) -> list[str]:
             out.append(f"  {label}: {idle.slot_utilisation:.0%} used; likely {'; '.join(idle.reasons)}")
     if recommendation.worth_measuring:
         out.append("Worth measuring next (the what-if model, `sweeper predict`, validates well on this sweep):")
-        out += [f"  {_worth_text(worth)}" for worth in recommendation.worth_measuring]
+        out += [f"  {_worth_text(worth, recommendation.work_axis)}" for worth in recommendation.worth_measuring]
     return out
 
 
@@ -294,6 +310,7 @@ def to_json(recommendation: Recommendation) -> dict[str, Any]:
         "accuracy_margin": recommendation.accuracy_margin,
         "cost_per_node_hour": recommendation.cost_per_node_hour,
         "budget": recommendation.budget,
+        "work_axis": recommendation.work_axis,
         "answers": [_answer_json(answer) for answer in recommendation.answers],
         "spark_vs_dask": [
             {
@@ -335,12 +352,12 @@ def to_json(recommendation: Recommendation) -> dict[str, Any]:
 # -- the command -----------------------------------------------------------------------------------
 
 
-def _worth_text(worth: WorthMeasuring) -> str:
+def _worth_text(worth: WorthMeasuring, axis: str) -> str:
     """One line of ``recommend``."""
     s = worth.shape
     beyond = f"; beyond the measured {', '.join(worth.extrapolated_on)}" if worth.extrapolated_on else ""
     return (
-        f"{s.epochs} epochs: {s.engine} {s.executors} x {s.cores_per_executor} cores "
+        f"{axis_text([s.epochs], axis)}: {s.engine} {s.executors} x {s.cores_per_executor} cores "
         f"({s.executor_memory_gib:g} GiB): predicted {worth.predicted_s:.3g} s, {worth.gain:.0%} under the measured "
         f"best {worth.measured_best} ({worth.measured_best_s:.3g} s); the model's held-out error is "
         f"{worth.held_out_error:.1%}{beyond}"

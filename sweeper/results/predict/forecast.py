@@ -13,7 +13,7 @@ from functools import cached_property
 
 import pandas as pd
 
-from sweeper.config.grid import MLP_ESTIMATOR
+from sweeper.config.work import EPOCHS, sweep_axis_name
 from sweeper.errors import UserError
 from sweeper.planning.plan import Plan, Point
 from sweeper.results.predict.model import EngineModel, Shape, fit_engine, medians
@@ -84,13 +84,12 @@ def learn(df: pd.DataFrame) -> Learned:
 
 
 def work_axis_name(df: pd.DataFrame) -> str:
-    """The name of what the rows' ``epochs`` hold: ``epochs`` (an MLP's, or rows before schema 11), else the one
-    parameter the grid's work axis set (``n_estimators``)."""
-    if "work_axis" not in df or "estimator" not in df:
-        return "epochs"
-    other = df[df["estimator"].notna() & (df["estimator"] != MLP_ESTIMATOR)]
-    named = sorted({str(name) for name in other["work_axis"].dropna()})
-    return named[0] if len(named) == 1 and len(other) == len(df) else "epochs"
+    """The name of what the rows' ``epochs`` hold (:func:`sweeper.config.work.sweep_axis_name`): ``epochs`` (an
+    MLP's, or rows before schema 11), else the parameter the grid's work axis set (``n_estimators``)."""
+    if "estimator" not in df:
+        return EPOCHS
+    named = df[["estimator", "work_axis"]] if "work_axis" in df else df[["estimator"]].assign(work_axis=None)
+    return sweep_axis_name(named.drop_duplicates().itertuples(index=False, name=None))
 
 
 def _launch_overheads(df: pd.DataFrame) -> dict[str, float]:

@@ -57,8 +57,8 @@ def unpredicted_lines(engines: list[str]) -> list[str]:
 
 
 def prediction_rows(predictions: list[Prediction]) -> list[list[str]]:
-    """Table cells: engine, shape, epochs, fits, predicted median, interval, memory, extrapolation (an engine whose
-    model could not be validated: "not validated", no number)."""
+    """Table cells: engine, shape, the work axis's value, fits, predicted median, interval, memory, extrapolation (an
+    engine whose model could not be validated: "not validated", no number)."""
     rows = []
     for p in predictions:
         s = p.shape
@@ -81,7 +81,9 @@ def prediction_rows(predictions: list[Prediction]) -> list[list[str]]:
     return rows
 
 
-PREDICTION_HEADERS = ["engine", "shape", "epochs", "fits", "predicted median", "interval", "peak memory", "beyond"]
+def prediction_headers(learned: Learned) -> list[str]:
+    """The table's headers, the work axis by the name of the sweep's (``epochs``, ``n_estimators``)."""
+    return ["engine", "shape", learned.work_axis, "fits", "predicted median", "interval", "peak memory", "beyond"]
 
 
 def to_json(learned: Learned, predictions: list[Prediction]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from sweeper.results import statistics
+from sweeper.results.predict.forecast import work_axis_name
 from sweeper.results.report.blocks import Block, Bullets, Heading, Paragraph, Picture, Rows
 from sweeper.results.report.formatting import distinct
 from sweeper.results.report.sections import (
@@ -40,7 +41,7 @@ def build_report(df: pd.DataFrame, machine: str = "", cost_per_node_hour: float 
         blocks.append(Paragraph(banner))
     blocks += answer_blocks(df, cost_per_node_hour)
     blocks += measured.measured_blocks(df, machine)
-    blocks += method.method_blocks()
+    blocks += method.method_blocks(work_axis_name(df))
     groups = list(df.groupby(statistics.workload_keys(df), dropna=False, sort=True))
     for index, (_, rows) in enumerate(groups, start=1):
         prefix = f"workload{index}_" if len(groups) > 1 else ""

@@ -7,6 +7,8 @@ from typing import Any
 
 import pandas as pd
 
+from sweeper.config.work import EPOCHS
+
 
 def seconds_text(value: Any) -> str:
     """Seconds for a table: three significant figures or so, a dash for missing.
@@ -76,3 +78,12 @@ def accuracy_cell(row: Mapping[str, Any] | pd.Series) -> str:
 def distinct(df: pd.DataFrame, column: str) -> list[str]:
     """The distinct values of a column as text, sorted (missing ones left out)."""
     return sorted(str(value) for value in df[column].dropna().unique())
+
+
+def axis_header(name: str) -> str:
+    """The work axis's column header: ``# Epochs`` (an MLP's), else the name of the parameter it set.
+
+    >>> axis_header("epochs"), axis_header("n_estimators")
+    ('# Epochs', 'n_estimators')
+    """
+    return "# Epochs" if name == EPOCHS else name

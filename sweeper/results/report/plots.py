@@ -29,6 +29,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.transforms import ScaledTranslation
 
+from sweeper.config.work import EPOCHS, axis_text
 from sweeper.names import BASELINE_ENGINE, CONFIG
 from sweeper.results.report.selection import engine_order, shape_order, with_note
 from sweeper.results.statistics import NEVER, pareto_front
@@ -171,10 +172,11 @@ def _series(table: pd.DataFrame) -> Iterator[tuple[str, str, pd.DataFrame]]:
 
 
 @readable
-def versus_epochs(table: pd.DataFrame, note: str = "") -> Figure:
-    """Median time and accuracy against epochs, a line per engine and configuration (from ``summary``).
+def versus_epochs(table: pd.DataFrame, note: str = "", work_axis: str = EPOCHS) -> Figure:
+    """Median time and accuracy against the work axis (named ``work_axis``), a line per engine and configuration
+    (from ``summary``).
 
-    Drawn only where the epochs vary (:func:`varies`): the section says so otherwise.
+    Drawn only where the work axis's values vary (:func:`varies`): the section says so otherwise.
     """
     figure, (time_axis, accuracy_axis) = _panels(2)
     markers = _shapes(table)
@@ -193,13 +195,13 @@ def versus_epochs(table: pd.DataFrame, note: str = "") -> Figure:
         time_axis.errorbar(epochs, median, yerr=spread, capsize=3, **style)
         accuracy_axis.plot(epochs, group["accuracy"].to_numpy(dtype=float), **style)
     for axis, ylabel in ((time_axis, "median fit time (s), IQR bars"), (accuracy_axis, "median accuracy")):
-        axis.set_xlabel("epochs")
+        axis.set_xlabel(work_axis)
         axis.set_ylabel(ylabel)
         axis.grid(alpha=0.3)
         if _spans_decade(measured["epochs"]):
             axis.set_xscale("log")
-    time_axis.set_title("Time vs epochs")
-    accuracy_axis.set_title("Accuracy vs epochs")
+    time_axis.set_title(f"Time vs {work_axis}")
+    accuracy_axis.set_title(f"Accuracy vs {work_axis}")
     _legend(time_axis)
     if note:
         figure.suptitle(note[:1].upper() + note[1:], fontsize=TEXT_PT)
@@ -227,13 +229,16 @@ def _spans_decade(epochs: pd.Series) -> bool:
 
 
 @readable
-def accuracy_vs_time(table: pd.DataFrame, shown_rows: np.ndarray | None = None, note: str = "") -> Figure:
+def accuracy_vs_time(
+    table: pd.DataFrame, shown_rows: np.ndarray | None = None, note: str = "", work_axis: str = EPOCHS
+) -> Figure:
     """The speed/accuracy trade-off: median accuracy against median time, the Pareto front marked.
 
     Drawn only where the accuracy varies (:func:`varies`): the section says so otherwise.
 
     ``shown_rows`` (a mask of ``table``'s rows, default all): the points drawn in colour with a marker per
-    configuration and their epochs; the others are grey dots. The front is of every point.
+    configuration and their value of the work axis (``work_axis``); the others are grey dots. The front is of
+    every point.
     """
     keep = np.ones(len(table), dtype=bool) if shown_rows is None else np.asarray(shown_rows, dtype=bool)
     usable = ((table["n"] > 0) & table["accuracy"].notna()).to_numpy(dtype=bool)
@@ -262,7 +267,7 @@ def accuracy_vs_time(table: pd.DataFrame, shown_rows: np.ndarray | None = None, 
     _engine_legend(axis, colored["engine"].unique())
     for marker, label in markers.values():
         axis.scatter([], [], color="gray", marker=marker, label=label)
-    title = with_note("Speed vs accuracy (labels: epochs)", note, "\n")
+    title = with_note(f"Speed vs accuracy (labels: {work_axis})", note, "\n")
     _label_panel(axis, title, "median fit time (s)", "median accuracy")
     return figure
 
@@ -293,8 +298,8 @@ def _annotate(axis: Axes, x: pd.Series, y: pd.Series, labels: list[str]) -> None
 
 
 @readable
-def speedup_cost(speedups: pd.DataFrame, costs: pd.DataFrame) -> Figure:
-    """Speedup over the single thread against total cores, one panel per epochs, COST marked.
+def speedup_cost(speedups: pd.DataFrame, costs: pd.DataFrame, work_axis: str = EPOCHS) -> Figure:
+    """Speedup over the single thread against total cores, one panel per value of the work axis, COST marked.
 
     Drawn only where the total cores vary (:func:`varies`): the section says so otherwise.
 
@@ -322,7 +327,7 @@ def speedup_cost(speedups: pd.DataFrame, costs: pd.DataFrame) -> Figure:
             if len(cost_row) and not pd.isna(cost_row["cost_cores"].iloc[0]):
                 axis.axvline(float(cost_row["cost_cores"].iloc[0]), color=color, linestyle=":", alpha=0.8)
         axis.axhline(1.0, color=engine_color(BASELINE_ENGINE), linestyle="--", label="single thread")
-        _label_panel(axis, f"{epoch} epochs", "total cores", "speedup over one thread")
+        _label_panel(axis, axis_text([epoch], work_axis), "total cores", "speedup over one thread")
     figure.suptitle("Speedup over the single-thread baseline; dotted: COST")
     return figure
 
@@ -337,8 +342,10 @@ def _label_panel(axis: Any, title: str, x_label: str, y_label: str) -> None:
 
 
 @readable
-def time_vs_price(prices: pd.DataFrame, shown_rows: np.ndarray | None = None, note: str = "") -> Figure:
-    """Median time against median cost per measurement, the Pareto frontier marked, per epochs.
+def time_vs_price(
+    prices: pd.DataFrame, shown_rows: np.ndarray | None = None, note: str = "", work_axis: str = EPOCHS
+) -> Figure:
+    """Median time against median cost per measurement, the Pareto frontier marked, per value of the work axis.
 
     ``shown_rows`` (a mask of ``prices``'s rows, default all): the points drawn in colour, the others grey dots.
     The frontier is of every point; only its points are labelled (the table names every one).
@@ -369,7 +376,7 @@ def time_vs_price(prices: pd.DataFrame, shown_rows: np.ndarray | None = None, no
             label="Pareto frontier (ringed)",
         )
         _engine_legend(axis, group["engine"].unique())
-        _label_panel(axis, f"{epoch} epochs", "median cost per measurement", "median fit time (s)")
+        _label_panel(axis, axis_text([epoch], work_axis), "median cost per measurement", "median fit time (s)")
     figure.suptitle(with_note("Time vs cost", note, "\n"))
     return figure
 

@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from sweeper.config.work import EPOCHS, axis_text
 from sweeper.names import BASELINE_ENGINE, CONFIG
 from sweeper.results.report.plots import PAGE_WIDTH_IN, engine_color, engines_drawn, readable, short_config, shown
 from sweeper.results.report.selection import shape_order, with_note
@@ -70,8 +71,9 @@ def offset(engine: str, engines: Sequence[str]) -> float:
 
 
 @readable
-def box_fit_time(rows: pd.DataFrame, note: str = "") -> Figure:
-    """Box plots of fit time (ok trials) per configuration and engine, one panel per epoch count.
+def box_fit_time(rows: pd.DataFrame, note: str = "", work_axis: str = EPOCHS) -> Figure:
+    """Box plots of fit time (ok trials) per configuration and engine, one panel per value of the work axis
+    (named ``work_axis``).
 
     ``note`` (what was left out) goes in the title.
     """
@@ -82,7 +84,7 @@ def box_fit_time(rows: pd.DataFrame, note: str = "") -> Figure:
     order = shape_order(ok, "_label")
     engines = [engine for engine in engines_drawn(ok["engine"].unique()) if engine != BASELINE_ENGINE]
     epochs = sorted(ok["epochs"].dropna().unique())
-    figure, axes = configuration_panels([f"{epoch} epochs" for epoch in epochs], order, len(engines))
+    figure, axes = configuration_panels([axis_text([epoch], work_axis) for epoch in epochs], order, len(engines))
     place = {label: index for index, label in enumerate(order)}
     for axis, epoch in zip(axes, epochs, strict=False):
         at = ok[ok["epochs"] == epoch]

@@ -1,4 +1,4 @@
-""" "The answer", the report's opening: recommend's headline, one table per epochs value, the rest of what
+""" "The answer", the report's opening: recommend's headline, one table per work axis value, the rest of what
 ``sweeper recommend`` says, the time figure.
 
 The answer is :func:`sweeper.results.recommend.recommend`'s, in ``sweeper recommend``'s words
@@ -11,11 +11,12 @@ from typing import Any
 
 import pandas as pd
 
+from sweeper.config.work import axis_point, axis_text
 from sweeper.names import CONFIG
 from sweeper.results import recommend, recommend_view
 from sweeper.results.report import plots, selection, shape_plots
 from sweeper.results.report.blocks import Block, Heading, Paragraph, Picture, Rows
-from sweeper.results.report.formatting import ratio_text, seconds_text, value_text
+from sweeper.results.report.formatting import axis_header, ratio_text, seconds_text, value_text
 from sweeper.results.report.sections import memory, recommend_text
 from sweeper.shapes import shape_text
 
@@ -34,7 +35,7 @@ def answer_blocks(df: pd.DataFrame, cost_per_node_hour: float | None = None) -> 
         return blocks
     drawn = arms[arms["named"] | selection.fastest(arms, within=("panel",), scope=("panel",), config=("config",))]
     total = selection.configurations(arms, ["config"])
-    note = selection.left_out_note(total, len(_keys(drawn)), "at each epochs value drawn")
+    note = selection.left_out_note(total, len(_keys(drawn)), f"at each {axis_point(found.work_axis)} drawn")
     blocks.append(
         Picture(
             "answer_time.png",
@@ -61,10 +62,10 @@ def _memory_paragraphs(found: recommend.Recommendation, named: set[tuple[str, st
 
 
 def _answer_table(found: recommend.Recommendation) -> Rows:
-    """One line per workload and epochs value: recommendation, runner-up, ratio, verdict, accuracy."""
+    """One line per workload and value of the work axis: recommendation, runner-up, ratio, verdict, accuracy."""
     several = len({repr(sorted(a.workload.items())) for a in found.answers}) > 1
     header: tuple[str, ...] = (
-        "# Epochs",
+        axis_header(found.work_axis),
         "Recommended",
         "Median time (s) [95 % CI]",
         "Runner-up",
@@ -91,7 +92,7 @@ def _answer_table(found: recommend.Recommendation) -> Rows:
         lines.append((_workload_fields(answer.workload), *line) if several else line)
     if several:
         header = ("Workload", *header)
-    return Rows("The recommendation per epochs value", header, tuple(lines))
+    return Rows(f"The recommendation per {axis_point(found.work_axis)}", header, tuple(lines))
 
 
 def _accuracy_text(check: recommend.AccuracyCheck) -> str:
@@ -109,14 +110,15 @@ def _workload_fields(workload: dict[str, Any]) -> str:
 
 
 def _arm_points(found: recommend.Recommendation) -> pd.DataFrame:
-    """Every arm of every answer as a point of the time figure (panel = epochs, and workload when several).
+    """Every arm of every answer as a point of the time figure (panel = the work axis's value, and workload when
+    several).
 
     ``winner`` rings the answer's winner; ``named``: the winner or the runner-up.
     """
     several = len({repr(sorted(a.workload.items())) for a in found.answers}) > 1
     rows = [
         {
-            "panel": f"{answer.epochs} epochs" + (f" ({index})" if several else ""),
+            "panel": axis_text([answer.epochs], found.work_axis) + (f" ({index})" if several else ""),
             "engine": arm.engine,
             "config": shape_text(arm.executors, arm.cores_per_executor, arm.executor_memory_gib),
             "cores_per_executor": arm.cores_per_executor,

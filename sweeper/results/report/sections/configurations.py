@@ -7,11 +7,20 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from sweeper.config.work import axis_point, axis_text
 from sweeper.names import BASELINE_ENGINE, CONFIG
 from sweeper.results import statistics
+from sweeper.results.predict.forecast import work_axis_name
 from sweeper.results.report import plots, selection, shape_plots
 from sweeper.results.report.blocks import Block, Heading, Paragraph, Picture, Rows
-from sweeper.results.report.formatting import accuracy_cell, p_text, seconds_text, time_cell, value_text
+from sweeper.results.report.formatting import (
+    accuracy_cell,
+    axis_header,
+    p_text,
+    seconds_text,
+    time_cell,
+    value_text,
+)
 
 TABLE_CONFIGURATIONS = 12  # shapes with a table each; beyond, one table holds every configuration
 
@@ -30,19 +39,23 @@ def time_blocks(rows: pd.DataFrame, prefix: str) -> list[Block]:
     """Time and accuracy per configuration: the tables, then the figures (``prefix`` names the workload's files)."""
     table = statistics.summary(rows)
     blocks: list[Block] = [Heading("Time and accuracy per configuration", level=3)]
-    blocks += _config_tables(table)
-    return [*blocks, *_time_figures(rows, table, prefix)]
+    work_axis = work_axis_name(rows)
+    blocks += _config_tables(table, work_axis)
+    return [*blocks, *_time_figures(rows, table, prefix, work_axis)]
 
 
-def _time_figures(rows: pd.DataFrame, table: pd.DataFrame, prefix: str) -> list[Block]:
-    """The box plots (each engine's fastest at each epochs value), time and accuracy against epochs and each other.
+def _time_figures(rows: pd.DataFrame, table: pd.DataFrame, prefix: str, work_axis: str) -> list[Block]:
+    """The box plots (each engine's fastest at each value of the work axis), time and accuracy against the work
+    axis (named ``work_axis``) and each other.
 
-    A figure whose axis would not vary (one epochs value; one accuracy) is left out with a sentence that says so.
+    A figure whose axis would not vary (one value of the work axis; one accuracy) is left out with a sentence that
+    says so.
     """
     total = selection.configurations(table)
     per_epochs = selection.fastest(table, scope=("epochs",))
     overall = selection.fastest(table)
-    box_note = selection.left_out_note(total, selection.configurations(table[per_epochs]), "at each epochs value drawn")
+    drawn_per_epochs = selection.configurations(table[per_epochs])
+    box_note = selection.left_out_note(total, drawn_per_epochs, f"at each {axis_point(work_axis)} drawn")
     drawn = selection.configurations(table[overall])
     note, dots = selection.left_out_note(total, drawn), selection.left_out_note(total, drawn, "in colour", "grey dots")
     keys = ["engine", *CONFIG, "epochs"]
@@ -50,20 +63,21 @@ def _time_figures(rows: pd.DataFrame, table: pd.DataFrame, prefix: str) -> list[
     alt = "Box plots of fit time per configuration and engine"
     blocks: list[Block] = [
         Picture(f"{prefix}fit_time_box.png", selection.with_note(alt, box_note),
-                plots.png(shape_plots.box_fit_time(rows[boxed], box_note)))
+                plots.png(shape_plots.box_fit_time(rows[boxed], box_note, work_axis)))
     ]  # fmt: skip
     measured = table[table["n"] > 0]
     if plots.varies(measured["epochs"]):
-        alt = selection.with_note("Median time and accuracy against epochs", note)
-        figure = plots.versus_epochs(table[overall], note)
+        alt = selection.with_note(f"Median time and accuracy against {work_axis}", note)
+        figure = plots.versus_epochs(table[overall], note, work_axis)
         blocks.append(Picture(f"{prefix}time_accuracy_vs_epochs.png", alt, plots.png(figure)))
     else:
-        epochs = _values_text(measured["epochs"])
-        blocks.append(Paragraph(f"Every measurement at {epochs} epochs: no figure against epochs." if epochs
-                                else "No ok measurement: no figure against epochs."))  # fmt: skip
+        values = sorted(measured["epochs"].dropna().unique())
+        at = axis_text([value_text(v) for v in values], work_axis)
+        blocks.append(Paragraph(f"Every measurement at {at}: no figure against {work_axis}." if values
+                                else f"No ok measurement: no figure against {work_axis}."))  # fmt: skip
     if plots.varies(measured["accuracy"]):
         alt = selection.with_note("Accuracy against time, Pareto front marked", dots)
-        figure = plots.accuracy_vs_time(table, overall, dots)
+        figure = plots.accuracy_vs_time(table, overall, dots, work_axis)
         blocks.append(Picture(f"{prefix}accuracy_vs_time.png", alt, plots.png(figure)))
     else:
         said = _values_text(measured["accuracy"].round(4)) or "not measured"
@@ -76,8 +90,9 @@ def _values_text(values: pd.Series) -> str:
     return ", ".join(value_text(v) for v in sorted(values.dropna().unique()))
 
 
-def _config_tables(table: pd.DataFrame) -> list[Block]:
-    """One table per configuration (the report's Tables 1-6), engines side by side, and the baseline.
+def _config_tables(table: pd.DataFrame, work_axis: str) -> list[Block]:
+    """One table per configuration (the report's Tables 1-6), engines side by side, and the baseline; the work
+    axis's column is headed by its name (``work_axis``).
 
     Beyond :data:`TABLE_CONFIGURATIONS` shapes, one table holds them all (:func:`_every_configuration`).
     """
@@ -85,20 +100,21 @@ def _config_tables(table: pd.DataFrame) -> list[Block]:
     engines = selection.engine_order(cluster["engine"].unique().tolist())
     shapes = cluster.groupby(list(CONFIG), dropna=False, sort=True)
     if shapes.ngroups > TABLE_CONFIGURATIONS:
-        blocks: list[Block] = [_every_configuration(cluster, engines, shapes.ngroups)]
+        blocks: list[Block] = [_every_configuration(cluster, engines, shapes.ngroups, work_axis)]
     else:
-        blocks = [_config_table(group, engines) for _, group in shapes]
+        blocks = [_config_table(group, engines, axis_header(work_axis)) for _, group in shapes]
     baseline = table[table["engine"] == BASELINE_ENGINE].sort_values("epochs")
     if len(baseline):
         lines = [(str(row["epochs"]), time_cell(row), accuracy_cell(row)) for row in baseline.to_dict("records")]
-        blocks.append(Rows("Single-thread baseline (no cluster)", ("# Epochs", "Time (s)", "Accuracy"), tuple(lines)))
+        header = (axis_header(work_axis), "Time (s)", "Accuracy")
+        blocks.append(Rows("Single-thread baseline (no cluster)", header, tuple(lines)))
     return blocks
 
 
-def _config_table(group: pd.DataFrame, engines: Sequence[str]) -> Rows:
-    """One configuration's table: a line per epochs, time and accuracy per engine."""
+def _config_table(group: pd.DataFrame, engines: Sequence[str], axis_column: str) -> Rows:
+    """One configuration's table: a line per value of the work axis, time and accuracy per engine."""
     config, total_cores = group["config"].iloc[0], group["total_cores"].iloc[0]
-    header = ["# Epochs"] + [f"{e.capitalize()} {what}" for e in engines for what in ("time (s)", "accuracy")]
+    header = [axis_column] + [f"{e.capitalize()} {what}" for e in engines for what in ("time (s)", "accuracy")]
     lines = []
     for epochs, at in group.groupby("epochs", sort=True):
         cells = [str(epochs)]
@@ -109,10 +125,10 @@ def _config_table(group: pd.DataFrame, engines: Sequence[str]) -> Rows:
     return Rows(f"Config: {config} ({value_text(total_cores)} cores in all)", tuple(header), tuple(lines))
 
 
-def _every_configuration(cluster: pd.DataFrame, engines: Sequence[str], shapes: int) -> Rows:
-    """Every configuration in one table: a line per shape and epochs, time and accuracy per engine.
+def _every_configuration(cluster: pd.DataFrame, engines: Sequence[str], shapes: int, work_axis: str) -> Rows:
+    """Every configuration in one table: a line per shape and value of the work axis, time and accuracy per engine.
 
-    The lines of one epochs value go fastest first (by the faster engine's median).
+    The lines of one value go fastest first (by the faster engine's median).
     """
     keys = [*CONFIG, "epochs"]
     first = cluster.drop_duplicates([*keys, "engine"])  # as the table per configuration: an engine's first line
@@ -123,11 +139,12 @@ def _every_configuration(cluster: pd.DataFrame, engines: Sequence[str], shapes: 
         start = (str(row["config"]), value_text(row["total_cores"]), str(row["epochs"]))
         _, cells = lines.setdefault(tuple(row[k] for k in keys), (start, {}))
         cells[str(row["engine"])] = (time_cell(row), accuracy_cell(row))
-    header = ["Config", "Cores in all", "# Epochs"] + [
+    header = ["Config", "Cores in all", axis_header(work_axis)] + [
         f"{e.capitalize()} {what}" for e in engines for what in ("time (s)", "accuracy")
     ]
     body = tuple((*start, *(c for e in engines for c in cells.get(e, ("–", "–")))) for start, cells in lines.values())
-    return Rows(f"Every configuration ({shapes:,} shapes): a line per epochs value, fastest first", tuple(header), body)
+    title = f"Every configuration ({shapes:,} shapes): a line per {axis_point(work_axis)}, fastest first"
+    return Rows(title, tuple(header), body)
 
 
 def comparison_blocks(rows: pd.DataFrame) -> list[Block]:
@@ -150,7 +167,7 @@ def comparison_blocks(rows: pd.DataFrame) -> list[Block]:
     ]
     header = (
         "Engine",
-        "# Epochs",
+        axis_header(work_axis_name(rows)),
         "Fastest (median)",
         "Second fastest",
         "Slowest",
@@ -158,4 +175,5 @@ def comparison_blocks(rows: pd.DataFrame) -> list[Block]:
         "ANOVA p",
         "Verdict",
     )
-    return [Heading("Configurations compared", level=3), Rows("Per engine and epochs", header, tuple(lines))]
+    title = f"Per engine and {work_axis_name(rows)}"
+    return [Heading("Configurations compared", level=3), Rows(title, header, tuple(lines))]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pandas as pd
 
 from sweeper.results import statistics
+from sweeper.results.predict.forecast import work_axis_name
 from sweeper.results.report.blocks import Block, Heading, Paragraph, Rows
-from sweeper.results.report.formatting import value_text
+from sweeper.results.report.formatting import axis_header, value_text
 
 
 def failure_blocks(df: pd.DataFrame) -> list[Block]:
@@ -28,7 +29,16 @@ def failure_blocks(df: pd.DataFrame) -> list[Block]:
         )
         for row in bad.to_dict("records")
     ]
-    header = ("Started (UTC)", "Engine", "Config", "# Epochs", "Trial", "Status", "Error type", "Error")
+    header = (
+        "Started (UTC)",
+        "Engine",
+        "Config",
+        axis_header(work_axis_name(df)),
+        "Trial",
+        "Status",
+        "Error type",
+        "Error",
+    )
     return [
         *blocks,
         Paragraph(f"{len(bad)} measurement(s) did not finish ok; they are left out of every statistic above."),

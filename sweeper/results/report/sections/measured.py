@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
+from sweeper.config.work import EPOCHS, axis_point, axis_text
 from sweeper.names import BASELINE_ENGINE
 from sweeper.results import statistics
+from sweeper.results.predict.forecast import work_axis_name
 from sweeper.results.report.blocks import Block, Bullets, Heading
 from sweeper.results.report.formatting import distinct
 
@@ -55,8 +57,7 @@ def provenance(df: pd.DataFrame, machine: str) -> list[str]:
         f"{len(shapes)} configuration(s): {_shapes_text(shapes)}",
         f"Engines: {', '.join(distinct(df, 'engine'))}",
         f"Versions: {', '.join(versions)}",
-        f"Epochs: {', '.join(str(e) for e in sorted(df['epochs'].dropna().unique()))}; "
-        f"{_span(trials['n'])} ok trial(s) per engine, configuration and epochs",
+        _work_line(df, _span(trials["n"])),
         f"Baseline: single thread, no cluster (engine {BASELINE_ENGINE}): "
         + (f"{baseline_ok} ok measurement(s)" if baseline_ok else "none in this sweep"),
         "Dry run: "
@@ -74,6 +75,16 @@ def provenance(df: pd.DataFrame, machine: str) -> list[str]:
     if machine:
         lines.append(f"Report made on: {machine}")
     return lines
+
+
+def _work_line(df: pd.DataFrame, trials: str) -> str:
+    """The work axis's values measured (an MLP's: epochs) and the ok trials at each."""
+    values = sorted(df["epochs"].dropna().unique())
+    axis = work_axis_name(df)
+    per = f"{trials} ok trial(s) per engine, configuration and"
+    if axis == EPOCHS:
+        return f"Epochs: {', '.join(str(e) for e in values)}; {per} epochs"
+    return f"Work axis: {axis_text(values, axis)}; {per} {axis_point(axis)}"
 
 
 def _shapes_text(shapes: pd.DataFrame) -> str:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from sweeper.config.work import EPOCHS, axis_point
 from sweeper.results import statistics
 from sweeper.results.report.blocks import Block, Bullets, Heading
 
-METHOD = (
-    "The answer: per workload and epochs value, the engine and configuration with the lowest median time, its "
+ANSWER = (
+    "The answer: per workload and {point}, the engine and configuration with the lowest median time, its "
     "95 % bootstrap interval, and the runner-up's median over it with its interval; the verdict tests the "
     "recommendation against every other configuration (Mann-Whitney U, Holm-corrected), and where it is "
-    "inconclusive estimates the trials that would settle it (sweeper recommend prints the same).",
+    "inconclusive estimates the trials that would settle it (sweeper recommend prints the same)."
+)
+METHOD = (
     "Time is fit_wall_s, the wall time of one whole parallel batch of fits; accuracy is the mean test "
     "accuracy of the batch's fits. Only ok measurements enter a statistic.",
     "Tables give the median over trials and the interquartile range (IQR) as spread.",
@@ -25,6 +28,6 @@ METHOD = (
 )
 
 
-def method_blocks() -> list[Block]:
-    """ "Method": one bullet per kind of figure."""
-    return [Heading("Method"), Bullets(METHOD)]
+def method_blocks(work_axis: str = EPOCHS) -> list[Block]:
+    """ "Method": one bullet per kind of figure (``work_axis``: the name of the sweep's)."""
+    return [Heading("Method"), Bullets((ANSWER.format(point=axis_point(work_axis)), *METHOD))]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from sweeper.results.predict.forecast import work_axis_name
 from sweeper.results.report import plots
 from sweeper.results.report.blocks import Block, Heading, Paragraph, Picture, Rows
 from sweeper.results.statistics import ok_mask
@@ -18,7 +19,8 @@ KEYS = [  # a configuration and workload point: rows of one point only are poole
 
 
 def predicted_blocks(df: pd.DataFrame) -> list[Block]:
-    """Each configuration and epochs value: the predicted and the measured median batch time and the error."""
+    """Each configuration and value of the work axis: the predicted and the measured median batch time and the
+    error."""
     rows = df[ok_mask(df) & df["predicted_s"].notna()]
     if rows.empty:
         return []
@@ -48,7 +50,7 @@ def predicted_blocks(df: pd.DataFrame) -> list[Block]:
         ),
         Rows(
             "Median batch time predicted before the run and measured",
-            ("engine", "configuration", "epochs", "predicted (s)", "measured (s)", "error"),
+            ("engine", "configuration", work_axis_name(df), "predicted (s)", "measured (s)", "error"),
             cells,
         ),
         Picture(

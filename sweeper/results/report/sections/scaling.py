@@ -6,9 +6,10 @@ import pandas as pd
 
 from sweeper.names import BASELINE_ENGINE
 from sweeper.results import statistics
+from sweeper.results.predict.forecast import work_axis_name
 from sweeper.results.report import plots, selection
 from sweeper.results.report.blocks import Block, Heading, Paragraph, Picture, Rows
-from sweeper.results.report.formatting import number_text, seconds_text, value_text
+from sweeper.results.report.formatting import axis_header, number_text, seconds_text, value_text
 
 
 def speedup_blocks(rows: pd.DataFrame, prefix: str) -> list[Block]:
@@ -41,23 +42,24 @@ def speedup_blocks(rows: pd.DataFrame, prefix: str) -> list[Block]:
         )
         for row in speedups.sort_values(["engine", "epochs", "total_cores"]).to_dict("records")
     ]
+    work_axis = work_axis_name(rows)
     return [
         *blocks,
         Rows(
             "COST: the fewest total cores that beat one thread",
-            ("Engine", "# Epochs", "Baseline time (s)", "COST", "COST config", "Best speedup"),
+            ("Engine", axis_header(work_axis), "Baseline time (s)", "COST", "COST config", "Best speedup"),
             tuple(cost_lines),
         ),
         Rows(
             "Speedup over the single thread",
-            ("Engine", "Config", "Total cores", "# Epochs", "Time (s)", "Speedup", "Speedup per core"),
+            ("Engine", "Config", "Total cores", axis_header(work_axis), "Time (s)", "Speedup", "Speedup per core"),
             tuple(speed_lines),
         ),
-        _speedup_figure(speedups, costs, prefix),
+        _speedup_figure(speedups, costs, prefix, work_axis),
     ]
 
 
-def _speedup_figure(speedups: pd.DataFrame, costs: pd.DataFrame, prefix: str) -> Block:
+def _speedup_figure(speedups: pd.DataFrame, costs: pd.DataFrame, prefix: str, work_axis: str) -> Block:
     """Speedup against total cores, or where every configuration has the same cores, a sentence that says so."""
     cores = speedups.loc[speedups["speedup"].notna(), "total_cores"]
     if not len(cores):
@@ -70,12 +72,13 @@ def _speedup_figure(speedups: pd.DataFrame, costs: pd.DataFrame, prefix: str) ->
     return Picture(
         f"{prefix}speedup_cost.png",
         "Speedup over the single thread against total cores, COST marked",
-        plots.png(plots.speedup_cost(speedups, costs)),
+        plots.png(plots.speedup_cost(speedups, costs, work_axis)),
     )
 
 
 def _has_baseline(rows: pd.DataFrame) -> bool:
-    """Whether a cluster configuration has a baseline time to compare with: an ok baseline row at its epochs."""
+    """Whether a cluster configuration has a baseline time to compare with: an ok baseline row at its value of the
+    work axis."""
     timed = statistics.ok_mask(rows) & rows["fit_wall_s"].notna()
     baseline = rows["engine"].eq(BASELINE_ENGINE).fillna(False).astype(bool)
     cluster_epochs = rows.loc[~baseline, "epochs"].dropna().unique()
@@ -100,13 +103,22 @@ def price_blocks(rows: pd.DataFrame, prefix: str, cost_per_node_hour: float) -> 
         )
         for row in prices.sort_values(["epochs", "median_cost"]).to_dict("records")
     ]
-    header = ("Engine", "Config", "Nodes", "# Epochs", "Time (s)", "Cost per measurement", "Pareto frontier")
+    work_axis = work_axis_name(rows)
+    header = (
+        "Engine",
+        "Config",
+        "Nodes",
+        axis_header(work_axis),
+        "Time (s)",
+        "Cost per measurement",
+        "Pareto frontier",
+    )
     return [
         Heading(f"Time vs cost at {cost_per_node_hour:g} per node hour", level=3),
         Rows("Cost = fit time / 3600 x nodes x cost per node hour", header, tuple(lines)),
         Picture(
             f"{prefix}time_vs_cost.png",
             selection.with_note("Time against cost, Pareto frontier marked", note),
-            plots.png(plots.time_vs_price(prices, shown, note)),
+            plots.png(plots.time_vs_price(prices, shown, note, work_axis)),
         ),
     ]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from sweeper.config.work import EPOCHS
 from sweeper.results import statistics
+from sweeper.results.predict.forecast import work_axis_name
 from sweeper.results.report.blocks import Block, Heading, Paragraph, Rows
-from sweeper.results.report.formatting import seconds_text, value_text
+from sweeper.results.report.formatting import axis_header, seconds_text, value_text
 from sweeper.search import accounting
 
 
@@ -48,7 +50,16 @@ def _race_blocks(df: pd.DataFrame) -> list[Block]:
         ),
         Rows(
             "Races (fastest first at each point; trials: ok ones; decisions: the last it was measured for)",
-            ("Engine", "Config", "# Epochs", "Fraction", "Trials", "Decisions", "Ended", "Median s"),
+            (
+                "Engine",
+                "Config",
+                axis_header(work_axis_name(df)),
+                "Fraction",
+                "Trials",
+                "Decisions",
+                "Ended",
+                "Median s",
+            ),
             tuple(
                 (
                     str(r["engine"]),
@@ -70,11 +81,13 @@ def _halving_blocks(df: pd.DataFrame) -> list[Block]:
     """ "Successive halving": the cluster time against the full grid's, the rungs and the pruned rows."""
     axis = accounting.rung_axis_of(df)  # as the rows recorded it
     spent, full = accounting.cluster_seconds(df), accounting.full_grid_estimate(df, axis)
+    work_axis = work_axis_name(df)
+    named = work_axis if axis == EPOCHS else axis  # the rung axis by the name of the work axis it grew
     share = f" ({spent.total_s / full.total_s:.0%} of it)" if full.total_s > 0 else ""
     return [
         Heading("Successive halving"),
         Paragraph(
-            f"Each rung measured the configurations still in the race at the next value of {axis}; only the "
+            f"Each rung measured the configurations still in the race at the next value of {named}; only the "
             "fastest went on, and where the order of the configurations changed from one rung to the next "
             "(Kendall's tau below 0.5: the cheap rung did not predict the next) pruned ones were brought back. "
             f"Cluster time of the rows: {spent.total_s:,.0f} node-seconds, {spent.measured_share:.0%} of it in "
@@ -82,12 +95,18 @@ def _halving_blocks(df: pd.DataFrame) -> list[Block]:
         ),
         Rows(
             "Rungs (rank agreement: Kendall's tau of the pairs confidently apart at this rung and the previous one)",
-            ("Rung", axis.capitalize(), "Configurations measured", "Pruned", "Rank agreement"),
+            (
+                "Rung",
+                axis.capitalize() if named == axis else named,
+                "Configurations measured",
+                "Pruned",
+                "Rank agreement",
+            ),
             tuple(_rung_lines(statistics.rungs(df, axis))),
         ),
         Rows(
             "Pruned: not measured (never in a statistic)",
-            ("Engine", "Config", "# Epochs", "Fraction", "Rung", "Why"),
+            ("Engine", "Config", axis_header(work_axis), "Fraction", "Rung", "Why"),
             tuple(
                 (
                     str(r["engine"]),
