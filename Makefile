@@ -67,9 +67,9 @@ datasets:  ## Fashion-MNIST from Debian's dataset-fashion-mnist (root or sudo)
 
 setup: $(TEST_TOOLS) check-java test-packages $(YARN_JAR) $(HADOOP33) $(JAVA11)  ## everything the tests need: test tools in .venv, test packages, MiniYARNCluster, Hadoop 3.3.6 on Java 11 (root or sudo)
 
-# The same .venv upgraded with the test extras (setup.cfg [test]); a runtime-only .venv gets them here.
+# The same .venv upgraded with the test extras (setup.cfg [test]) and engine ray's ([ray]); a runtime-only .venv gets them here.
 $(TEST_TOOLS): $(BIN)/sweeper setup.cfg
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,ray]'
 	@touch $@
 
 # Every requirement at its lower bound (tests/support/oldest_constraints.py), wheels only where a wheel exists.
@@ -77,7 +77,7 @@ $(OLDEST)/bin/sweeper: setup.cfg pyproject.toml tests/support/oldest_constraints
 	$(PYTHON) -m venv --clear $(OLDEST)
 	$(PYTHON) tests/support/oldest_constraints.py setup.cfg > $(OLDEST)/constraints.txt
 	$(OLDEST)/bin/pip install --quiet --upgrade pip
-	$(OLDEST)/bin/pip install --quiet --only-binary=:all: --no-binary=pyspark -c $(OLDEST)/constraints.txt -e '.[test]'
+	$(OLDEST)/bin/pip install --quiet --only-binary=:all: --no-binary=pyspark -c $(OLDEST)/constraints.txt -e '.[test,ray]'
 	$(OLDEST)/bin/pip check
 	@touch $@
 

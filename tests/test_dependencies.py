@@ -26,6 +26,8 @@ USED_THROUGH = {
 }
 # Installed by pip itself or by the venv, not by a requirement.
 TOOLING = {"pip", "setuptools", "wheel"}
+# An engine installed as an extra (pip install 'sweeper[ray]'; make setup installs it): its modules import it
+ENGINE_EXTRAS = Requirement("sweeper[ray]")
 
 
 def requirements() -> list[Requirement]:
@@ -123,7 +125,7 @@ def installed_distributions() -> Iterator[str]:
 
 def test_nothing_is_installed_that_neither_sweeper_nor_its_tests_need() -> None:
     """dask-ml, for one, is gone: nothing in sweeper/ imports it, and it held Dask at 2025.2."""
-    wanted = required_closure([Requirement("sweeper[test]")]) | TOOLING
+    wanted = required_closure([Requirement("sweeper[test]"), ENGINE_EXTRAS]) | TOOLING
     extra = sorted(set(installed_distributions()) - wanted)
     assert not extra, f"installed but required by nothing: {extra} (make setup recreates .venv)"
     assert "dask-ml" not in wanted
@@ -169,7 +171,7 @@ def test_rows_record_the_dask_that_runs() -> None:
 def test_sweeper_imports_only_what_its_runtime_requirements_install() -> None:
     """A user's .venv (``make venv``: ``pip install -e .``, no test extra) runs every command: nothing in sweeper/
     imports a package only the ``test`` extra brings."""
-    runtime = required_closure(requirements()) | TOOLING
+    runtime = required_closure([*requirements(), ENGINE_EXTRAS]) | TOOLING
     test_only = required_closure([Requirement("sweeper[test]")]) - runtime - {"sweeper"}
     assert not sorted(imported_distributions() & test_only), "sweeper/ imports a test-only package"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from tests.conftest import CLUSTER_OF_MANAGER
 from tests.support import launches
 from tests.support.batches import replicas
 from tests.support.leftovers import assert_no_launch_processes
+from tests.support.ray_cluster import RayCluster, assert_no_ray_processes, ray_cluster
 from tests.support.sshd import assert_nothing_left, cluster_for, hostile
 from tests.support.standalone_clusters import DASK_WORKERS
 from tests.support.yarn_cluster import container_processes, live_applications, rest
@@ -62,6 +63,10 @@ class OnManager:
 
     def options(self) -> ManagerOptions:
         return LocalOptions()
+
+    def variables(self) -> dict[str, str]:
+        """Environment variables the launch reads where the sweep runs."""
+        return {}
 
     def context(self) -> LaunchContext:
         return launches.context(self.tmp_path / "run", self.options(), start_timeout_s=120)
@@ -135,6 +140,22 @@ class OnYarn(OnManager):
         assert not live_applications(self.cluster)
 
 
+class OnRayStandalone(OnManager):
+    """A Ray cluster of this test run (2 worker nodes of 1 CPU and 1 GiB), reached by its address in RAY_ADDRESS."""
+
+    def launch(self, engine: str) -> Launch:
+        return launches.launch(engine, "standalone", executor_memory_mib=1024)
+
+    def variables(self) -> dict[str, str]:
+        return {"RAY_ADDRESS": self.cluster.address}
+
+    def options(self) -> ManagerOptions:
+        return StandaloneOptions("spark://unused:7077", "tcp://unused:8786")
+
+    def after(self) -> None:
+        assert self.cluster.alive()  # the cluster is the user's: still there
+
+
 class OnStandalone(OnManager):
     """The shared Spark master (one worker of 2 cores) and Dask scheduler (2 workers of 1 thread and 1 GiB)."""
 
@@ -156,6 +177,16 @@ MANAGERS: dict[str, type[OnManager]] = {
     "yarn": OnYarn,
     "standalone": OnStandalone,
 }
+ON_ENGINE_AND_MANAGER: dict[tuple[str, str], tuple[type[OnManager], str]] = {
+    ("ray", "standalone"): (OnRayStandalone, "ray_standalone"),  # an existing Ray cluster, not Spark's or Dask's
+}
+
+
+@pytest.fixture(scope="session")
+def ray_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
+    """The existing Ray cluster of the standalone pair: 2 worker nodes of 1 CPU and 1 GiB."""
+    with ray_cluster(tmp_path_factory.mktemp("ray-standalone"), workers=2, cores=1, memory_mib=1024) as cluster:
+        yield cluster
 
 
 def assert_gone(find: Callable[[], list[str]], wait_s: float = 20.0) -> None:
@@ -208,10 +239,19 @@ def completed_tasks(spark: Any) -> list[int]:
     [pytest.param(*pair, marks=[pytest.mark.yarn] if pair[1] == "yarn" else []) for pair in PAIRS],
 )
 def test_a_launch_is_granted_its_plan_runs_fits_on_the_cluster_keeps_a_fits_error_and_leaves_nothing(
-    engine: str, manager: str, digits: Data, tmp_path: Path, request: pytest.FixtureRequest
+    engine: str,
+    manager: str,
+    digits: Data,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    cluster = request.getfixturevalue(CLUSTER_OF_MANAGER[manager]) if manager in CLUSTER_OF_MANAGER else None
-    on = MANAGERS[manager](cluster, tmp_path)
+    on_type, fixture = ON_ENGINE_AND_MANAGER.get(
+        (engine, manager), (MANAGERS[manager], CLUSTER_OF_MANAGER.get(manager))
+    )
+    on = on_type(request.getfixturevalue(fixture) if fixture else None, tmp_path)
+    for name, value in on.variables().items():
+        monkeypatch.setenv(name, value)
     launch = on.launch(engine)
     tasks = replicas(digits)
     failing, error_type, message = raising(engine, tasks[0])
@@ -229,4 +269,6 @@ def test_a_launch_is_granted_its_plan_runs_fits_on_the_cluster_keeps_a_fits_erro
             session.run_batch([tasks[1], failing], digits)
         assert raised.type is error_type and re.fullmatch(message, str(raised.value)), repr(raised.value)
     assert_no_launch_processes()
+    if engine == "ray":
+        assert_no_ray_processes()
     on.after()

@@ -30,9 +30,9 @@ from tests.conftest import minimal_grid
 
 def test_unknown_engine_lists_the_valid_ones() -> None:
     with pytest.raises(
-        UserError, match=r"Invalid engine: 'ray', expected one of \['dask', 'local', 'spark', 'spark-mllib'\]"
+        UserError, match=r"Invalid engine: 'flink', expected one of \['dask', 'local', 'ray', 'spark', 'spark-mllib'\]"
     ):
-        registry.starter("ray")
+        registry.starter("flink")
 
 
 def test_a_missing_engine_package_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -145,8 +145,8 @@ MALFORMED = [
         _with("sizing", reserve={"cpus": 1}), r"sizing.reserve.cpus: unknown key 'cpus'", id="unknown-reserve-key"
     ),
     pytest.param(
-        {**minimal_grid(), "engines": ["ray"]},
-        r"engines: must be one of spark, dask, spark-mllib, got 'ray'",
+        {**minimal_grid(), "engines": ["flink"]},
+        r"engines: must be one of spark, dask, spark-mllib, ray, got 'flink'",
         id="unknown-engine",
     ),
     pytest.param({**minimal_grid(), "engines": []}, r"engines: must be a non-empty list", id="no-engines"),
@@ -289,7 +289,7 @@ def test_missing_file_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_all_problems_of_a_file_are_reported_together(write_grid: Callable[..., Path]) -> None:
     grid = _with("cluster", nodes=0, memory_per_node="lots")
-    grid["engines"] = ["ray"]
+    grid["engines"] = ["flink"]
     with pytest.raises(UserError) as caught:
         grid_file.load(write_grid(grid))
     keys = [problem.split(": ")[1] for problem in caught.value.problems]
@@ -1127,13 +1127,13 @@ def test_the_baseline_in_an_engine_rule_is_an_error_naming_baseline_false(
     err = " ".join(capsys.readouterr().err.split())
     assert (
         f"error: {path}: {kind}[0].engine: 'local' is the baseline, not an engine of exclude/only rules (they select "
-        "among spark, dask, spark-mllib); to measure without the baseline, use baseline: false"
+        "among spark, dask, spark-mllib, ray); to measure without the baseline, use baseline: false"
     ) in err, err
 
 
 def test_a_rule_engine_must_be_an_engine_but_need_not_be_in_the_grid() -> None:
     err = _problems({**minimal_grid(), "exclude": [{"engine": "sprak"}]})
-    assert "exclude[0].engine: must be one of spark, dask, spark-mllib, got 'sprak'; did you mean 'spark'?" in err
+    assert "exclude[0].engine: must be one of spark, dask, spark-mllib, ray, got 'sprak'; did you mean 'spark'?" in err
     grid = grid_file.parse({**minimal_grid(), "exclude": [{"engine": "spark-mllib"}]}, Path("g.yaml"))
     assert grid.exclude == ({"engine": "spark-mllib"},)  # matches nothing here: sweeper plan warns
 
