@@ -75,6 +75,8 @@ def test_containers_run_on_both_nodes_that_share_nothing_with_the_edge(ns_yarn: 
     for host, output in outputs:  # each ran on its node: its host name, its PID namespace, nothing of the edge
         assert output[:2] == [host, INIT_NAME], logs
         assert len(output) == 4 and "version 11." in output[2] and "version 17." in output[3], logs
+
+
 def test_hdfs_put_ls_cat_from_the_edge(ns_yarn: NsCluster, tmp_path: Path) -> None:
     local = tmp_path / "hello.txt"
     text = f"hello from the edge {secrets.token_hex(4)}\n"

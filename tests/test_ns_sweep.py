@@ -189,6 +189,24 @@ def test_spark_jars_and_the_archive_are_staged_once_and_timed_apart_from_the_sta
     assert {first["engine"], later["engine"]} == {"spark", "dask"}
 
 
+def test_each_node_keeps_one_public_copy_of_what_both_engines_ship(ns_yarn: NsCluster, ns_sweep: Sweep) -> None:
+    """#38: the staged files are readable by everyone, so Spark's applications and the Containers ApplicationMaster
+    (Dask's workers) both name them as public YARN resources: each node downloaded and unpacked the environment, Spark's
+    jars and pyspark's Python zips once, into its NodeManager's public cache, and no application kept a private copy."""
+    shipped = {"environment.tar.gz", "spark-jars.zip", "pyspark.zip"}
+    for host in ns_yarn.nodes:
+        local = ns_yarn.node_dir(host) / "nm-local"
+        public = [path.name for path in (local / "filecache").glob("*/*")]
+        private = [  # a user's private files, and each application's own
+            path.name
+            for pattern in ("*/filecache/*/*", "*/appcache/*/filecache/*/*")
+            for path in (local / "usercache").glob(pattern)
+            if path.name in shipped
+        ]
+        assert sorted(name for name in public if name in shipped) == sorted(shipped), (host, public)
+        assert not private, (host, private)
+
+
 def container_processes(cluster: NsCluster) -> list[str]:
     """Processes on the nodes other than their inits, daemon JVMs and the shells that run them: what containers left."""
     import psutil
@@ -254,6 +272,9 @@ def test_planted_faults_are_named_by_check_and_by_the_failed_rows_log_file(
     (tmp_path / "big.yaml").write_text(yaml.safe_dump(big, sort_keys=False))
     faulty = {**grid, "name": "ns-faults", "store": str(tmp_path / "store"), "engines": ["spark"]}
     faulty["workload"] = {**grid["workload"], "start_timeout_s": 60}
+    # the application fails at its first dead executor: with the ApplicationMaster on sw-node1, Spark would otherwise
+    # start executors on sw-node2 again and again (6 deaths, ~30 s) before giving up
+    faulty["spark_conf"] = {"spark.executor.maxNumFailures": 1}
     (tmp_path / "faulty.yaml").write_text(yaml.safe_dump(faulty, sort_keys=False))
     with without_jdk17(ns_yarn, "sw-node2"):
         started = time.monotonic()

@@ -296,3 +296,26 @@ def test_where_spark_takes_its_jars_and_stages_with_a_python_archive(
         staged = backend.conf()
         assert staged["spark.yarn.archive"] == backend.staged_jars and "spark.yarn.jars" not in staged
         assert staged["spark.yarn.dist.archives"] == f"{backend.staged_archive}#environment"  # Spark uploads nothing
+
+
+def test_spark_takes_pysparks_python_zips_from_where_they_were_staged(packed_env: Path, tmp_path: Path) -> None:
+    """#38: pyspark.zip and py4j's zip, which Spark would upload with every Python application, are staged once
+    under names made of their contents, and the driver names them in PYSPARK_ARCHIVES_PATH (Spark uploads nothing)."""
+    import pyspark
+
+    from sweeper.launch.spark.yarn_jars import python_libs_uploads
+
+    uploads = python_libs_uploads()
+    files = sorted(upload.path.rsplit("/", 1)[1] for upload in uploads)
+    assert files[-1] == "pyspark.zip" and files[0].startswith("py4j-") and len(files) == 2
+    assert len({upload.path.rsplit("/", 1)[0] for upload in uploads}) == 1  # one directory, named by both contents
+    assert uploads[0].path.startswith(f"pyspark-python-{pyspark.__version__}-")
+    assert all(upload.make(tmp_path).parent.name == "lib" for upload in uploads)  # pyspark's own, not copies
+    conf_dir = site(tmp_path / "conf", "yarn-site.xml", {"yarn.resourcemanager.hostname": "127.0.0.1"})
+    site(conf_dir, "core-site.xml", {"fs.defaultFS": "hdfs://namenode:8020"})
+    options = YarnOptions(conf_dir=conf_dir, python_archive=packed_env)
+    backend = spark_yarn.YarnSpark(launches.launch("spark", "yarn"), context(tmp_path, options), tmp_path / "spark-0")
+    backend.check()
+    assert "PYSPARK_ARCHIVES_PATH" not in backend.variables()  # before staging: Spark finds and uploads them
+    backend.staged_python_libs = tuple(f"hdfs://namenode:8020/user/me/.sweeper/{upload.path}" for upload in uploads)
+    assert backend.variables()["PYSPARK_ARCHIVES_PATH"] == ",".join(backend.staged_python_libs)

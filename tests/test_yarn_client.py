@@ -8,8 +8,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
+import stat
 import subprocess
 import time
 import uuid
@@ -230,3 +232,46 @@ def test_a_container_command_with_a_double_quote_is_refused(tmp_path: Path) -> N
     conf = HadoopConf(yarn_site_dir=tmp_path, core_site_dir=None, raw={}, environment={})
     with pytest.raises(ValueError, match="double quote"):
         containers_command(conf, Path("/nonexistent"), "x", 'echo "hi"', ContainerShape(1, 256, 1), {})
+
+
+def test_staging_puts_each_file_once_whole_and_readable_by_all_in_one_jvm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sweeper.yarn.Stage (deploy/yarn) through launch/hosts/staging.py, on a file: file system: one JVM looks for every
+    file and puts the missing ones, made here only then, under a partial name renamed when whole; each file 0644 and
+    each directory it made 0755 whatever the umask (a public YARN resource); found files are not made again."""
+    from sweeper.launch.hosts import staging
+
+    home = tmp_path / "home" / ".sweeper"
+    monkeypatch.setattr(staging, "sweeper_home", lambda conf: home.as_uri())
+    monkeypatch.setattr(staging, "STAGED", {})
+    conf = HadoopConf(yarn_site_dir=tmp_path, core_site_dir=None, raw={"fs.defaultFS": "file:///"}, environment={})
+    made: list[str] = []
+
+    def maker(name: str, content: bytes) -> staging.Upload:
+        def make(scratch: Path) -> Path:
+            made.append(name)
+            (scratch / name).write_bytes(content)
+            return scratch / name
+
+        return staging.Upload(f"{name}-0123/{name}.zip", make)
+
+    uploads = [maker("jars", b"jars" * 1000), maker("env", b"env")]
+    previous = os.umask(0o077)  # the JVM's: Stage sets the modes itself
+    try:
+        uris, staged_s = staging.stage(conf, hadoop_lib(), uploads)
+    finally:
+        os.umask(previous)
+    assert uris == [f"{home.as_uri()}/jars-0123/jars.zip", f"{home.as_uri()}/env-0123/env.zip"] and staged_s > 0
+    assert made == ["jars", "env"]
+    assert (home / "jars-0123" / "jars.zip").read_bytes() == b"jars" * 1000
+    assert (home / "env-0123" / "env.zip").read_bytes() == b"env"
+    # every file and directory there, with its mode: no partial file left, nor Hadoop's .crc files
+    modes = {p.relative_to(home).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in home.rglob("*")}
+    directories = {"jars-0123": 0o755, "env-0123": 0o755}
+    assert modes == {**directories, "jars-0123/jars.zip": 0o644, "env-0123/env.zip": 0o644}, modes
+    assert stat.S_IMODE(home.stat().st_mode) == 0o755
+    assert staging.stage(conf, hadoop_lib(), uploads) == (uris, 0.0)  # known to this process: no JVM
+    monkeypatch.setattr(staging, "STAGED", {})
+    again, found_s = staging.stage(conf, hadoop_lib(), [*uploads, maker("more", b"more")])
+    assert again[:2] == uris and found_s > 0 and made == ["jars", "env", "more"]  # found on the cluster: not made again

@@ -18,6 +18,13 @@ and mounts an empty read-only tmpfs over the driver's virtualenv (``sys.prefix``
 the repository's ``.venv``): a YARN container cannot use the driver's Python, as on a real cluster. Java
 and the Hadoop jars (deploy/yarn/target/lib) are visible on every node, as an installed Hadoop would be.
 
+Hadoop's jars come from Maven Central, without Hadoop's native library: a NodeManager would set the permissions
+of every file it localizes with a ``chmod`` process of its own (~3.5 ms a file: ~20 s a node for the packed
+environment's ~6,500 files). A cluster installed from Hadoop's distribution has ``libhadoop.so``, which needs no
+process; the daemons here get the same from ``sweeper.yarn.NioLocalFs`` (deploy/yarn: java.nio's chmod), named by
+the ``core-site.xml`` in ``daemon-conf/`` that comes first on their class path only: the containers' configuration
+(``HADOOP_CONF_DIR``, the node's ``conf/``) does not name it.
+
 Because of the ``127.0.1.1`` line a node resolves its own name to loopback: every daemon binds 0.0.0.0
 (``*.bind-host``), the NodeManagers and DataNodes announce their host names
 (``yarn.nodemanager.hostname``, ``dfs.datanode.hostname``) and HDFS clients reach DataNodes by name
@@ -94,6 +101,11 @@ NAMENODE_PORT, NAMENODE_HTTP_PORT = 8020, 9870
 RM_PORT, RM_WEB_PORT = 8032, 8088
 NM_PORT, NM_WEB_PORT = 8041, 8042
 INIT_NAME = "sw-node-init"  # the comm of PID 1 on every node
+# The daemons' JVMs (not the containers, whose HADOOP_CONF_DIR is the node's conf/) read core-site.xml from here: the
+# node's own plus a local file system that sets permissions without a chmod process per file (NioLocalFs below).
+DAEMON_CONF = "daemon-conf"
+NIO_LOCAL_FS = "sweeper.yarn.NioLocalFs"
+NIO_JAR = "sweeper-yarn.jar"  # a copy of deploy/yarn's jar (NioLocalFs) in the node's directory
 DOMINANT_RESOURCES = "org.apache.hadoop.yarn.util.resource.DominantResourceCalculator"
 
 NAMENODE = "org.apache.hadoop.hdfs.server.namenode.NameNode"
@@ -416,7 +428,8 @@ def init_script(member: NsMember, hidden: Sequence[Path], hidden_files: Sequence
         f"export JAVA_HOME={NODE_JAVA11}",
         f"export HADOOP_CONF_DIR={d}/conf YARN_CONF_DIR={d}/conf HADOOP_HOME={d}",
         'export PATH="$JAVA_HOME/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"',
-        f"CLASSPATH={d}/conf:{NODE_HADOOP}/'*'",
+        # the daemons' own core-site.xml first (DAEMON_CONF), then the node's configuration, Hadoop, sweeper-yarn.jar
+        f"CLASSPATH={d}/{DAEMON_CONF}:{d}/conf:{NODE_HADOOP}/'*':{d}/{NIO_JAR}",
         f'OPTIONS="{options} -Dhadoop.log.dir={d}/logs -Dyarn.log.dir={d}/logs -Dhadoop.home.dir={d}"',
         "run() {  # run NAME MAIN ARGS...: a JVM in the foreground, its exit status in logs/NAME.exit",
         "  name=$1; main=$2; shift 2; status=0",
@@ -731,6 +744,10 @@ def _write_files(cluster: NsCluster, master: str, default_fs: str, heap_mib: int
                 cluster.min_allocation_mib,
             )  # fmt: skip
             (member.directory / "conf" / "log4j.properties").write_text(LOG4J)
+            (member.directory / DAEMON_CONF).mkdir()
+            daemon_core = {**sites["core-site.xml"], "fs.AbstractFileSystem.file.impl": NIO_LOCAL_FS}
+            (member.directory / DAEMON_CONF / "core-site.xml").write_text(xml(daemon_core))
+            shutil.copyfile(LIB / NIO_JAR, member.directory / NIO_JAR)
             init = member.directory / INIT_NAME
             init.write_text(init_script(member, cluster.hidden, cluster.hidden_files, heap_mib))
             init.chmod(0o755)

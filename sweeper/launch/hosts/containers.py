@@ -3,9 +3,10 @@
 Its ApplicationMaster asks for the containers, runs the command in each, and ends when all have ended.
 The packed environment is named by its place on the cluster's file system, staged there once per sweep
 (:func:`sweeper.launch.hosts.staging.staged_archive`, the copy Spark's launches use too), and YARN
-localizes it as a private archive: each NodeManager downloads and unpacks it once into its cache,
-for every later application, under ``./environment`` of each container. Hadoop's distributedshell,
-used before, uploaded the archive again into every application's own directory.
+localizes it as a public archive (the ApplicationMaster decides as Spark does: public when everyone may
+read the file, private otherwise): each NodeManager downloads and unpacks it once into its public cache,
+for every later application of either engine, under ``./environment`` of each container. Hadoop's
+distributedshell, used before, uploaded the archive again into every application's own directory.
 """
 
 from __future__ import annotations

@@ -15,8 +15,11 @@ node) or on a one-machine cluster (``fs.defaultFS`` is ``file:``). With an archi
 with a shared file system (the archive leaves pyspark's jars out), they are uploaded to that file system
 once, as one archive, by the first launch that needs them, and every later application reuses it
 (``spark.yarn.archive``, sweeper/launch/spark/yarn_jars.py) instead of uploading ~460 MB each time; so is the archive
-(``spark.yarn.dist.archives`` then names its staged copy). The time spent staging is the session's
-``staging_s``, recorded apart from ``cluster_start_s``.
+(``spark.yarn.dist.archives`` then names its staged copy) and pyspark's zips of its Python code
+(``PYSPARK_ARCHIVES_PATH``), in the same call (one JVM, sweeper/launch/hosts/staging.py). All are
+world-readable there, so Spark makes them public YARN resources: each NodeManager downloads and unpacks
+them once, for every later application. The time spent staging is the session's ``staging_s``, recorded
+apart from ``cluster_start_s``.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from sweeper.launch.base import Granted, LaunchError
 from sweeper.launch.hosts.container_logs import save_tagged_logs
 from sweeper.launch.hosts.node_managers import wait_containers_released
 from sweeper.launch.hosts.processes import kill_tree
-from sweeper.launch.hosts.staging import staged_archive
+from sweeper.launch.hosts.staging import archive_upload, stage
 from sweeper.launch.hosts.yarn import (
     ARCHIVE_LINK,
     YarnSite,
@@ -51,7 +54,7 @@ from sweeper.launch.logs import containers_log
 from sweeper.launch.spark.base import SparkBackend
 from sweeper.launch.spark.conf import local_conf
 from sweeper.launch.spark.session import SparkAppSession, executor_heaps, uniform_shape, wait_registered
-from sweeper.launch.spark.yarn_jars import staged_spark_jars
+from sweeper.launch.spark.yarn_jars import jars_upload, python_libs_uploads
 
 AM_MEMORY_MIB = 512
 YARN_EXECUTOR_CLASS = "org.apache.spark.executor.YarnCoarseGrainedExecutorBackend"
@@ -167,6 +170,7 @@ class YarnSpark(SparkBackend):
     app_id: str | None = None
     staged_jars: str | None = None  # spark.yarn.archive on the cluster's file system (an archive, no file: FS)
     staged_archive: str | None = None  # the packed environment there
+    staged_python_libs: tuple[str, ...] = ()  # pyspark.zip and py4j's there: the driver's PYSPARK_ARCHIVES_PATH
     staging_s = 0.0  # the time this launch spent staging them (the first launch of a sweep)
 
     def check(self) -> None:
@@ -183,6 +187,8 @@ class YarnSpark(SparkBackend):
             "PYSPARK_DRIVER_PYTHON": sys.executable,
             "SPARK_LOCAL_DIRS": str(self.scratch / "local"),
             "SPARK_CONF_DIR": str(self.scratch),
+            # Spark's client takes pyspark's Python zips from there instead of uploading them with every application
+            **({"PYSPARK_ARCHIVES_PATH": ",".join(self.staged_python_libs)} if self.staged_python_libs else {}),
         }
 
     def conf(self) -> dict[str, str]:
@@ -232,9 +238,12 @@ class YarnSpark(SparkBackend):
         # runs after stop_spark, also when the application never started (an orphan waiting ACCEPTED)
         teardown.add(lambda: wait_released(self.site.client, self.tag, self.app_id))
         if self.site.archive is not None and not self.site.local_file_system:  # once per cluster in a sweep
-            self.staged_jars, jars_s = staged_spark_jars(self.site.conf, self.site.client.lib)
-            self.staged_archive, archive_s = staged_archive(self.site.conf, self.site.client.lib, self.site.archive)
-            self.staging_s = self.site.packed_s + jars_s + archive_s
+            started = time.monotonic()  # hashing the archive (once a process) is staging too
+            uploads = [jars_upload(), archive_upload(self.site.archive), *python_libs_uploads()]
+            uris, staged_s = stage(self.site.conf, self.site.client.lib, uploads)
+            self.staged_jars, self.staged_archive, *libs = uris
+            self.staged_python_libs = tuple(libs)
+            self.staging_s = self.site.packed_s + (time.monotonic() - started if staged_s else 0.0)
 
     def connect(self) -> Any:
         """Submit and wait until the application runs; one still waiting in its queue at the start limit is killed."""

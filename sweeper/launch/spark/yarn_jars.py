@@ -4,20 +4,22 @@ With ``cluster.python_archive`` on a cluster with its own file system (``fs.defa
 nodes have no pyspark: left alone, Spark uploads its ~460 MB of jars into every application's staging
 directory, and every NodeManager localizes them again for each application. Instead they are put once, as
 one uncompressed zip (the jars are compressed already), under
-``<fs.defaultFS>/user/<user>/.sweeper/spark-jars-<pyspark version>/`` (sweeper/launch/hosts/staging.py) and
-``spark.yarn.archive`` points there: Spark uploads nothing, and the NodeManagers keep the archive in their
-public cache across applications. One file, not ~280: HDFS completes each file it writes in a few hundred
+``<fs.defaultFS>/user/<user>/.sweeper/spark-jars-<pyspark version>-<hash of the jars' names and sizes>/``
+(sweeper/launch/hosts/staging.py: world-readable, so a public YARN resource) and ``spark.yarn.archive`` points
+there: Spark uploads nothing, and every NodeManager unpacks the archive once into its public cache, for every
+later application. So are pyspark's zips of its Python code (``PYSPARK_ARCHIVES_PATH``), which Spark would
+otherwise upload with every application. One file, not ~280: HDFS completes each file it writes in a few hundred
 milliseconds, so the jars one by one take minutes to stage and every NodeManager localizes them one by one.
 """
 
 from __future__ import annotations
 
+import hashlib
 import zipfile
 from pathlib import Path
 
 from sweeper.launch.base import LaunchError
-from sweeper.launch.hosts.hadoop_conf import HadoopConf
-from sweeper.launch.hosts.staging import stage_once
+from sweeper.launch.hosts.staging import Upload, content_hash, existing
 
 ARCHIVE_NAME = "spark-jars.zip"
 
@@ -40,11 +42,29 @@ def jars_archive(out: Path) -> Path:
     return out
 
 
-def staged_spark_jars(conf: HadoopConf, lib: Path) -> tuple[str, float]:
-    """``spark.yarn.archive`` on the cluster's file system, and the seconds spent staging it here."""
+def jars_upload() -> Upload:
+    """pyspark's jars as one archive on the cluster: ``spark-jars-<version>-<hash>/spark-jars.zip``, the hash of the
+    jars' names and sizes (another set of jars under the same version is another file), zipped only when missing."""
     import pyspark
 
-    directory, staged_s = stage_once(
-        conf, lib, f"spark-jars-{pyspark.__version__}", lambda scratch: [jars_archive(scratch / ARCHIVE_NAME)]
-    )
-    return f"{directory}/{ARCHIVE_NAME}", staged_s
+    digest = hashlib.sha256()
+    for jar in pyspark_jars():
+        digest.update(f"{jar.name}\0{jar.stat().st_size}\n".encode())
+    name = f"spark-jars-{pyspark.__version__}-{digest.hexdigest()[:12]}"
+    return Upload(f"{name}/{ARCHIVE_NAME}", lambda scratch: jars_archive(scratch / ARCHIVE_NAME))
+
+
+def python_libs_uploads() -> list[Upload]:
+    """pyspark's own zips of its Python code (``pyspark/python/lib``: ``pyspark.zip``, py4j's source zip), which Spark
+    ships with every Python application and puts on the executors' ``PYTHONPATH``, as files on the cluster:
+    ``pyspark-python-<version>-<hash of their contents>/<zip>``. Named by ``PYSPARK_ARCHIVES_PATH``, Spark then
+    uploads neither (it takes files on its own file system where they are) and YARN keeps one copy per node. None
+    when this pyspark has no such zips (Spark then looks for them itself)."""
+    import pyspark
+
+    lib = Path(pyspark.__file__).parent / "python" / "lib"
+    zips = sorted(lib.glob("*.zip"))
+    if not any(z.name == "pyspark.zip" for z in zips) or not any(z.name.startswith("py4j") for z in zips):
+        return []
+    digest = hashlib.sha256("".join(f"{z.name}:{content_hash(z)}\n" for z in zips).encode()).hexdigest()[:12]
+    return [Upload(f"pyspark-python-{pyspark.__version__}-{digest}/{z.name}", existing(z)) for z in zips]

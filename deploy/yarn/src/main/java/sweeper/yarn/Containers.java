@@ -42,8 +42,9 @@ import org.apache.hadoop.yarn.conf.YarnConfiguration;
  *
  * <p>Unlike Hadoop's distributedshell, which uploads every file it ships into each application's
  * directory, the packed environment is named by its URI on the cluster's file system (staged there
- * once by the sweeper) and localized as a private YARN archive: each NodeManager downloads and
- * unpacks it once, into its cache, for every later application of the same user.
+ * once by the sweeper, world-readable) and localized as a public YARN archive: each NodeManager downloads
+ * and unpacks it once, into its public cache, for every later application (Spark's, which name the same
+ * file, included); as a private one, once per user, when others may not read it.
  *
  * <pre>
  * java -cp CONF_DIR:'target/lib/*' sweeper.yarn.Containers --name NAME --tags a,b --containers N

@@ -11,6 +11,7 @@ import java.util.Set;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.permission.FsAction;
 import org.apache.hadoop.net.NetUtils;
 import org.apache.hadoop.yarn.api.ApplicationConstants;
 import org.apache.hadoop.yarn.api.protocolrecords.AllocateResponse;
@@ -32,7 +33,8 @@ import org.apache.hadoop.yarn.conf.YarnConfiguration;
 
 /**
  * The ApplicationMaster of {@link Containers}: asks for N containers of one shape, runs the command in
- * each (the archive, if any, localized as a private YARN archive under its link name), and ends when
+ * each (the archive, if any, localized as a YARN archive under its link name: public when everyone may read it, as
+ * Spark decides for its own files, so both engines share one copy per node), and ends when
  * every container has ended: succeeded when each command exited 0, failed (with the first failure's
  * diagnostics) otherwise. A container that cannot be started fails the application at once: the
  * others would wait for a worker that never comes. Killing the application (the sweeper's teardown)
@@ -124,7 +126,13 @@ public final class ContainersMaster {
     rm.stop();
   }
 
-  /** {@code URI#LINK}: the file on the cluster's file system, unpacked by the NodeManager into ./LINK. */
+  /**
+   * {@code URI#LINK}: the file on the cluster's file system, unpacked by the NodeManager into ./LINK. PUBLIC when the
+   * file is readable by others and every directory above it searchable by others (what Spark's
+   * ClientDistributedCacheManager and MapReduce's decide, and what a NodeManager checks before it puts a resource in
+   * its public cache): then every application of every user reuses the node's copy, Spark's launches included, which
+   * name the same file; PRIVATE otherwise (one copy per user and node).
+   */
   private static Map<String, LocalResource> archive(YarnConfiguration conf, String archive) throws Exception {
     Map<String, LocalResource> resources = new HashMap<>();
     if (archive.isEmpty()) {
@@ -136,7 +144,19 @@ public final class ContainersMaster {
     FileSystem fs = path.getFileSystem(conf);
     FileStatus status = fs.getFileStatus(path);
     resources.put(link, LocalResource.newInstance(URL.fromPath(fs.makeQualified(path)), LocalResourceType.ARCHIVE,
-        LocalResourceVisibility.PRIVATE, status.getLen(), status.getModificationTime()));
+        visibility(fs, status), status.getLen(), status.getModificationTime()));
     return resources;
+  }
+
+  static LocalResourceVisibility visibility(FileSystem fs, FileStatus file) throws Exception {
+    if (!file.getPermission().getOtherAction().implies(FsAction.READ)) {
+      return LocalResourceVisibility.PRIVATE;
+    }
+    for (Path directory = file.getPath().getParent(); directory != null; directory = directory.getParent()) {
+      if (!fs.getFileStatus(directory).getPermission().getOtherAction().implies(FsAction.EXECUTE)) {
+        return LocalResourceVisibility.PRIVATE;
+      }
+    }
+    return LocalResourceVisibility.PUBLIC;
   }
 }
