@@ -1,5 +1,6 @@
 """Engine ray: refused with the install hint when Ray is missing; on local, a cluster of the launch's shape
-whose pool of actors lives from batch to batch, takes the fit environment, is aborted and leaves nothing.
+whose pool of actors lives from batch to batch, takes the fit environment, is aborted, trains one model
+across its nodes (data-parallel) and leaves nothing.
 
 The engine contract (tests/test_engine_contract.py) covers ray on local and standalone like every engine.
 """
@@ -17,6 +18,7 @@ from sweeper.launch.base import Granted
 from sweeper.launch.registry import starter
 from sweeper.workload.data import Data
 from sweeper.workload.fit import FitResult
+from sweeper.workload.tasks import FitTask, make_batch
 from tests.support import launches
 from tests.support.batches import replicas
 from tests.support.ray_cluster import assert_no_ray_processes
@@ -52,6 +54,24 @@ def test_a_grid_with_ray_is_refused_with_the_install_hint_when_ray_is_missing(wr
     assert not list((tmp_path / "store").rglob("*.parquet"))
 
 
+def _one_model_across_the_nodes(session: Any, digits: Data) -> None:
+    """Data-parallel: a trainer on each node's shard, the shards put once for the launch, only weights travel."""
+
+    def batch(epochs: int) -> list[FitTask]:
+        return make_batch(
+            "data-parallel", {"hidden_layer_sizes": (32,), "solver": "adam"}, epochs, 0, 1, n_train=digits.n_train,
+            labels=digits.y_train, folds=2, param_grid=(), seed=0, exact_epochs=False, threads_per_fit=1, shards=2,
+        )  # fmt: skip
+
+    (result,) = session.run_batch(batch(30), digits)
+    shipped = session._shards
+    assert len({node for node, _, _ in shipped.parts}) == 2  # one shard on each worker node
+    assert result.shards == 2 and result.rounds == 30 and result.accuracy > 0.8
+    assert result.comm_bytes_per_round is not None
+    assert 0 < result.comm_bytes_per_round < (digits.X_train.nbytes + digits.y_train.nbytes) / 4
+    assert session.run_batch(batch(5), digits)[0].rounds == 5 and session._shards is shipped
+
+
 def _in_a_thread(session: Any, tasks: list[Any], data: Data) -> dict[str, Any]:
     """Run a batch as the runner does (in a helper thread); its results or its error."""
     out: dict[str, Any] = {}
@@ -69,7 +89,7 @@ def _in_a_thread(session: Any, tasks: list[Any], data: Data) -> dict[str, Any]:
 
 
 @pytest.mark.integration
-def test_a_local_ray_launch_keeps_its_actors_sets_the_fit_environment_aborts_and_leaves_nothing(
+def test_a_local_ray_launch_keeps_its_actors_sets_the_fit_environment_aborts_shards_and_leaves_nothing(
     digits: Data, tmp_path: Path
 ) -> None:
     launch = launches.launch("ray", executors=2, executor_memory_mib=512)
@@ -92,6 +112,7 @@ def test_a_local_ray_launch_keeps_its_actors_sets_the_fit_environment_aborts_and
             aborted["thread"].join(0.2)
         assert "error" in aborted, "the batch was not aborted"
         assert {r.pid for r in session.run_batch(tasks, digits)}.isdisjoint(actors)
+        _one_model_across_the_nodes(session, digits)
     assert_no_ray_processes()
     head_log = (tmp_path / "run" / "ray-0" / "ray-head.log").read_text()
     temp_dir = re.search(r"(/\S*sweeper-ray-[^/\s]+)/session_", head_log)

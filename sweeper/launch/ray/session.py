@@ -13,8 +13,9 @@ from ray.util.joblib.ray_backend import RayBackend
 
 from sweeper.launch.base import Granted, LaunchError
 from sweeper.launch.joblib_batch import run_on_backend
+from sweeper.launch.ray.shards import RayShards
 from sweeper.workload.data import Data
-from sweeper.workload.fit import FitResult, run_fit
+from sweeper.workload.fit import FitResult, fit_result, run_fit
 from sweeper.workload.tasks import FitTask, one_model
 
 BACKEND = "sweeper-ray"
@@ -98,11 +99,12 @@ class RaySession:
         backend = type("SessionRayBackend", (SessionPoolRayBackend,), {"kept": self.pool})
         register_parallel_backend(BACKEND, partial(backend, ray_remote_args=self.remote_args))
         self._shipped: tuple[Data, RayData] | None = None
+        self._shards: RayShards | None = None
 
     def run_batch(self, tasks: list[FitTask], data: Data) -> list[FitResult]:
         """Fits through the joblib backend; the data is put in the object store once per launch."""
         if one_model(tasks):
-            raise LaunchError("ray: data-parallel training (one model across the launch) is not supported yet")
+            return [self._data_parallel(task, data) for task in tasks]
         if self._shipped is None or self._shipped[0] is not data:
             self._shipped = (data, RayData(ray.put(data)))
         shared = self._shipped[1]
@@ -114,6 +116,13 @@ class RaySession:
             return run_on_backend(BACKEND, self.n_jobs, tasks, shared)
         except RayTaskError as error:  # the fit's own exception, as it was raised on its node
             raise error.cause from None
+
+    def _data_parallel(self, task: FitTask, data: Data) -> FitResult:
+        """One model across the worker nodes; each shard is put in the object store once per launch."""
+        shards = self._shards
+        if shards is None or shards.data is not data or len(shards.parts) != task.shards:
+            shards = self._shards = RayShards.ship(data, task.shards, task.seed)
+        return fit_result(task, data, lambda params: shards.train(params, task.epochs, task.local_epochs, task.seed))
 
     def jvm_peak_heap_gib(self) -> float | None:
         return None  # no JVM

@@ -1,7 +1,9 @@
 """Engine ``ray`` on ``manager: standalone``: the driver connected to a Ray cluster that is already running.
 
 The cluster's address is Ray's own ``RAY_ADDRESS`` (``HOST:PORT`` of the head's GCS), set where the sweep
-runs: the grid has no key for it yet. Nothing is started or stopped: the launch connects, checks that
+runs: the grid has no key for it yet. Ray's driver attaches to a raylet of its own machine, so this machine
+must be a node of that cluster (``ray start --address HEAD --num-cpus 0`` here makes it one without work: only
+nodes with CPUs count as executors). Nothing is started or stopped: the launch connects, checks that
 the cluster's worker nodes (those with CPUs) match the plan (a mismatch fails the launch), runs its
 batches and disconnects; its actors end with the connection. The nodes' environment is the cluster's
 own, so the fit environment is observed and recorded per row, not set.
