@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -10,11 +11,12 @@ import pytest
 
 from sweeper import load_results
 from sweeper.config.grid import Dataset, Estimator
+from sweeper.errors import UserError
 from sweeper.results.predict.forecast import work_axis_name
 from sweeper.results.recommend import recommend
 from sweeper.store.parquet import SCHEMA_VERSION
 from sweeper.store.validity import INVALID, checked
-from sweeper.workload.data import Data, load
+from sweeper.workload.data import Data, check_available, load
 from sweeper.workload.estimators import build
 from sweeper.workload.fit import run_fit
 from sweeper.workload.tasks import FitTask, make_batch
@@ -111,3 +113,28 @@ def test_predict_names_the_work_axis_its_rows_hold() -> None:
     mlp = forest.assign(estimator="sklearn.neural_network.MLPClassifier", work_axis="max_iter")
     assert work_axis_name(mlp) == work_axis_name(forest.assign(estimator=None, work_axis=None)) == "epochs"
     assert work_axis_name(pd.concat([forest, mlp])) == "epochs"  # two axes in one frame: the column's own name
+
+
+def test_california_housing_is_read_from_scikit_learns_cache_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No network here: an empty cache names the fix; then a cache built in tmp_path, a stand-in for the download
+    (diabetes' real rows, shaped as scikit-learn caches California housing: the target in dollars, 8 features)."""
+    import joblib
+    from sklearn.datasets import load_diabetes
+
+    monkeypatch.setenv("SCIKIT_LEARN_DATA", str(tmp_path))
+    missing = r"california_housing is not in scikit-learn's cache \(.*cal_housing_py3.pkz does not exist\): fetch it"
+    with pytest.raises(UserError, match=missing):
+        check_available(Dataset("california_housing"))
+    real = load_diabetes()
+    features = real.data[:, :8] - real.data[:, :8].min(axis=0) + 1.0  # positive: sklearn divides by two columns
+    joblib.dump(np.column_stack([real.target * 1000, features]), tmp_path / "cal_housing_py3.pkz", compress=6)
+    check_available(Dataset("california_housing"))
+    data = load(Dataset("california_housing"))
+    assert (data.n_train + data.n_test, data.n_features, data.name) == (442, 8, "california_housing")
+    assert data.y_train.dtype == np.float64 and data.X_train.min() >= 0.0 and data.X_train.max() <= 1.0
+    assert sorted(np.concatenate([data.y_train, data.y_test])) == pytest.approx(sorted(real.target / 100))
+    (tmp_path / "cal_housing_py3.pkz").write_bytes(b"not a cache")
+    with pytest.raises(UserError, match=r"cal_housing_py3.pkz cannot be read as California housing .*fetch it again"):
+        load(Dataset("california_housing"))

@@ -40,8 +40,8 @@ from sweeper.config.sizing import APPLICATION_MASTER_SLOTS, REPORT_RULE, RESERVE
 from sweeper.names import DEFAULT_ENGINES, MANAGERS, MODES
 from sweeper.units import MIB_PER_GIB
 
-DATASETS = ("digits", "mnist", "fashion-mnist", "diabetes")
-REGRESSION_DATASETS = ("diabetes",)  # a continuous target: regressors only
+DATASETS = ("digits", "mnist", "fashion-mnist", "diabetes", "california_housing")
+REGRESSION_DATASETS = ("diabetes", "california_housing")  # a continuous target: regressors only
 MAX_RECOMMENDED_CORES_PER_EXECUTOR = 5
 # cluster.python_archive: what YARN can unpack (spark.yarn.dist.archives; Dask unpacks it in the container)
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")

@@ -1,8 +1,9 @@
 """Load a dataset as train/test arrays: bundled digits, MNIST, Fashion-MNIST, or a user's file; for regressors,
-scikit-learn's bundled diabetes.
+scikit-learn's bundled diabetes and California housing (where scikit-learn has it cached: it is downloaded, and
+there may be no network).
 
-Every loader returns a :class:`Data` with float32 features scaled to [0, 1] and int64 labels (diabetes: float64
-targets).
+Every loader returns a :class:`Data` with float32 features scaled to [0, 1] and int64 labels (a regression set's:
+float64 targets).
 Problems a user can fix (missing files, a truncated download, a file without the expected keys,
 no network for OpenML) raise :class:`~sweeper.errors.UserError` naming the file and the fix.
 
@@ -28,6 +29,7 @@ import stat
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -71,6 +73,8 @@ __all__ = [
 ]
 
 _BUNDLED = ("digits", "diabetes")  # shipped with scikit-learn: nothing to check before loading
+CALIFORNIA = "california_housing"  # downloaded by scikit-learn: read from its cache only
+CALIFORNIA_CACHE = "cal_housing_py3.pkz"  # the file scikit-learn's fetch_california_housing caches (Python 3)
 FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
 """Where Debian's ``dataset-fashion-mnist`` package installs the four gzipped IDX files."""
 
@@ -181,6 +185,9 @@ def check_available(dataset: Dataset) -> None:
     max_bytes = MAX_ARRAY_BYTES
     if dataset.name in _BUNDLED:
         return
+    if dataset.name == CALIFORNIA:
+        _california_cache()
+        return
     if dataset.name == "mnist":
         if dataset.path is not None:
             find_idx_files(Path(dataset.path).expanduser(), hint=_MNIST_HINT, check_max_bytes=max_bytes)
@@ -221,6 +228,8 @@ def _load_full(dataset: Dataset, *, test_size: float, seed: int) -> Data:
         return _load_digits(test_size, seed)
     if dataset.name == "diabetes":
         return _load_diabetes(test_size, seed)
+    if dataset.name == CALIFORNIA:
+        return _load_california(test_size, seed)
     if dataset.name == "mnist":
         if dataset.path is not None:
             return _load_idx_dir(Path(dataset.path).expanduser(), "mnist", _MNIST_HINT, max_bytes)
@@ -254,14 +263,59 @@ def _load_diabetes(test_size: float, seed: int) -> Data:
     """scikit-learn's bundled diabetes (442 rows, 10 features, a disease-progression target): features min-max
     scaled to [0, 1], a seeded random holdout."""
     from sklearn.datasets import load_diabetes
-    from sklearn.model_selection import train_test_split
 
     bunch = load_diabetes()
-    X = np.asarray(bunch.data, dtype=np.float64)
-    X = ((X - X.min(axis=0)) / (X.max(axis=0) - X.min(axis=0))).astype(np.float32)
-    y = np.asarray(bunch.target, dtype=np.float64)
-    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=test_size, random_state=seed)
-    return Data("diabetes", X_train, y_train, X_test, y_test, "sklearn bundled diabetes")
+    return _regression_set("diabetes", bunch.data, bunch.target, "sklearn bundled diabetes", test_size, seed)
+
+
+def _regression_set(name: str, X: Any, y: Any, source: str, test_size: float, seed: int) -> Data:
+    """Features min-max scaled to [0, 1], float64 targets, a seeded random holdout."""
+    from sklearn.model_selection import train_test_split
+
+    features = np.asarray(X, dtype=np.float64)
+    span = features.max(axis=0) - features.min(axis=0)
+    scaled = ((features - features.min(axis=0)) / np.where(span > 0, span, 1.0)).astype(np.float32)
+    X_train, X_test, y_train, y_test = train_test_split(
+        scaled, np.asarray(y, dtype=np.float64), test_size=test_size, random_state=seed
+    )
+    return Data(name, X_train, y_train, X_test, y_test, source)
+
+
+def _california_cache() -> Path:
+    """scikit-learn's cached California housing (:data:`CALIFORNIA_CACHE` in its data home); raises UserError naming the
+    fix when it is not there (it is downloaded once, and this machine may have no network)."""
+    from sklearn.datasets import get_data_home
+
+    path = Path(get_data_home()) / CALIFORNIA_CACHE
+    info = stat_or_none(path)
+    if info is None:
+        raise UserError(
+            f"california_housing is not in scikit-learn's cache ({path} does not exist): fetch it once on a machine "
+            "with network access, `python -c 'from sklearn.datasets import fetch_california_housing as f; f()'`, "
+            "and copy that file here (SCIKIT_LEARN_DATA names the cache directory)"
+        )
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ARRAY_BYTES:
+        raise UserError(
+            f"{path} is not scikit-learn's California housing cache (a regular file of at most "
+            f"{MAX_ARRAY_BYTES:,} bytes): delete it and fetch it again"
+        )
+    return path
+
+
+def _load_california(test_size: float, seed: int) -> Data:
+    """California housing (20,640 districts, 8 features, the median house value in $100,000s) from scikit-learn's
+    cache, never downloaded: features min-max scaled, a seeded random holdout."""
+    from sklearn.datasets import fetch_california_housing
+
+    path = _california_cache()
+    try:
+        bunch = fetch_california_housing(download_if_missing=False)
+    except Exception as error:  # a damaged pickle fails in any way unpickling can (KeyError, ...)
+        raise UserError(
+            f"{path} cannot be read as California housing ({error}): delete it and fetch it again"
+        ) from error
+    source = f"sklearn cached California housing ({path})"
+    return _regression_set(CALIFORNIA, bunch.data, bunch.target, source, test_size, seed)
 
 
 def _load_openml_mnist() -> Data:
@@ -352,4 +406,6 @@ def _load_parquet(path: Path, test_size: float, seed: int, max_bytes: int) -> Da
 
 
 def _unknown_name(name: str) -> UserError:
-    return UserError(f"unknown dataset {name!r}; expected digits, mnist, fashion-mnist, diabetes or path")
+    return UserError(
+        f"unknown dataset {name!r}; expected digits, mnist, fashion-mnist, diabetes, california_housing or path"
+    )
