@@ -181,7 +181,9 @@ def test_a_batch_taken_beside_a_busy_loop_is_disturbed_taken_again_and_left_out(
             assert following is not None and following["trial"] == row["trial"], retaken
     assert len(rows) == 3 + extra and result.exit_status == 0
     left_out = sum(bool(row["disturbed"]) for row in rows)
-    found = rec.recommend(load_results(tmp_path / "store", "hog"))
+    stored = load_results(tmp_path / "store", "hog")
+    assert set(zip(stored["visit_round"], stored["visit_position"], strict=True)) == {(1, 1)}  # one launch, one round
+    found = rec.recommend(stored)
     assert found.disturbed is not None and (found.disturbed.left_out, found.disturbed.of) == (left_out, len(rows))
 
 

@@ -32,6 +32,7 @@ from sweeper.results.unmeasured import UNFINISHED, unmeasured
 from sweeper.run import runner
 from sweeper.run.race import RaceRun, Recorded, race_policy
 from sweeper.run.rows import RunRecord
+from sweeper.run.trials import launch_order
 from sweeper.store.row import Row
 from tests.conftest import REPO, minimal_grid
 from tests.support.faults import assert_no_tagged_processes, new_tag, tagged_environment, write_grid_file
@@ -89,7 +90,9 @@ def stored(rows: Sequence[Row]) -> Recorded:
         for r in rows
         if r["status"] == "pruned" and r.get("race_round") is not None
     }
-    return Recorded(done_s, decided)
+    ok = [r for r in rows if r["status"] == "ok" and r.get("race_round")]
+    rounds = {str(r["measurement_key"]): int(r["race_round"] or 0) for r in ok}
+    return Recorded(done_s, decided, rounds)
 
 
 def searched(
@@ -336,6 +339,7 @@ def test_a_race_killed_again_and_again_resumes_whole_and_a_third_run_finds_nothi
     """Killed (SIGKILL to its process group) inside the first launch's stay (#39), then its resumed run inside the
     second launch's first round, then that one's inside the second launch's stay; the fourth run ends it."""
     grid, store, tag = kill_grid(tmp_path, "killed"), tmp_path / "store", new_tag()
+    assert launch_order(make_plan(grid_file.load(grid)), [0, 1], 1) == [0, 1]  # STOPS: the order seed 0 draws
     for where, stop in STOPS.items():
         killed_at(grid, store / "killed", tag, stop)
         assert_no_tagged_processes(tag)  # the group's kill took its Dask workers too

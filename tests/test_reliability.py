@@ -60,6 +60,7 @@ from tests.support.faults import (
 from tests.support.faults import (
     stop as stop_sweep,
 )
+from tests.support.visit_order import seed_in_plan_order
 
 pytestmark = pytest.mark.integration
 
@@ -71,7 +72,7 @@ SWEEP_TIMEOUT_S = 600
 def fault_grid(tmp: Path, name: str, *, epochs: list[int], **overrides: Any) -> Path:
     grid = minimal_grid(name=name, store=str(tmp / "store"), **overrides)
     grid["workload"] = {"dataset": "digits", "epochs": epochs, "trials": 1, "exact_epochs": True}
-    return write_grid_file(tmp / f"{name}.yaml", grid)
+    return seed_in_plan_order(write_grid_file(tmp / f"{name}.yaml", grid))  # faults are timed by the plan's order
 
 
 def run_sweep(grid: Path, tag: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -211,7 +211,7 @@ class ScriptedLaunches:
             yield cast(Row, {**row, **where, "trial": item.trial, **columns})
 
 
-NOTHING_RECORDED = Recorded({}, {})
+NOTHING_RECORDED = Recorded({}, {}, {})
 
 
 @dataclass
@@ -229,7 +229,8 @@ class Raced:
         decided = {
             str(r["measurement_key"]): (str(r["stop_reason"]), int(r["race_round"] or 0)) for r in self.decisions
         }
-        return Recorded(done_s, decided)
+        ok = [r for r in self.rows if r["status"] == "ok" and r.get("race_round")]
+        return Recorded(done_s, decided, {str(r["measurement_key"]): int(r["race_round"] or 0) for r in ok})
 
     def ended(self) -> list[tuple[str, str, int, int]]:
         """The decision rows: (engine, stop reason, trials taken, decision), sorted."""
@@ -306,7 +307,8 @@ def test_a_resumed_race_takes_only_the_trials_the_store_misses(write_grid: Calla
     recorded = first.recorded()
     lost = next(str(row["measurement_key"]) for row in first.rows if row["engine"] == "dask" and row["trial"] == 5)
     done_s = {key: time_s for key, time_s in recorded.done_s.items() if key != lost}
-    again = raced(write_grid, ScriptedLaunches({"spark": 10.3, "dask": 10.0}, start_s=1.0), Recorded(done_s, {}))
+    lost_decisions = Recorded(done_s, {}, recorded.rounds)
+    again = raced(write_grid, ScriptedLaunches({"spark": 10.3, "dask": 10.0}, start_s=1.0), lost_decisions)
     assert [row["measurement_key"] for row in again.rows] == [lost]  # its decisions' rows were lost too
     assert again.ended() == first.ended()  # the same decisions, from the same times, decided once each
 

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
 
 from sweeper.config import load as grid_file
-from sweeper.planning.measurements import Todo, measurement_key
+from sweeper.planning.measurements import Todo, measurement_key, pending
 from sweeper.planning.plan import Plan, make_plan
+from sweeper.run import runner
 from sweeper.run.trials import FixedQueue, TrialQueue, trial_policy
 from sweeper.search.adaptive import CI_REACHED, MAX_TRIALS
+from sweeper.search.interleaving import in_random_order
+from sweeper.store.row import Row
 from tests.conftest import minimal_grid
+from tests.test_race_resume import SCENARIOS, scenario_plan, searched
+from tests.test_search_race import ScriptedLaunches
 
 
 def adaptive_plan(write_grid: Callable[..., Path], **trials: float) -> Plan:
@@ -129,3 +137,105 @@ def test_a_stored_disturbed_trial_counts_as_taken_without_its_time(write_grid: C
     done[measurement_key(plan.grid, plan, launch, point, 0)] = None  # taken under load in an earlier run
     queue = TrialQueue(plan, launch, [point], done, trial_policy(plan.grid.workload))
     assert queue.next() is None and queue.skipped == 3 and queue.points[0].times_s == [1.0, 1.0]
+
+
+# --- randomized interleaving (RMIT): the order of a round's visits, drawn from the grid's seed --------------------
+
+
+def interleaving_plan(write_grid: Callable[..., Path], seed: int = 0) -> Plan:
+    """Two shapes x Spark and Dask and the baseline (5 launches), 3 epochs values, 3 fixed trials."""
+    spec = minimal_grid()
+    spec["sizing"]["cores_per_executor"] = [1, 2]
+    spec["workload"] = {"dataset": "digits", "epochs": [5, 10, 20], "trials": 3, "seed": seed}
+    return make_plan(grid_file.load(write_grid(spec, f"seed-{seed}.yaml")))
+
+
+def visited(plan: Plan, done: frozenset[str] = frozenset()) -> list[Row]:
+    """The rows a grid measured in one pass takes, in order, on scripted launches (the store holding ``done``)."""
+    rows: list[Row] = []
+    todo, _ = pending(plan, set(done))
+    fake = SimpleNamespace(run=ScriptedLaunches({"spark": 2.0, "dask": 1.0, "sklearn": 3.0}, 1.0).run, stand_ins={})
+    runner._run_fixed(plan, todo, cast(Any, fake), rows.append, reuse=False, planned=None)
+    return rows
+
+
+def order(rows: list[Row]) -> list[tuple[int, int, int]]:
+    return [(int(r["launch_index"]), int(r["epochs"]), int(r["trial"])) for r in rows]
+
+
+def test_a_grid_visits_its_launches_in_the_order_its_seed_draws_and_takes_trials_in_rounds(
+    write_grid: Callable[..., Path],
+) -> None:
+    plan = interleaving_plan(write_grid)
+    rows = visited(plan)
+    assert order(rows) == order(visited(interleaving_plan(write_grid)))  # the same grid and seed: the same order
+    assert order(rows) != order(visited(interleaving_plan(write_grid, seed=1)))  # another seed: another order
+    by_launch = [int(r["launch_index"]) for r in rows]
+    launches = list(dict.fromkeys(by_launch))
+    assert plan.launches[0].engine == "local" and launches[0] == 0  # the baseline first, a reference (round 0)
+    assert sorted(launches) == list(range(len(plan.launches))) and launches != sorted(launches)
+    assert by_launch == [index for index in launches for _ in plan.points[index] for _ in range(3)]  # each once
+    assert [(r["visit_round"], r["visit_position"]) for r in rows] == [
+        (0, 1) if index == 0 else (1, launches.index(index)) for index in by_launch
+    ]
+    engines = [plan.launches[index].engine for index in launches[1:]]  # both engines of both shapes in round 1
+    assert sorted(engines) == ["dask", "dask", "spark", "spark"]
+    for index in launches:  # in rounds of trials: every point's trial 0, then every point's trial 1, ...
+        taken = [(trial, epochs) for launch, epochs, trial in order(rows) if launch == index]
+        assert taken == [(trial, point.epochs) for trial in range(3) for point in plan.points[index]]
+
+
+def test_a_resumed_grid_takes_what_is_left_in_the_order_the_stopped_run_would_have(
+    write_grid: Callable[..., Path],
+) -> None:
+    plan = interleaving_plan(write_grid)
+    whole = visited(plan)
+    for cut in (1, 7, 20, len(whole) - 1):
+        rest = visited(plan, frozenset(str(r["measurement_key"]) for r in whole[:cut]))
+        assert order(rest) == order(whole[cut:])
+
+
+def test_a_race_visits_each_launch_once_per_round_in_the_order_its_seed_draws(tmp_path: Path) -> None:
+    scenario = SCENARIOS["race, one resting to the end"]
+    plan = scenario_plan(scenario, tmp_path)
+    rows, _ = searched(plan, scenario, [], tmp_path)
+    again, _ = searched(plan, scenario, [], tmp_path)
+    other = replace(plan, grid=replace(plan.grid, workload=replace(plan.grid.workload, seed=7)))
+    reseeded, _ = searched(other, scenario, [], tmp_path)
+    measured = [r for r in rows if r["status"] == "ok"]
+    visits = [(r["visit_round"], r["launch_index"]) for r in measured]
+    assert visits == [(r["visit_round"], r["launch_index"]) for r in again if r["status"] == "ok"]
+    assert visits != [(r["visit_round"], r["launch_index"]) for r in reseeded if r["status"] == "ok"]
+    rounds: dict[int, list[int]] = {}
+    for round_, index in dict.fromkeys(visits):  # each launch once per round, positions 1, 2, ... in visit order
+        rounds.setdefault(int(round_ or 0), []).append(int(index))
+    for round_, launches in rounds.items():
+        positions = {(r["launch_index"], r["visit_position"]) for r in measured if r["visit_round"] == round_}
+        assert positions == {(index, launches.index(index) + 1) for index in launches}
+    first = {plan.launches[index].engine for index in rounds[1]}
+    assert first == {"spark", "dask"} and len(rounds[1]) == len(plan.launches)  # both engines, every configuration
+    assert any(launches != sorted(launches) for launches in rounds.values())
+
+
+def test_a_subset_keeps_the_order_it_has_in_the_whole() -> None:
+    whole = in_random_order(range(50), int, 3, 1)
+    assert sorted(whole) == list(range(50)) and whole != list(range(50))
+    assert in_random_order(range(0, 50, 3), int, 3, 1) == [n for n in whole if n % 3 == 0]
+    assert in_random_order(range(50), int, 3, 2) != whole  # another round: another order
+
+
+def test_halving_visits_each_rung_as_a_round_of_its_own(tmp_path: Path) -> None:
+    scenario = SCENARIOS["halving"]
+    plan = scenario_plan(scenario, tmp_path)
+    rows, _ = searched(plan, scenario, [], tmp_path)
+    measured = [r for r in rows if r["status"] == "ok"]
+    assert {r["visit_round"] for r in measured} == {int(r["rung"] or 0) + 1 for r in measured} == {1, 2}
+    again, _ = searched(plan, scenario, [], tmp_path)
+    assert [r["measurement_key"] for r in again] == [r["measurement_key"] for r in rows]
+    first = [r["launch_index"] for r in measured if r["visit_round"] == 1]
+    launches = list(dict.fromkeys(first))  # rung 0: every configuration, each once, in the positions it was visited
+    assert sorted(launches) == list(range(len(plan.launches)))
+    assert first == [index for index in launches for _ in range(first.count(index))]
+    assert {(r["launch_index"], r["visit_position"]) for r in measured if r["visit_round"] == 1} == {
+        (index, position) for position, index in enumerate(launches, 1)
+    }

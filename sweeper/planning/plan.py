@@ -143,8 +143,10 @@ def baseline_launch(index: int, grid: Grid) -> Launch:
 def make_plan(grid: Grid) -> Plan:
     """Order the launches (engines alternate per configuration) and their measurement points.
 
-    The engine order flips from one configuration to the next (A B, B A, ...) so that a
-    machine that drifts during a sweep does not favour one engine. Refuses (:class:`UserError`)
+    The engine order flips from one configuration to the next (A B, B A, ...): the order the plan lists
+    and numbers them in. A run visits them in a random order per round, drawn from the grid's seed
+    (:mod:`sweeper.search.interleaving`), so that a machine that drifts during a sweep favours no
+    configuration. Refuses (:class:`UserError`)
     a grid larger than the plan's limits (:func:`check_plan_size`) or whose ``exclude``/``only``
     leave no measurement; a rule that matches no measurement is a warning in ``plan.grid.warnings``.
     """

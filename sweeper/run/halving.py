@@ -4,8 +4,11 @@ A configuration is a launch (engine x executor shape) with a model point, the ru
 out. Rung by rung, the configurations still in the race are measured at the rung axis's next
 value (each launch started once per rung, its points' trials as the grid says), and
 :func:`sweeper.search.halving.successive_halving` decides which go on; its rank check brings
-pruned ones back when the order changed. The single-thread baseline is a reference, not a
-candidate: it is measured at every rung. What was never measured gets a ``pruned`` row.
+pruned ones back when the order changed. Each rung is a round (``visit_round`` = rung + 1) that
+visits its launches in a random order drawn from the grid's seed and the round
+(:mod:`sweeper.search.interleaving`); a resumed run draws the same. The single-thread baseline is a
+reference, not a candidate: it is measured at every rung (round 0), before the rungs. What was never
+measured gets a ``pruned`` row.
 """
 
 from __future__ import annotations
@@ -18,13 +21,20 @@ from sweeper.names import BASELINE_ENGINE, PRUNED
 from sweeper.planning.measurements import Todo, measurement_key
 from sweeper.planning.plan import Launch, Plan, Point
 from sweeper.run.rows import RunRecord, measurement_row
-from sweeper.run.trials import LaunchQueue, TrialQueue, trial_policy
+from sweeper.run.trials import (
+    BASELINE_ROUND,
+    LaunchQueue,
+    TrialQueue,
+    launch_order,
+    trial_policy,
+)
 from sweeper.search.halving import HalvingPolicy, HalvingResult, Measured, rung_values, successive_halving
-from sweeper.store.row import Row
+from sweeper.store.row import Row, VisitColumns
 from sweeper.workload.data import Data
 
 Configuration = tuple[int, Point]  # (launch index, point with the rung axis left out)
 RunLaunch = Callable[[Launch, LaunchQueue], Iterator[Row]]
+BASELINE_VISIT = VisitColumns(visit_round=BASELINE_ROUND, visit_position=1)  # the baseline, before the rungs
 
 
 def configuration(launch: Launch, point: Point, rung_axis: str) -> Configuration:
@@ -64,7 +74,7 @@ class HalvingRun:
         """Measure the baseline at every rung, then halve the configurations rung by rung."""
         for launch in self.plan.launches:
             if launch.engine == BASELINE_ENGINE:
-                self._measure(launch, self.plan.points[launch.index], None)
+                self._measure(launch, self.plan.points[launch.index], None, BASELINE_VISIT)
         candidates = self.candidates()
         search = self.plan.grid.search
         policy = HalvingPolicy(eta=search.eta, tie_rel=search.delta, confidence=search.confidence)
@@ -77,9 +87,11 @@ class HalvingRun:
         return self.launches[key[0]].engine
 
     def _measure_rung(self, rung: int, keys: Sequence[Configuration]) -> dict[Configuration, Measured]:
-        """The ok times of each configuration of ``keys`` at rung ``rung``, launches in plan order."""
+        """The ok times of each configuration of ``keys`` at rung ``rung``, launches (round ``rung + 1``) in the rung's
+        random order."""
         medians: dict[Configuration, Measured] = {}
-        for index in sorted({index for index, _ in keys}):
+        round_ = rung + 1
+        for position, index in enumerate(launch_order(self.plan, {index for index, _ in keys}, round_), 1):
             launch = self.launches[index]
             wanted = {point for i, point in keys if i == index}
             points = [
@@ -87,11 +99,15 @@ class HalvingRun:
                 for p in self.plan.points[index]
                 if getattr(p, self.axis) == self.rungs[rung] and configuration(launch, p, self.axis)[1] in wanted
             ]
-            medians.update(self._measure(launch, points, rung))
+            visit = VisitColumns(visit_round=round_, visit_position=position)
+            medians.update(self._measure(launch, points, rung, visit))
         return medians
 
-    def _measure(self, launch: Launch, points: Sequence[Point], rung: int | None) -> dict[Configuration, Measured]:
-        queue = TrialQueue(self.plan, launch, points, self.done_s, trial_policy(self.plan.grid.workload), rung)
+    def _measure(
+        self, launch: Launch, points: Sequence[Point], rung: int | None, visit: VisitColumns
+    ) -> dict[Configuration, Measured]:
+        policy = trial_policy(self.plan.grid.workload)
+        queue = TrialQueue(self.plan, launch, points, self.done_s, policy, rung, visit)
         for row in self.run_launch(launch, queue):
             self.emit(row)
         self.skipped += queue.skipped

@@ -5,21 +5,24 @@ Each workload point (epochs, fraction, mode, model) is a race of every cluster l
 still wanting trials is started once, takes its trials of the round at every such point, and,
 when coming back would cost more than measuring everything it may still need
 (:func:`sweeper.search.race.stays`, from this start's own start and warm-up seconds), takes that
-at once. After a round every race decides. The single-thread baseline is a reference, not a
-candidate: it is measured first, with the grid's trials. A configuration that stopped before its
-most trials (it left the race, or the race settled) gets one ``pruned`` row saying so.
+at once. After a round every race decides. A round visits its launches in a random order drawn from
+the grid's seed and the round (:mod:`sweeper.search.interleaving`). The
+single-thread baseline is a reference, not a candidate: it is measured first, with the grid's trials.
+A configuration that stopped before its most trials (it left the race, or the race settled) gets one
+``pruned`` row saying so.
 
 Resuming (a run stopped by Ctrl-C or killed at any point): the run replays the race from the start, round by round,
-every trial the store holds ``ok`` taken from it instead of measured (no launch starts for a visit the store holds
-whole), so each decision sees the trials it saw the first time and decides the same. Two things the first run
-decided are not in the store: whether a launch stayed for all its trials (it compared its start's seconds, not
-kept, with the rest) and ``auto``'s choice after the first round (from the same seconds). They are read from
-the store instead: the run first replays the store without launching anything (:func:`resume_choices`) and keeps
-the choices under which every stored trial and recorded decision is explained (a configuration stopped by a
-decision has no trials after it, a launch that stayed has its trials before the next visit's). Once a trial the
-store lacks comes, the run measures on, deciding as a run that was never stopped; a visit it could not start a
-launch for (the store held all its trials) stays only where the store shows it did: its launch is down, and
-staying would cost the start that coming back costs.
+each round in the order the stopped run drew (the same seed and round draw the same order), every trial the store
+holds ``ok`` taken from it instead of measured (no launch starts for a visit the store holds
+whole), so each decision sees the trials it saw the first time and decides the same. Whether a launch stayed for
+all its trials (it compared its start's seconds, not kept, with the rest) is read from the round its next trial was
+taken in (the row's ``race_round``); where the store lacks that trial, and for ``auto``'s choice after the first
+round (from the same seconds), the run first replays the store without launching anything
+(:func:`resume_choices`) and keeps the choices under which every stored trial and recorded decision is explained
+(a configuration stopped by a decision has no trials after it). Once a trial the store lacks comes, the run
+measures on, deciding as a run that was never stopped; a visit it could not start a launch for (the store held
+all its trials) stays only where the store shows it did: its launch is down, and staying would cost the start that
+coming back costs.
 """
 
 from __future__ import annotations
@@ -36,10 +39,16 @@ from sweeper.names import BASELINE_ENGINE, PRUNED
 from sweeper.planning.measurements import Todo, measurement_key
 from sweeper.planning.plan import Launch, Plan, Point
 from sweeper.run.rows import RunRecord, measurement_row
-from sweeper.run.trials import LaunchQueue, TrialQueue, trial_policy
+from sweeper.run.trials import (
+    BASELINE_ROUND,
+    LaunchQueue,
+    TrialQueue,
+    launch_order,
+    trial_policy,
+)
 from sweeper.search.race import LEFT, MAX_TRIALS_REACHED, RESTING, SETTLED, RacePolicy, RaceState, stays
 from sweeper.search.race_choice import Choice, choose
-from sweeper.store.row import Row, SearchColumns
+from sweeper.store.row import Row, SearchColumns, VisitColumns
 from sweeper.workload.data import Data
 
 RunLaunch = Callable[[Launch, LaunchQueue], Iterator[Row]]
@@ -57,11 +66,12 @@ def race_policy(plan: Plan) -> RacePolicy:
 
 @dataclass(frozen=True)
 class Recorded:
-    """What the store holds of a sweep before this run: ok times and the race decisions (``pruned`` rows' stop
-    reasons and decisions), by measurement key."""
+    """What the store holds of a sweep before this run: ok times, the race decisions (``pruned`` rows' stop
+    reasons and decisions) and the round each ok trial was taken in, by measurement key."""
 
     done_s: Mapping[str, float | None]
     decided: Mapping[str, tuple[str, int]]
+    rounds: Mapping[str, int]  # the round each stored ok trial was taken in (its row's race_round)
 
 
 class Stored:
@@ -158,7 +168,9 @@ class RaceRun:
         for launch in self.plan.launches:
             if launch.engine == BASELINE_ENGINE:
                 trials = trial_policy(self.plan.grid.workload)
-                queue = TrialQueue(self.plan, launch, self.plan.points[launch.index], self.recorded.done_s, trials)
+                points = self.plan.points[launch.index]
+                visit = VisitColumns(visit_round=BASELINE_ROUND, visit_position=1)
+                queue = TrialQueue(self.plan, launch, points, self.recorded.done_s, trials, visit=visit)
                 for row in self.run_launch(launch, queue):
                     self.emit(row)
                 self.skipped += queue.skipped
@@ -167,11 +179,11 @@ class RaceRun:
     def race(self) -> int:
         """The race's rounds (a resumed run's replayed ones too, measured or not); how many."""
         rounds = 0
-        while wants := self._wanted():
+        while wants := self._wanted(rounds + 1):
             rounds += 1
             self.wants = wants
-            for index, points in wants.items():
-                visit = RaceQueue(self, self.launches[index], points, rounds)
+            for position, (index, points) in enumerate(wants.items(), 1):
+                visit = RaceQueue(self, self.launches[index], points, rounds, position)
                 for row in self.run_launch(self.launches[index], visit):
                     visit.observe(row)
                     self.emit(row)
@@ -221,23 +233,11 @@ class RaceRun:
             return False
         if visit.visit_s is not None:
             return stays(visit.visit_s, sum(self.races[point].rest_s(index) for point in visit.points))
-        shown = self._stay_shown(visit)
-        return shown if self.live else self.replayed_choice(shown)
-
-    def _stay_shown(self, visit: RaceQueue) -> bool:
-        """The store holds the visit's next trial but not the first trial of the round's next visit, which it
-        would have come after had the launch not stayed."""
-        index = visit.launch.index
         ahead = next(point for point in visit.points if not self.races[point].exhausted(index))
-        if self._key(index, ahead, self.races[ahead].taken[index]) not in self.recorded.done_s:
-            return False
-        order = list(self.wants)
-        for later in order[order.index(index) + 1 :]:
-            for point in self.wants[later]:
-                state = self.races[point]
-                if state.wanted(later) > 0:
-                    return self._key(later, point, state.taken[later]) not in self.recorded.done_s
-        return False
+        key = self._key(index, ahead, self.races[ahead].taken[index])
+        if key in self.recorded.done_s:  # the store took the next trial: in this round's visit if the launch stayed
+            return self.recorded.rounds.get(key) == visit.round
+        return False if self.live else self.replayed_choice(False)  # stayed and stopped before its next trial, or not
 
     def _choose(self) -> None:
         """``auto``: race on, or measure every remaining trial now, whichever the first round expects cheaper (a
@@ -254,14 +254,15 @@ class RaceRun:
             for state in self.races.values():
                 state.measure_all()
 
-    def _wanted(self) -> dict[int, list[Point]]:
-        """The points each launch has trials to take at in the next round, launches in plan order."""
+    def _wanted(self, round_: int) -> dict[int, list[Point]]:
+        """The points each launch has trials to take at in round ``round_``, the launches in the round's random order
+        (:mod:`sweeper.search.interleaving`; a replay draws the same)."""
         wants: dict[int, list[Point]] = {}
         for point, state in self.races.items():
             for index in state.alive:
                 if state.wanted(index) > 0:
                     wants.setdefault(index, []).append(point)
-        return dict(sorted(wants.items()))
+        return {index: wants[index] for index in launch_order(self.plan, wants, round_)}
 
     def decision_rows(self) -> list[Row]:
         """A ``pruned`` row for each configuration and point that stopped before its most trials since the last
@@ -367,8 +368,9 @@ class RaceQueue:
     """One visit of a launch: its trials of the round at each point, then, where staying is cheaper than coming
     back, every trial its configurations may still need. Trials the store holds ok are taken from it."""
 
-    def __init__(self, run: RaceRun, launch: Launch, points: list[Point], round_: int) -> None:
+    def __init__(self, run: RaceRun, launch: Launch, points: list[Point], round_: int, position: int) -> None:
         self.run, self.launch, self.points, self.round = run, launch, points, round_
+        self.visit = VisitColumns(visit_round=round_, visit_position=position)
         self.budget = {point: run.races[point].wanted(launch.index) for point in points}
         self.visit_s: float | None = None
         self.measured = False  # the visit asked for a trial the store lacks (its launch started, or tried to)
@@ -416,7 +418,7 @@ class RaceQueue:
         state.record(self.launch.index, None if disturbed else ok_time_s)
         self.budget[item.point] -= 1
         stop = MAX_TRIALS_REACHED if state.exhausted(self.launch.index) else None
-        return SearchColumns(stop_reason=stop, race_round=self.round)
+        return SearchColumns(stop_reason=stop, race_round=self.round, **self.visit)
 
     def rest(self) -> list[Todo]:
         """The launch could not start: the next trial of each point fails, the configuration takes no more there,
@@ -433,4 +435,4 @@ class RaceQueue:
         return items
 
     def columns(self) -> SearchColumns:
-        return SearchColumns(race_round=self.round)
+        return SearchColumns(race_round=self.round, **self.visit)

@@ -33,7 +33,13 @@ from sweeper.run.race import RaceRun, Recorded
 from sweeper.run.rows import RunRecord
 from sweeper.run.run_dir import run_directory
 from sweeper.run.signals import EXIT_LAUNCH_FAILED, EXIT_MEASUREMENT_FAILED, exit_status, signals_as_interrupt
-from sweeper.run.trials import FixedQueue, TrialQueue, trial_policy
+from sweeper.run.trials import (
+    FixedQueue,
+    TrialQueue,
+    one_round,
+    one_round_visits,
+    trial_policy,
+)
 from sweeper.search.accounting import NOT_STARTED
 from sweeper.shapes import counted
 from sweeper.store.lock import holding
@@ -44,6 +50,7 @@ from sweeper.store.parquet import (
     grid_hashes,
     merge_leftovers,
     race_decisions,
+    race_rounds,
     read_table,
     recorded_rows,
     remove_sweep,
@@ -195,12 +202,21 @@ def _run_held(
                     _run_fixed(plan, todo, launches, emit, reuse, planned)
                 else:
                     pruned = {key for key, row in recorded.items() if row.status == PRUNED}
-                    decided = race_decisions(table)
-                    result.skipped = _run_decided(plan, launches, Recorded(done_s, decided), pruned, emit, result.notes)
+                    stored = Recorded(done_s, race_decisions(table), race_rounds(table))
+                    result.skipped = _run_decided(plan, launches, stored, pruned, emit, result.notes)
         except KeyboardInterrupt as stop:
             result.interrupted = True
             result.exit_status = exit_status(stop)
+    result.notes.append(order_note(grid.workload.seed))
     return result
+
+
+def order_note(seed: int) -> str:
+    """The run's one line on its order of visits (the rows' ``visit_round`` and ``visit_position``)."""
+    return (
+        f"the baseline first, then the launches in a random order per round, drawn from workload.seed {seed} "
+        "(randomized interleaving: the rows' visit_round, visit_position)"
+    )
 
 
 def _sweep_table(grid: Grid, store: Path, fresh: bool, warn: Callable[[str], None]) -> pa.Table:
@@ -252,7 +268,12 @@ def _run_fixed(
     reuse: bool,
     planned: Callable[[dict[int, int]], None] | None,
 ) -> None:
-    """Measurements decided before the run, launch by launch (a dry run's: each shrunk one once, see reuse)."""
+    """Measurements decided before the run, launch by launch (a dry run's: each shrunk one once, see reuse).
+
+    One round (:func:`sweeper.run.trials.one_round`): the baseline first, then the launches in a random order drawn
+    from the grid's seed, each launch's measurements in rounds of trials. A resumed run takes what is left in the
+    order the stopped run would have taken it (each launch keeps its draw; the store's measurements are left out),
+    so the same grid and seed visit in the same order however often the sweep was stopped."""
     dry_run = any(launch.dry_run for launch in plan.launches)
     measured, launches.stand_ins = split_reused(plan, todo) if dry_run and reuse else (todo, {})
     by_launch: dict[int, list[Todo]] = {}
@@ -260,8 +281,9 @@ def _run_fixed(
         by_launch.setdefault(item.launch.index, []).append(item)
     if planned:  # rows per launch: its measurements and the rows reusing them
         planned({i: sum(1 + len(launches.stand_ins.get(t.key, ())) for t in items) for i, items in by_launch.items()})
-    for items in by_launch.values():
-        for row in launches.run(items[0].launch, FixedQueue(items, plan.grid.workload.remeasure_disturbed)):
+    remeasure = plan.grid.workload.remeasure_disturbed
+    for visit, items in one_round(plan, measured):
+        for row in launches.run(items[0].launch, FixedQueue(items, remeasure, visit)):
             emit(row)
 
 
@@ -274,7 +296,8 @@ def _run_decided(
     notes: list[str],
 ) -> int:
     """Trials decided as they come (adaptive), configurations rung by rung (halving) or raced point by point (race);
-    returns the skipped count."""
+    returns the skipped count. Each round's launches in a random order drawn from the grid's seed and the round (a
+    resumed run draws the same, the store's trials counted without being taken again)."""
     strategy = plan.grid.search.strategy
     if strategy == RACE:
         written = itertools.count()
@@ -295,8 +318,9 @@ def _run_decided(
         return halving.skipped
     policy = trial_policy(plan.grid.workload)
     skipped = 0
-    for launch in plan.launches:
-        queue = TrialQueue(plan, launch, plan.points[launch.index], done_s, policy)
+    for visit, index in one_round_visits(plan, range(len(plan.launches))):
+        launch = plan.launches[index]
+        queue = TrialQueue(plan, launch, plan.points[index], done_s, policy, visit=visit)
         for row in launches.run(launch, queue):
             emit(row)
         skipped += queue.skipped

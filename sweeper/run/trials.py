@@ -8,6 +8,11 @@ list decided before the run (a fixed number of trials, a dry run). :class:`Trial
 point of the launch until :func:`sweeper.search.adaptive.decide` says stop: a fixed count, or
 adaptive trials (``workload.trials: {min, max, target_rel_ci}``), giving the last row of a point its
 ``stop_reason``. Measurements already ``ok`` in the store count without being taken again.
+
+A run visits its launches in rounds, each round's in a random order (:func:`one_round`, :func:`launch_order`:
+:mod:`sweeper.search.interleaving`); a launch takes a fixed list in rounds of trials (:func:`interleaved`), trials
+decided one at a time point after point. Every row of a queue carries its launch visit's round and place in its
+round (``visit``).
 """
 
 from __future__ import annotations
@@ -15,15 +20,20 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter, deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from sweeper.config.grid import Workload
+from sweeper.names import BASELINE_ENGINE
 from sweeper.planning.measurements import Todo, measurement_key
 from sweeper.planning.plan import Launch, Plan, Point
 from sweeper.search.adaptive import TrialPolicy, decide
-from sweeper.store.row import SearchColumns
+from sweeper.search.interleaving import in_random_order
+from sweeper.store.row import SearchColumns, VisitColumns
+
+BASELINE_ROUND = 0  # the single-thread baseline, a reference measured before the rounds
+ONE_ROUND = 1  # a grid measured in one pass (fixed or adaptive trials) visits every other launch in one round
 
 
 class LaunchQueue(Protocol):
@@ -51,9 +61,10 @@ class FixedQueue:
     """Measurements decided before the run, taken in order; a disturbed one is taken again, up to ``remeasure``
     times per point."""
 
-    def __init__(self, items: Sequence[Todo], remeasure: int = 0) -> None:
+    def __init__(self, items: Sequence[Todo], remeasure: int = 0, visit: VisitColumns | None = None) -> None:
         self.items = deque(items)
         self.remeasure = remeasure
+        self.visit = visit or VisitColumns()
         self.extra: Counter[Point] = Counter()  # disturbed trials taken again, per point
 
     def next(self) -> Todo | None:
@@ -72,8 +83,39 @@ class FixedQueue:
         return rest
 
     def columns(self) -> SearchColumns:
-        """Nothing to add: a fixed plan has no rungs."""
-        return SearchColumns()
+        """The visit's place in the run's order (a fixed plan has no rungs)."""
+        return SearchColumns(**self.visit)
+
+
+def one_round(plan: Plan, items: Sequence[Todo]) -> list[tuple[VisitColumns, list[Todo]]]:
+    """A grid measured in one pass, visit by visit (:func:`one_round_visits`), each launch's measurements
+    :func:`interleaved`. Each launch keeps its draw whatever else is left, so a resumed run takes what is left in
+    the order the stopped run would have."""
+    by_launch: dict[int, list[Todo]] = {}
+    for item in items:
+        by_launch.setdefault(item.launch.index, []).append(item)
+    return [(visit, interleaved(by_launch[index])) for visit, index in one_round_visits(plan, by_launch)]
+
+
+def one_round_visits(plan: Plan, indices: Iterable[int]) -> list[tuple[VisitColumns, int]]:
+    """The launches ``indices`` of a grid measured in one pass, in the order visited: the single-thread baseline
+    first (a reference, round 0, as a race and halving measure it), then the others in round 1's random order."""
+    listed = list(indices)
+    reference = [index for index in listed if plan.launches[index].engine == BASELINE_ENGINE]
+    candidates = launch_order(plan, (index for index in listed if index not in reference), ONE_ROUND)
+    visits = [(VisitColumns(visit_round=BASELINE_ROUND, visit_position=1), index) for index in reference]
+    return visits + [(VisitColumns(visit_round=ONE_ROUND, visit_position=n), i) for n, i in enumerate(candidates, 1)]
+
+
+def launch_order(plan: Plan, indices: Iterable[int], round_: int) -> list[int]:
+    """The launches ``indices`` in round ``round_``'s random order (drawn from the grid's seed and the round)."""
+    return in_random_order(indices, int, plan.grid.workload.seed, round_)
+
+
+def interleaved(items: Sequence[Todo]) -> list[Todo]:
+    """One launch's measurements in rounds of trials: every point's trial 0 (points as the plan lists them), then
+    every point's trial 1, ..."""
+    return sorted(items, key=lambda item: item.trial)
 
 
 def trial_policy(workload: Workload) -> TrialPolicy:
@@ -96,7 +138,7 @@ class PointTrials:
 
 
 class TrialQueue:
-    """Each point of a launch, trial after trial, until the trial policy stops it; points in plan order."""
+    """Each point of a launch, trial after trial, until the trial policy stops it; points in the order given."""
 
     def __init__(
         self,
@@ -106,8 +148,10 @@ class TrialQueue:
         done_s: Mapping[str, float | None],
         policy: TrialPolicy,
         rung: int | None = None,
+        visit: VisitColumns | None = None,
     ) -> None:
         self.plan, self.launch, self.done_s, self.policy, self.rung = plan, launch, done_s, policy, rung
+        self.visit = visit or VisitColumns()
         self.points = [PointTrials(point) for point in points]
         self.skipped = 0
 
@@ -126,7 +170,8 @@ class TrialQueue:
         if disturbed and state.extra < self.plan.grid.workload.remeasure_disturbed:
             state.extra += 1  # not counted: the same trial again, under its key
             return self.columns()
-        return SearchColumns(stop_reason=self._count(state, None if disturbed else ok_time_s), rung=self.rung)
+        stop_reason = self._count(state, None if disturbed else ok_time_s)
+        return SearchColumns(stop_reason=stop_reason, rung=self.rung, **self.visit)
 
     def rest(self) -> list[Todo]:
         items = [todo for todo in (self._next_of(s) for s in self.points) if todo is not None]
@@ -135,7 +180,7 @@ class TrialQueue:
         return items
 
     def columns(self) -> SearchColumns:
-        return SearchColumns(rung=self.rung)
+        return SearchColumns(rung=self.rung, **self.visit)
 
     def medians_s(self) -> dict[Point, float]:
         """Each point's median ok time (NaN without one)."""

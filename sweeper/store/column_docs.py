@@ -146,6 +146,15 @@ GROUPS: tuple[tuple[tuple[str, ...], str], ...] = (  # (columns, what they mean)
         ),
     ),
     (
+        ("visit_round", "visit_position"),
+        (
+            "the round of the sweep the row's launch visit belongs to and the launch's place in that round's random "
+            "order (1, 2, ...; drawn from `workload.seed` and the round: randomized interleaving, RMIT): round 1 of a "
+            "grid measured in one pass, a race's round, halving's rung + 1, 0 for the baseline a race or halving "
+            "measures first; null in `pruned` rows and in rows of schema 11 and older"
+        ),
+    ),
+    (
         ("race_delta", "race_confidence", "race_max_trials", "race_round"),
         (
             "race: its `search.delta`, `confidence` (halving: the same two, its rank check's) and most trials of a "

@@ -32,7 +32,7 @@ from sweeper.errors import UserError
 from sweeper.names import OK, PRUNED
 from sweeper.store.row import INT64, Row
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 # Columns added after version 1: files written before them read with them empty.
 ADDED_AFTER_VERSION_1 = (
     "shards",  # version 2: data-parallel
@@ -69,6 +69,8 @@ ADDED_AFTER_VERSION_1 = (
     "estimator",  # version 11: any scikit-learn estimator, its work axis and its scorer (null: MLP, max_iter, accuracy)
     "work_axis",
     "scoring",
+    "visit_round",  # version 12: randomized interleaving, the round and place of each launch visit
+    "visit_position",
 )
 
 _ARROW_TYPES = {
@@ -498,6 +500,16 @@ def race_decisions(table: pa.Table) -> dict[str, tuple[str, int]]:
         for key, status, reason, decision in zip(*columns, strict=True)
         if status == PRUNED and reason is not None and decision is not None
     }
+
+
+def race_rounds(table: pa.Table) -> dict[str, int]:
+    """The round of a race each ``ok`` trial was taken in (its row's ``race_round``), by measurement key."""
+    columns = (table.column(name).to_pylist() for name in ("measurement_key", "status", "race_round"))
+    rounds: dict[str, int] = {}
+    for key, status, round_ in zip(*columns, strict=True):
+        if status == OK and round_ is not None:
+            rounds.setdefault(key, round_)
+    return rounds
 
 
 def grid_hashes(table: pa.Table) -> set[str]:

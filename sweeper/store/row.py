@@ -151,9 +151,16 @@ class ResultColumns(ResourceColumns, InterferenceColumns, total=False):
     comm_bytes_per_round: Int64 | None
 
 
-class SearchColumns(TypedDict, total=False):
-    """What a search strategy added: why a point stopped, its rung or race round, the measured row a dry run's row
-    reuses."""
+class VisitColumns(TypedDict, total=False):
+    """Where the measurement's launch visit came in the run's random order (:mod:`sweeper.search.interleaving`)."""
+
+    visit_round: int | None
+    visit_position: int | None
+
+
+class SearchColumns(VisitColumns, total=False):
+    """What a search strategy added: its visit order, why a point stopped, its rung or race round, the measured row a
+    dry run's row reuses."""
 
     stop_reason: str | None
     rung: int | None
