@@ -137,15 +137,80 @@ REFUSED = [
         id="an-mlp-work-parameter-in-model",
     ),
     pytest.param(
-        workload(estimator=FOREST, mode="data-parallel"),
+        workload(estimator="sklearn.svm.SVC", mode="data-parallel"),
         r"workload.mode: data-parallel averages the weights of MLPClassifier only .*use replicas, cv or search",
-        id="data-parallel-on-a-forest",
+        id="data-parallel-on-an-svc",
+    ),
+    pytest.param(
+        workload(estimator=FOREST, mode="data-parallel"),
+        r"workload.mode: data-parallel averages the weights of MLPClassifier only .*use replicas, cv or search, or "
+        r"add spark-mllib to engines \(it trains Spark ML's pyspark.ml.classification.RandomForestClassifier",
+        id="data-parallel-on-a-forest-without-spark-mllib",
+    ),
+    pytest.param(
+        {**workload(estimator="sklearn.svm.SVC", mode="data-parallel"), "engines": ["spark", "spark-mllib"]},
+        r"engines: 'spark-mllib' trains Spark ML's own counterparts of MLPClassifier, LogisticRegression, "
+        r"RandomForestClassifier, GradientBoostingClassifier, HistGradientBoostingClassifier, LinearRegression, "
+        r"RandomForestRegressor only; sklearn.svm.SVC has none: leave spark-mllib out of engines",
+        id="spark-mllib-on-an-svc",
     ),
     pytest.param(
         {**workload(estimator=FOREST), "engines": ["spark", "spark-mllib"]},
-        r"engines: 'spark-mllib' trains Spark ML's MultilayerPerceptronClassifier, the counterpart of MLPClassifier "
-        r"only; sklearn.ensemble.RandomForestClassifier has none here: leave spark-mllib out of engines",
-        id="spark-mllib-on-a-forest",
+        r"engines: 'spark-mllib' trains one model per measurement: add data-parallel to workload.mode",
+        id="spark-mllib-on-a-forest-without-data-parallel",
+    ),
+    pytest.param(
+        {
+            **workload(estimator=FOREST, mode="data-parallel", model={"min_weight_fraction_leaf": 0.1}),
+            "engines": ["spark-mllib"],
+        },
+        r"workload.model.min_weight_fraction_leaf: has no counterpart in Spark ML's "
+        r"pyspark.ml.classification.RandomForestClassifier \(spark-mllib maps n_estimators, max_depth, .*\): leave "
+        r"it out, or leave spark-mllib out of engines",
+        id="spark-mllib-parameter-without-a-counterpart",
+    ),
+    pytest.param(
+        {
+            **workload(
+                estimator=FOREST, mode="data-parallel", iterations={"parameter": "min_samples_split", "values": [2, 4]}
+            ),
+            "engines": ["spark-mllib"],
+        },
+        r"workload.iterations.parameter: has no counterpart in Spark ML's "
+        r"pyspark.ml.classification.RandomForestClassifier",
+        id="spark-mllib-work-axis-without-a-counterpart",
+    ),
+    pytest.param(
+        {
+            **workload(
+                dataset="diabetes",
+                estimator="sklearn.ensemble.RandomForestRegressor",
+                mode="data-parallel",
+                model={"criterion": "absolute_error"},
+            ),
+            "engines": ["spark-mllib"],
+        },
+        r"workload.model.criterion: criterion 'absolute_error' has no Spark ML impurity \(mapped: squared_error\)",
+        id="spark-mllib-value-without-a-counterpart",
+    ),
+    pytest.param(
+        {
+            **workload(estimator="sklearn.ensemble.GradientBoostingClassifier", mode="data-parallel"),
+            "engines": ["spark-mllib"],
+        },
+        r"workload.dataset: digits has ten classes, and Spark ML's pyspark.ml.classification.GBTClassifier "
+        r"\(gradient-boosted trees\) takes two only",
+        id="spark-mllib-boosting-on-ten-classes",
+    ),
+    pytest.param(
+        {
+            **workload(
+                estimator="sklearn.linear_model.LogisticRegression", mode="data-parallel", scoring="balanced_accuracy"
+            ),
+            "engines": ["spark-mllib"],
+        },
+        r"workload.scoring: balanced_accuracy has no Spark ML evaluator \(spark-mllib scores by accuracy, ",
+        id="spark-mllib-scorer-without-an-evaluator",
     ),
     pytest.param(
         workload(estimator=FOREST, scoring="acuracy"),
@@ -156,6 +221,11 @@ REFUSED = [
         workload(dataset="diabetes", estimator=FOREST),
         r"workload.dataset: diabetes is a regression set \(a continuous target\): name a regressor",
         id="classifier-on-diabetes",
+    ),
+    pytest.param(
+        workload(dataset="california_housing", estimator=FOREST),
+        r"workload.dataset: california_housing is a regression set \(a continuous target\): name a regressor",
+        id="classifier-on-california-housing",
     ),
     pytest.param(
         {**workload(estimator=FOREST), "exclude": [{"model.max_dept": 3}]},
@@ -181,7 +251,6 @@ def test_every_problem_of_an_estimator_is_listed_at_once(write_grid: Callable[..
         estimator=FOREST,
         model={"max_depth": 0, "criterion": "x", "n_jobs": 4},
         iterations={"parameter": "n_estimators", "values": [0, 10]},
-        mode="data-parallel",
     )
     with pytest.raises(Exception) as caught:
         grid_file.load(write_grid(grid))
@@ -191,7 +260,6 @@ def test_every_problem_of_an_estimator_is_listed_at_once(write_grid: Callable[..
         "workload.model.n_jobs",
         "workload.model.max_depth",
         "workload.model.criterion",
-        "workload.mode",
     ]
 
 
@@ -252,3 +320,25 @@ def test_an_estimator_changes_the_measurement_key(write_grid: Callable[..., Path
     plans = make_plan(today), make_plan(other)
     keys = [measurement_key(g, p, p.launches[0], p.points[0][0], 0) for g, p in zip((today, other), plans, strict=True)]
     assert keys[0] != keys[1]
+
+
+def test_spark_mllib_trains_a_forests_data_parallel_points_and_the_joblib_engines_the_others(
+    write_grid: Callable[..., Path],
+) -> None:
+    grid = grid_file.load(
+        write_grid(
+            {
+                **workload(estimator=FOREST, mode=["replicas", "data-parallel"], model={"max_depth": 8},
+                           iterations={"parameter": "n_estimators", "values": [5, 20]}),
+                "engines": ["spark", "dask", "spark-mllib"],
+            }
+        )
+    )  # fmt: skip
+    plan = make_plan(grid)
+    modes = {launch.engine: {point.mode for point in plan.points[launch.index]} for launch in plan.launches}
+    assert modes == {
+        "local": {"replicas"},
+        "spark": {"replicas"},
+        "dask": {"replicas"},
+        "spark-mllib": {"data-parallel"},
+    }

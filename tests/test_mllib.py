@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,9 @@ import numpy as np
 import psutil
 import pytest
 
-from sweeper.config.grid import Dataset
+from sweeper.config.estimator import prototype
+from sweeper.config.grid import CLASSIFIER, REGRESSOR, Dataset, Estimator
+from sweeper.config.spark_ml import spark_params
 from sweeper.launch.base import LaunchContext
 from sweeper.launch.spark import mllib
 from sweeper.launch.spark.session import driver_process, executor_processes
@@ -63,6 +66,24 @@ def test_batch_size_auto_keeps_mllibs_block_size_and_exact_epochs_disables_the_t
 def test_an_unknown_mllib_solver_is_rejected() -> None:
     with pytest.raises(ValueError, match=r"mllib_solver must be one of l-bfgs, gd, got 'adam'"):
         mllib.mllib_params(task(5, mllib_solver="adam"), 64, 10)
+
+
+def test_a_forest_and_logistic_regression_carry_their_parameters_over() -> None:
+    forest = prototype(("sklearn.ensemble.RandomForestRegressor",)).get_params()
+    mapped = spark_params(("sklearn.ensemble.RandomForestRegressor",), {**forest, "random_state": 1}, 400)
+    assert (mapped["impurity"], mapped["featureSubsetStrategy"], mapped["maxDepth"]) == ("variance", "all", 30)
+    hist = prototype(("sklearn.ensemble.HistGradientBoostingClassifier",)).get_params()
+    boosted = spark_params(("sklearn.ensemble.HistGradientBoostingClassifier",), {**hist, "random_state": 0}, 400)
+    assert boosted == {"seed": 0, "maxIter": 100, "stepSize": 0.1, "maxDepth": 5, "minInstancesPerNode": 20,
+                       "subsamplingRate": 1.0}  # fmt: skip
+    logistic = {**prototype(("sklearn.linear_model.LogisticRegression",)).get_params(), "penalty": None}
+    assert spark_params(("sklearn.linear_model.LogisticRegression",), logistic, 400)["regParam"] == 0.0
+    with pytest.raises(ValueError, match=r"criterion 'absolute_error' has no Spark ML impurity"):
+        spark_params(
+            ("sklearn.ensemble.RandomForestRegressor",),
+            {**forest, "criterion": "absolute_error", "random_state": 0},
+            400,
+        )
 
 
 def test_start_is_a_context_manager_over_the_spark_engine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -166,6 +187,35 @@ def test_a_fold_trains_on_its_rows_only(started: Started, digits: Data) -> None:
     rows = np.arange(0, digits.n_train, 2)
     [result] = started.session.run_batch([task(20, train_rows=rows, hidden_layer_sizes=(16,))], digits)
     assert 0.5 < result.accuracy <= 1.0
+
+
+FOREST = Estimator(("sklearn.ensemble.RandomForestClassifier",), CLASSIFIER, "n_estimators", "accuracy")
+
+
+@pytest.mark.integration
+def test_a_random_forest_trains_as_spark_mls_own_on_its_trees(started: Started, digits: Data) -> None:
+    forest = replace(task(12, max_depth=8), estimator=FOREST)
+    [result] = started.session.run_batch([forest], digits)
+    assert result.accuracy > 0.8 and result.epochs_run == 12  # every tree grown
+    gradient_boosting = replace(
+        forest, estimator=replace(FOREST, steps=("sklearn.ensemble.GradientBoostingClassifier",))
+    )
+    with pytest.raises(ValueError, match=r"GBTClassifier takes two classes only, and digits has 10"):
+        started.session.run_batch([gradient_boosting], digits)
+
+
+@pytest.mark.integration
+def test_a_linear_regression_trains_on_the_targets_and_is_scored_by_r2(started: Started) -> None:
+    diabetes = load(Dataset("diabetes"))
+    linear = Estimator(("sklearn.linear_model.LinearRegression",), REGRESSOR, None, "r2")
+    [result] = started.session.run_batch([replace(task(1), estimator=linear)], diabetes)
+    train, _ = started.session.cache.current or (None, None)
+    assert train is not None and train.agg({"label": "max"}).first()[0] == pytest.approx(diabetes.y_train.max())
+    from sklearn.linear_model import LinearRegression
+
+    own = LinearRegression().fit(diabetes.X_train, diabetes.y_train).score(diabetes.X_test, diabetes.y_test)
+    assert result.accuracy == pytest.approx(own, abs=0.01)  # least squares on both: the same model, the same R^2
+    assert result.epochs_run == 1  # no work axis: its one point, whatever iterations Spark's solver counts
 
 
 @pytest.mark.integration

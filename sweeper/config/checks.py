@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sweeper.config import work
+from sweeper.config import spark_ml, work
 from sweeper.config.estimator import EstimatorProblem, prototype, steps_of
 from sweeper.config.grid import (
     AUTO,
@@ -92,15 +92,22 @@ _SPARK_PROPERTY = re.compile(rf"spark\.[^\s={CONTROL_CHARS}]+")
 
 
 def engines_and_workload(check: Problems, engines: list[str], workload: Workload) -> None:
-    """One-model engines need data-parallel points; ``model.mllib_solver`` needs spark-mllib to matter."""
-    for engine in [e for e in engines if e in ONE_MODEL_ENGINES]:
-        if not workload.estimator.is_mlp:
-            check.fail(
-                "engines",
-                f"{engine!r} trains Spark ML's MultilayerPerceptronClassifier, the counterpart of MLPClassifier "
-                f"only; {workload.estimator.name} has none here: leave {engine} out of engines",
-            )
-        elif "data-parallel" not in workload.modes:
+    """One-model engines need data-parallel points (another estimator than MLPClassifier: one Spark ML maps,
+    :func:`sweeper.config.spark_ml.check_workload`), which only they train of an estimator other than
+    MLPClassifier; ``model.mllib_solver`` needs spark-mllib to matter."""
+    one_model = [e for e in engines if e in ONE_MODEL_ENGINES]
+    estimator = workload.estimator
+    mapped = spark_ml.counterpart(estimator.steps)  # None: MLPClassifier's own, or refused by _estimator_rules
+    if mapped is not None and DATA_PARALLEL in workload.modes and not one_model:
+        check.fail(
+            "workload.mode",
+            f"{_NOT_AVERAGED.format(name=estimator.steps[-1])}, or add spark-mllib to engines (it trains Spark ML's "
+            f"{mapped.spark_class} across the launch)",
+        )
+    for engine in one_model:
+        if not estimator.is_mlp:
+            spark_ml.check_workload(check, engine, workload)
+        if DATA_PARALLEL not in workload.modes:
             check.fail(
                 "engines",
                 f"{engine!r} trains one model per measurement: add data-parallel to workload.mode "
@@ -358,6 +365,12 @@ def workload(check: Problems, value: Any) -> Workload | None:
     )
 
 
+_NOT_AVERAGED = (
+    "data-parallel averages the weights of MLPClassifier only (its coefs_ and intercepts_); {name} has none to "
+    "average: use replicas, cv or search"
+)
+
+
 def _estimator_rules(
     check: Problems,
     section: dict[str, Any],
@@ -367,15 +380,11 @@ def _estimator_rules(
     parameters: dict[str, tuple[tuple[str, Any], ...]],
 ) -> None:
     """The work axis's parameter is set by the axis alone (not in ``parameters``: model, param_grid); an estimator
-    other than MLPClassifier takes no data-parallel (only MLPClassifier's weights are averaged) and reads no
-    exact_epochs."""
+    other than MLPClassifier takes no data-parallel (only MLPClassifier's weights are averaged; one Spark ML maps
+    may, on spark-mllib: :func:`engines_and_workload`) and reads no exact_epochs."""
     if steps != Estimator().steps:
-        if DATA_PARALLEL in modes:
-            check.fail(
-                "workload.mode",
-                f"data-parallel averages the weights of MLPClassifier only (its coefs_ and intercepts_); {steps[-1]} "
-                "has none to average: use replicas, cv or search",
-            )
+        if DATA_PARALLEL in modes and spark_ml.counterpart(steps) is None:  # one Spark ML maps: see engines
+            check.fail("workload.mode", _NOT_AVERAGED.format(name=steps[-1]))
         if "exact_epochs" in section:
             check.warn("workload.exact_epochs", f"only MLPClassifier's fits read it, not {steps[-1]}'s")
     for key, axes in parameters.items():

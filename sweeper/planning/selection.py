@@ -41,6 +41,7 @@ class WorkloadAxes:
 
     def __init__(self, workload: Workload) -> None:
         self.model_names = tuple(name for name, _ in workload.model_axes)
+        self.averaged = workload.estimator.is_mlp  # whether data-parallel on a joblib engine averages its weights
         self.names = ("mode", *(f"model.{name}" for name in self.model_names), "fraction", "epochs")
         self.values: tuple[tuple[Any, ...], ...] = (
             workload.modes,
@@ -57,10 +58,13 @@ class WorkloadAxes:
         return " x ".join(size for size in sizes if not size.startswith("1 ")) or "1 point"
 
     def modes_of(self, engine: str) -> list[int]:
-        """Positions of the modes an engine measures: only data-parallel for the one-model engines."""
+        """Positions of the modes an engine measures: only data-parallel for the one-model engines, and no
+        data-parallel for the others on an estimator other than MLPClassifier (Spark ML's own trains it)."""
         modes = self.values[0]
         if engine in ONE_MODEL_ENGINES:
             return [position for position, mode in enumerate(modes) if mode == "data-parallel"]
+        if not self.averaged:
+            return [position for position, mode in enumerate(modes) if mode != "data-parallel"]
         return list(range(len(modes)))
 
     def where(self, axis: int, hits: np.ndarray) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""Spark ML's own MLP: one ``MultilayerPerceptronClassifier`` per fit, trained across the launch's executors.
+"""Spark ML's own models: one per fit, trained across the launch's executors (MLPClassifier as Spark ML's
+``MultilayerPerceptronClassifier``; the other estimators Spark ML has as theirs, :mod:`sweeper.config.spark_ml`).
 
 The joblib engines run a batch of independent scikit-learn fits side by side, one per core. Here every fit
 is itself distributed: MLlib splits each L-BFGS or gradient-descent iteration over the partitions of a
@@ -16,6 +17,7 @@ tens of iterations; raise ``learning_rate_init`` (about 1.0) or prefer ``l-bfgs`
 from __future__ import annotations
 
 import contextlib
+import importlib
 import itertools
 import math
 import time
@@ -26,10 +28,13 @@ from typing import Any
 
 import numpy as np
 
+from sweeper.config.grid import REGRESSOR
 from sweeper.config.model import MLLIB_SOLVERS
+from sweeper.config.spark_ml import EVALUATOR_METRICS, counterpart, spark_params
 from sweeper.launch.base import Granted, LaunchContext
 from sweeper.planning.plan import Launch
 from sweeper.workload.data import Data
+from sweeper.workload.estimators import build
 from sweeper.workload.fit import FitResult
 from sweeper.workload.tasks import FitTask
 
@@ -41,6 +46,7 @@ DEFAULT_BLOCK_SIZE = 128  # MLlib's default blockSize
 ROW = "row"
 FEATURES = "features"
 LABEL = "label"
+TREE_COUNTS = ("n_estimators", "max_iter")  # work axes that count an ensemble's trees (boosting's: its iterations)
 BATCH_BYTES = 8 * 1024 * 1024  # Arrow record batch size: each becomes part of one task sent by the driver
 
 
@@ -82,6 +88,7 @@ class _Cached:
     spark: Any
     data: Data
     partitions: int
+    regression: bool
     train: Any
     test: Any
 
@@ -102,20 +109,31 @@ class DataCache:
         """The cached (train, test) DataFrames, if any."""
         return None if self._cached is None else (self._cached.train, self._cached.test)
 
-    def frames(self, spark: Any, data: Data, partitions: int) -> tuple[Any, Any]:
-        """The cached (train, test) DataFrames of ``data``: ``row`` (int), ``features`` (vector), ``label`` (double)."""
+    def frames(self, spark: Any, data: Data, partitions: int, *, regression: bool = False) -> tuple[Any, Any]:
+        """The cached (train, test) DataFrames of ``data``: ``row`` (int), ``features`` (vector), ``label`` (double:
+        a class index, or the target itself for ``regression``)."""
         cached = self._cached
-        if cached is not None and cached.spark is spark and cached.data is data and cached.partitions == partitions:
+        if (
+            cached is not None
+            and cached.spark is spark
+            and cached.data is data
+            and cached.partitions == partitions
+            and cached.regression == regression
+        ):
             return cached.train, cached.test
         self.close()
         started = time.perf_counter()
         classes = np.unique(data.y_train)
-        train = to_frame(spark, data.X_train, _class_index(classes, data.y_train), partitions).cache()
-        test = to_frame(spark, data.X_test, _class_index(classes, data.y_test), partitions).cache()
+
+        def labels(y: np.ndarray) -> np.ndarray:
+            return y.astype(np.float64) if regression else _class_index(classes, y)
+
+        train = to_frame(spark, data.X_train, labels(data.y_train), partitions).cache()
+        test = to_frame(spark, data.X_test, labels(data.y_test), partitions).cache()
         train.count()
         test.count()
         self.build_s = time.perf_counter() - started
-        self._cached = _Cached(spark, data, partitions, train, test)
+        self._cached = _Cached(spark, data, partitions, regression, train, test)
         return train, test
 
     def close(self) -> None:
@@ -172,43 +190,85 @@ def to_frame(spark: Any, X: np.ndarray, labels: np.ndarray, partitions: int) -> 
 
 
 def train_mllib(spark: Any, task: FitTask, data: Data, *, partitions: int | None, cache: DataCache) -> FitResult:
-    """Train and score one ``MultilayerPerceptronClassifier`` on the launch's executors.
+    """Train and score one Spark ML model on the launch's executors (MLPClassifier: ``MultilayerPerceptronClassifier``,
+    scored by accuracy; another estimator: its counterpart, scored by the grid's scorer).
 
     ``partitions`` defaults to the application's default parallelism (its executor cores). ``fit_s`` is the
-    wall time of ``fit()`` alone (for cv/search fits it includes selecting the fold's rows); ``accuracy``
-    is measured on the test set.
+    wall time of ``fit()`` alone (for cv/search fits it includes selecting the fold's rows); the score is
+    measured on the test set.
     """
-    from pyspark.ml.classification import MultilayerPerceptronClassifier
-    from pyspark.ml.evaluation import MulticlassClassificationEvaluator
     from pyspark.sql import functions as F
 
     if partitions is None:
         partitions = int(spark.sparkContext.defaultParallelism)
-    train, test = cache.frames(spark, data, partitions)
+    regression = task.estimator.kind == REGRESSOR
+    train, test = cache.frames(spark, data, partitions, regression=regression)
+    n_train = data.n_train
     if task.train_rows is not None:
         train = train.where(F.col(ROW).isin([int(row) for row in task.train_rows]))
-    n_classes = len(np.unique(data.y_train))
-    params = mllib_params(task, data.n_features, n_classes)
-    estimator = MultilayerPerceptronClassifier(featuresCol=FEATURES, labelCol=LABEL, **params)
+        n_train = len(task.train_rows)
+    estimator = _spark_estimator(task, data, n_train)
     started = time.perf_counter()
     model = estimator.fit(train)
     fit_s = time.perf_counter() - started
-    evaluator = MulticlassClassificationEvaluator(labelCol=LABEL, predictionCol="prediction", metricName="accuracy")
-    accuracy = float(evaluator.evaluate(model.transform(test)))
-    return FitResult.of_this_process(task, fit_s, accuracy, _iterations(model, task.epochs))
+    score = _score(model.transform(test), "accuracy" if task.estimator.is_mlp else task.estimator.scoring, regression)
+    return FitResult.of_this_process(task, fit_s, score, _iterations(model, task))
 
 
-def _iterations(model: Any, epochs: int) -> int:
-    """Iterations the solver ran: the training summary's ``totalIterations`` (``epochs`` without a summary).
+def _score(predictions: Any, scorer: str, regression: bool) -> float:
+    """The held-out score of a fit's test-set ``predictions`` by Spark ML's evaluator of the grid's ``scorer``, in
+    scikit-learn's sign (an error negated, higher is better)."""
+    from pyspark.ml.evaluation import MulticlassClassificationEvaluator, RegressionEvaluator
 
-    Both solvers record the initial loss and one per iteration, so ``totalIterations`` (history - 1) is exact.
+    metric, negated = EVALUATOR_METRICS[scorer]
+    kind: Any = RegressionEvaluator if regression else MulticlassClassificationEvaluator
+    score = float(kind(labelCol=LABEL, predictionCol="prediction", metricName=metric).evaluate(predictions))
+    return -score if negated else score
+
+
+def _spark_estimator(task: FitTask, data: Data, n_train: int) -> Any:
+    """The Spark ML estimator of a fit: MLPClassifier's own mapping, or another estimator's counterpart with its
+    parameters translated (:func:`sweeper.config.spark_ml.spark_params`); raises ValueError for more than two
+    classes on a binary-only counterpart."""
+    n_classes = len(np.unique(data.y_train))
+    if task.estimator.is_mlp:
+        from pyspark.ml.classification import MultilayerPerceptronClassifier
+
+        params = mllib_params(task, data.n_features, n_classes)
+        return MultilayerPerceptronClassifier(featuresCol=FEATURES, labelCol=LABEL, **params)
+    steps = task.estimator.steps
+    found = counterpart(steps)
+    if found is None:
+        raise ValueError(f"spark-mllib has no Spark ML counterpart of {task.estimator.name}")
+    if found.binary_only and n_classes > 2:
+        raise ValueError(
+            f"Spark ML's {found.spark_class} takes two classes only, and {data.name} has {n_classes}: use a "
+            "two-class dataset, or leave spark-mllib out of engines"
+        )
+    built = build(task.estimator, dict(task.params), task.epochs, task.seed, exact_epochs=False)
+    module, _, name = found.spark_class.rpartition(".")
+    spark_class = getattr(importlib.import_module(module), name)
+    return spark_class(featuresCol=FEATURES, labelCol=LABEL, **spark_params(steps, built.get_params(), n_train))
+
+
+def _iterations(model: Any, task: FitTask) -> int:
+    """The work the fit ran: a tree ensemble's trees where its work axis counts them (a forest's, boosting's), an
+    iterative solver's ``totalIterations`` (MLP, logistic regression), else the work asked (``task.epochs``).
+
+    Both MLP solvers record the initial loss and one per iteration, so ``totalIterations`` (history - 1) is exact.
     """
-    if not model.hasSummary:
-        return epochs
+    work = task.estimator.work_parameter
+    if work is None:
+        return task.epochs
+    if hasattr(model, "getNumTrees"):  # a forest's summary counts no iterations (0)
+        return int(model.getNumTrees) if work in TREE_COUNTS else task.epochs
+    if not getattr(model, "hasSummary", False):
+        return task.epochs
     summary = model.summary
     if callable(summary):  # pyspark 4.3 declares the MLP model's summary as a method, other models' as a property
         summary = summary()
-    return int(summary.totalIterations)
+    ran = getattr(summary, "totalIterations", None)
+    return task.epochs if ran is None else int(ran)
 
 
 class MllibSession:
