@@ -272,6 +272,29 @@ def test_a_batch_that_ends_in_time_gives_its_results_or_its_own_error(clock: Clo
 # --- spark_conf merged with the sweeper's Spark properties ------------------------------------------------------
 
 
+def test_local_spark_jvms_start_without_the_optimizing_compiler_unless_they_train_or_the_grid_says(
+    tmp_path: Path,
+) -> None:
+    """#38: the spark engine's local JVMs only move tasks and results: C1 alone (a default a grid's -XX option
+    overrides: it comes later on the command line); spark-mllib's executors train in the JVM and keep C2."""
+    from sweeper.launch.spark.conf import QUICK_START_JAVA_OPTIONS, local_conf
+    from tests.support.launches import context, launch
+
+    log4j = tmp_path / "log4j2.properties"
+    spark = local_conf(launch("spark"), context(tmp_path), log4j)
+    mllib = local_conf(launch("spark-mllib"), context(tmp_path), log4j)
+    quiet = f"-Dlog4j2.configurationFile=file:{log4j}"
+    assert spark["spark.executor.extraJavaOptions"] == spark["spark.driver.extraJavaOptions"]
+    assert spark["spark.executor.extraJavaOptions"] == f"{QUICK_START_JAVA_OPTIONS} {quiet}"
+    assert mllib["spark.executor.extraJavaOptions"] == quiet
+    assert mllib["spark.driver.extraJavaOptions"] == f"{QUICK_START_JAVA_OPTIONS} {quiet}"
+    merged = with_spark_conf(spark, {"spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=4 -Dmine=1"})
+    assert (
+        merged["spark.executor.extraJavaOptions"]
+        == f"{QUICK_START_JAVA_OPTIONS} -XX:TieredStopAtLevel=4 -Dmine=1 {quiet}"
+    )
+
+
 def test_spark_conf_extends_java_options_and_lists_and_never_replaces_the_fit_environment() -> None:
     ours = {
         "spark.executor.extraJavaOptions": "-Dsweeper.launch=abc",

@@ -167,9 +167,11 @@ def test_a_killed_spark_executor_fails_its_measurement_with_the_error_and_the_sw
     why = [line for line in killed.output.splitlines() if line.startswith("exit 4: ")]  # stderr is mixed in
     assert len(why) == 1 and why[0].endswith("; see the rows' error column"), killed.output
     assert "CoarseGrainedExecutorBackend" in killed.victims["spark"]
-    # the grid's spark.executor.extraJavaOptions reached the executor, and so did the sweeper's (quiet logs)
+    # the grid's spark.executor.extraJavaOptions reached the executor, and so did the sweeper's (quiet logs, and
+    # the compiler a local executor of the spark engine starts with: sweeper/launch/spark/conf.py)
     options = killed.victims["spark"].split()
     assert USER_JAVA_OPTION in options and any(o.startswith("-Dlog4j2.configurationFile=") for o in options)
+    assert "-XX:TieredStopAtLevel=1" in options
     row = measurement(killed.frame, "spark", LONG)
     assert row["status"] in ("failed", "timeout"), (row["status"], row["fit_wall_s"])
     assert "ExecutorLostFailure" in row["error"] and "exited" in row["error"], row["error"]

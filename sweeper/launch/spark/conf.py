@@ -9,12 +9,18 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from sweeper.launch.base import LaunchContext, LaunchError
+from sweeper.names import ONE_MODEL_ENGINES
 from sweeper.planning.plan import Launch
 
 # Properties the sweeper sets and a grid's spark_conf extends instead of replacing (see with_spark_conf).
 JAVA_OPTIONS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions", "spark.yarn.am.extraJavaOptions")
 LIST_PROPERTIES = ("spark.yarn.dist.archives",)
 PINNED_PREFIXES = ("spark.executorEnv.", "spark.yarn.appMasterEnv.")
+# A local launch's JVMs (the driver's; the executors' of the spark engine) only move tasks and results between
+# the driver and the Python workers that run the fits: without the optimizing compiler, which competes with the
+# fits for the cores while they start, they start in about 60 % of the time (BENCHMARKS.md, "Spark's
+# start"). spark-mllib's executors train in the JVM and keep it. A default: a grid's own -XX option wins.
+QUICK_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 QUIET_LOG4J = """rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
@@ -74,8 +80,14 @@ def local_conf(launch: Launch, context: LaunchContext, log4j: Path) -> dict[str,
     memory_mib = launch.executor_memory_mib
     master = f"local-cluster[{launch.executors},{launch.cores_per_executor},{memory_mib}]"
     conf = application_conf(launch, context, master=master, driver_host="127.0.0.1", python=sys.executable)
-    java_options = f"-Dlog4j2.configurationFile=file:{log4j}"
-    conf.update({"spark.driver.extraJavaOptions": java_options, "spark.executor.extraJavaOptions": java_options})
+    quiet = f"-Dlog4j2.configurationFile=file:{log4j}"
+    executors = quiet if launch.engine in ONE_MODEL_ENGINES else f"{QUICK_START_JAVA_OPTIONS} {quiet}"
+    conf.update(
+        {
+            "spark.driver.extraJavaOptions": f"{QUICK_START_JAVA_OPTIONS} {quiet}",
+            "spark.executor.extraJavaOptions": executors,
+        }
+    )
     return conf
 
 
@@ -85,17 +97,18 @@ def with_spark_conf(conf: Mapping[str, str], spark_conf: Mapping[str, str]) -> d
     Where the sweeper sets a property a user may extend, the two are merged, so that no grid
     undoes what the sweeper relies on:
 
-    - Java options (:data:`JAVA_OPTIONS`): the grid's, then the sweeper's (a JVM takes the last
-      of a repeated ``-D``, so the sweeper's markers and log settings hold);
+    - Java options (:data:`JAVA_OPTIONS`): the sweeper's leading ``-XX:`` defaults, the grid's, then the
+      sweeper's others (a JVM takes the last of a repeated option: the grid's ``-XX:`` options win, the
+      sweeper's markers and log settings hold);
     - lists (:data:`LIST_PROPERTIES`): the sweeper's entries, then the grid's;
     - environments (:data:`PINNED_PREFIXES`): the sweeper's variables win (the fit environment,
       the same on every engine; the grid sets it with ``environment``), the grid's others are added.
 
     Any other property the grid sets replaces the sweeper's value.
 
-    >>> with_spark_conf({"spark.executor.extraJavaOptions": "-Dmark=1", "spark.executorEnv.OMP_NUM_THREADS": "1"},
-    ...                 {"spark.executor.extraJavaOptions": "-Dmine=2", "spark.executorEnv.OMP_NUM_THREADS": "8"})
-    {'spark.executor.extraJavaOptions': '-Dmine=2 -Dmark=1', 'spark.executorEnv.OMP_NUM_THREADS': '1'}
+    >>> ours = {"spark.executor.extraJavaOptions": "-XX:X=1 -Dmark=1", "spark.executorEnv.OMP_NUM_THREADS": "1"}
+    >>> with_spark_conf(ours, {"spark.executor.extraJavaOptions": "-XX:X=2", "spark.executorEnv.OMP_NUM_THREADS": "8"})
+    {'spark.executor.extraJavaOptions': '-XX:X=1 -XX:X=2 -Dmark=1', 'spark.executorEnv.OMP_NUM_THREADS': '1'}
     """
     merged = dict(conf)
     for key, value in spark_conf.items():
@@ -103,9 +116,20 @@ def with_spark_conf(conf: Mapping[str, str], spark_conf: Mapping[str, str]) -> d
         if ours is None or not ours.strip():
             merged[key] = value
         elif key in JAVA_OPTIONS:
-            merged[key] = f"{value} {ours}" if value.strip() else ours
+            merged[key] = _java_options(value, ours)
         elif key in LIST_PROPERTIES:
             merged[key] = f"{ours},{value}" if value.strip() else ours
         elif not key.startswith(PINNED_PREFIXES):
             merged[key] = value
     return merged
+
+
+def _java_options(grid: str, ours: str) -> str:
+    """The sweeper's leading ``-XX:`` options (defaults), the grid's options, the sweeper's others (held)."""
+    if not grid.strip():
+        return ours
+    tokens = ours.split(" ")
+    defaults = 0
+    while defaults < len(tokens) and tokens[defaults].startswith("-XX:"):
+        defaults += 1
+    return " ".join([*tokens[:defaults], grid, *tokens[defaults:]])
