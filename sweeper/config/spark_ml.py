@@ -10,7 +10,7 @@ MLPClassifier keeps its own mapping (:mod:`sweeper.launch.spark.mllib`'s ``mllib
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,37 +33,101 @@ EVALUATOR_METRICS: dict[str, tuple[str, bool]] = {
 }
 
 
+Translate = Callable[[Mapping[str, Any], int], dict[str, Any]]  # (get_params(), training rows) -> Spark ML's
+CLASSIFIER_IMPURITY = {"gini": "gini", "entropy": "entropy", "log_loss": "entropy"}
+REGRESSOR_IMPURITY = {"squared_error": "variance"}
+
+
+def _classifier_forest(params: Mapping[str, Any], n_train: int) -> dict[str, Any]:
+    return _forest(params, n_train, CLASSIFIER_IMPURITY)
+
+
+def _regressor_forest(params: Mapping[str, Any], n_train: int) -> dict[str, Any]:
+    return _forest(params, n_train, REGRESSOR_IMPURITY)
+
+
+def _forest(params: Mapping[str, Any], n_train: int, criteria: Mapping[str, str]) -> dict[str, Any]:
+    criterion = params["criterion"]
+    if criterion not in criteria:
+        raise ValueError(f"criterion {criterion!r} has no Spark ML impurity (mapped: {', '.join(criteria)})")
+    samples = params["max_samples"]
+    return {
+        "seed": int(params["random_state"]),
+        "numTrees": int(params["n_estimators"]),
+        "maxDepth": _depth(params["max_depth"], SPARK_MAX_DEPTH),
+        "featureSubsetStrategy": _features(params["max_features"]),
+        "minInstancesPerNode": _leaf(params["min_samples_leaf"], n_train),
+        "bootstrap": bool(params["bootstrap"]),
+        "impurity": criteria[criterion],
+        "subsamplingRate": 1.0 if samples is None else _fraction(samples, n_train, "max_samples"),
+    }
+
+
+def _boosting(params: Mapping[str, Any], n_train: int) -> dict[str, Any]:
+    hist = "max_iter" in params  # HistGradientBoosting's iterations, GradientBoosting's n_estimators
+    return {
+        "seed": int(params["random_state"]),
+        "maxIter": int(params["max_iter" if hist else "n_estimators"]),
+        "stepSize": float(params["learning_rate"]),
+        "maxDepth": _depth(params["max_depth"], HIST_DEPTH if hist else SPARK_MAX_DEPTH),
+        "minInstancesPerNode": _leaf(params["min_samples_leaf"], n_train),
+        "subsamplingRate": 1.0 if hist else float(params["subsample"]),
+    }
+
+
+def _logistic(params: Mapping[str, Any], n_train: int) -> dict[str, Any]:
+    """scikit-learn's C weighs the summed loss against half the squared norm; Spark ML's regParam weighs the
+    norm against the mean loss: regParam = 1 / (C x rows)."""
+    penalty = params["penalty"]
+    mixing = {"l2": 0.0, "l1": 1.0, None: 0.0, "elasticnet": params["l1_ratio"]}
+    if penalty not in mixing:
+        raise ValueError(f"penalty {penalty!r} has no Spark ML counterpart (mapped: l2, l1, elasticnet, None)")
+    return {
+        "maxIter": int(params["max_iter"]),
+        "tol": float(params["tol"]),
+        "fitIntercept": bool(params["fit_intercept"]),
+        "regParam": 0.0 if penalty is None else 1.0 / (float(params["C"]) * n_train),
+        "elasticNetParam": float(mixing[penalty] or 0.0),
+    }
+
+
+def _linear(params: Mapping[str, Any], n_train: int) -> dict[str, Any]:
+    """LinearRegression: least squares, no penalty (Spark ML's regParam 0 by default)."""
+    return {"fitIntercept": bool(params["fit_intercept"])}
+
+
 @dataclass(frozen=True)
 class Counterpart:
-    """A scikit-learn estimator's Spark ML class and its parameters that have a counterpart there."""
+    """A scikit-learn estimator's Spark ML class, its parameters that have a counterpart there and how they are
+    translated."""
 
     spark_class: str
     params: tuple[str, ...]
+    translate: Translate
     binary_only: bool = False
-    regressor: bool = False
 
 
 _FOREST = ("n_estimators", "max_depth", "max_features", "min_samples_leaf", "bootstrap", "criterion", "max_samples")
+_LOGISTIC = ("max_iter", "C", "tol", "fit_intercept", "penalty", "l1_ratio")
+_BOOSTING = ("learning_rate", "max_depth", "min_samples_leaf")
 MAPPED: dict[str, Counterpart] = {
     "sklearn.linear_model.LogisticRegression": Counterpart(
-        "pyspark.ml.classification.LogisticRegression", ("max_iter", "C", "tol", "fit_intercept", "penalty", "l1_ratio")
+        "pyspark.ml.classification.LogisticRegression", _LOGISTIC, _logistic
     ),
-    "sklearn.ensemble.RandomForestClassifier": Counterpart("pyspark.ml.classification.RandomForestClassifier", _FOREST),
+    "sklearn.ensemble.RandomForestClassifier": Counterpart(
+        "pyspark.ml.classification.RandomForestClassifier", _FOREST, _classifier_forest
+    ),
     "sklearn.ensemble.GradientBoostingClassifier": Counterpart(
-        "pyspark.ml.classification.GBTClassifier",
-        ("n_estimators", "learning_rate", "max_depth", "subsample", "min_samples_leaf"),
-        binary_only=True,
+        "pyspark.ml.classification.GBTClassifier", ("n_estimators", "subsample", *_BOOSTING), _boosting, True
     ),
     "sklearn.ensemble.HistGradientBoostingClassifier": Counterpart(
-        "pyspark.ml.classification.GBTClassifier",
-        ("max_iter", "learning_rate", "max_depth", "min_samples_leaf"),
-        binary_only=True,
+        "pyspark.ml.classification.GBTClassifier", ("max_iter", *_BOOSTING), _boosting, True
     ),
     "sklearn.linear_model.LinearRegression": Counterpart(
-        "pyspark.ml.regression.LinearRegression", ("fit_intercept",), regressor=True
+        "pyspark.ml.regression.LinearRegression", ("fit_intercept",), _linear
     ),
     "sklearn.ensemble.RandomForestRegressor": Counterpart(
-        "pyspark.ml.regression.RandomForestRegressor", _FOREST, regressor=True
+        "pyspark.ml.regression.RandomForestRegressor", _FOREST, _regressor_forest
     ),
 }
 MAPPED_NAMES = (MLP_ESTIMATOR, *MAPPED)  # what spark-mllib trains, as errors list it
@@ -93,59 +157,7 @@ def spark_params(steps: tuple[str, ...], params: Mapping[str, Any], n_train: int
     ...     "fit_intercept": True, "penalty": "l2", "l1_ratio": None, "random_state": 0}, 200)
     {'maxIter': 50, 'tol': 0.0001, 'fitIntercept': True, 'regParam': 0.01, 'elasticNetParam': 0.0}
     """
-    name = steps[0]
-    if "RandomForest" in name:
-        return {"seed": int(params["random_state"]), **_forest(params, n_train, MAPPED[name].regressor)}
-    if "GradientBoosting" in name:
-        return {"seed": int(params["random_state"]), **_boosting(params, n_train)}
-    if name == "sklearn.linear_model.LogisticRegression":
-        return _logistic(params, n_train)
-    return {"fitIntercept": bool(params["fit_intercept"])}  # LinearRegression: least squares, no penalty
-
-
-def _forest(params: Mapping[str, Any], n_train: int, regressor: bool) -> dict[str, Any]:
-    criteria = {"squared_error": "variance"} if regressor else {"gini": "gini", "entropy": "entropy"}
-    criteria |= {} if regressor else {"log_loss": "entropy"}
-    criterion = params["criterion"]
-    if criterion not in criteria:
-        raise ValueError(f"criterion {criterion!r} has no Spark ML impurity (mapped: {', '.join(criteria)})")
-    samples = params["max_samples"]
-    return {
-        "numTrees": int(params["n_estimators"]),
-        "maxDepth": _depth(params["max_depth"], SPARK_MAX_DEPTH),
-        "featureSubsetStrategy": _features(params["max_features"]),
-        "minInstancesPerNode": _leaf(params["min_samples_leaf"], n_train),
-        "bootstrap": bool(params["bootstrap"]),
-        "impurity": criteria[criterion],
-        "subsamplingRate": 1.0 if samples is None else _fraction(samples, n_train, "max_samples"),
-    }
-
-
-def _boosting(params: Mapping[str, Any], n_train: int) -> dict[str, Any]:
-    hist = "max_iter" in params
-    return {
-        "maxIter": int(params["max_iter" if hist else "n_estimators"]),
-        "stepSize": float(params["learning_rate"]),
-        "maxDepth": _depth(params["max_depth"], HIST_DEPTH if hist else SPARK_MAX_DEPTH),
-        "minInstancesPerNode": _leaf(params["min_samples_leaf"], n_train),
-        "subsamplingRate": 1.0 if hist else float(params["subsample"]),
-    }
-
-
-def _logistic(params: Mapping[str, Any], n_train: int) -> dict[str, Any]:
-    """scikit-learn's C weighs the summed loss against half the squared norm; Spark ML's regParam weighs the
-    norm against the mean loss: regParam = 1 / (C x rows)."""
-    penalty = params["penalty"]
-    mixing = {"l2": 0.0, "l1": 1.0, None: 0.0, "elasticnet": params["l1_ratio"]}
-    if penalty not in mixing:
-        raise ValueError(f"penalty {penalty!r} has no Spark ML counterpart (mapped: l2, l1, elasticnet, None)")
-    return {
-        "maxIter": int(params["max_iter"]),
-        "tol": float(params["tol"]),
-        "fitIntercept": bool(params["fit_intercept"]),
-        "regParam": 0.0 if penalty is None else 1.0 / (float(params["C"]) * n_train),
-        "elasticNetParam": float(mixing[penalty] or 0.0),
-    }
+    return MAPPED[steps[0]].translate(params, n_train)
 
 
 def _depth(value: Any, unlimited: int) -> int:
