@@ -359,3 +359,15 @@ def test_the_answer_names_the_sweeps_work_axis_and_fits_100_columns(tmp_path: Pa
     mlp = rec.recommend(synthetic_frame(CLEAR, epochs=(5, 50), seed=1))
     assert mlp.work_axis == "epochs" and "\n  5 epochs: spark" in "\n".join(view.lines(mlp))
     assert view.to_json(rec.recommend(to_frame(forest_rows())))["work_axis"] == "n_estimators"
+
+
+def test_compare_against_names_the_work_axis_of_a_forests_sweeps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sweeper.cli import main
+
+    for name, seed in (("a", 1), ("b", 2)):
+        write_rows(tmp_path / name, "forest", forest_rows(seed), "part-0")
+    assert main(["compare", str(tmp_path / "a"), "--against", str(tmp_path / "b")]) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines() if "agree" in line)
+    assert " n_estimators " in header and "epochs" not in header

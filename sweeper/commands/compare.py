@@ -40,6 +40,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
 
     second = load_sweep(args.against, args.against_sweep or args.sweep)
     names = [f"{store} {frame['sweep'].iloc[0]}" for store, frame in ((args.store, first), (args.against, second))]
-    repeated = repetition(recommend(first), recommend(second))
-    console.print(repetition_table(repeated, *names))
+    found = recommend(first)
+    repeated = repetition(found, recommend(second))
+    console.print(repetition_table(repeated, names[0], names[1], work_axis=found.work_axis))
     return 0

@@ -9,6 +9,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from sweeper.config.work import EPOCHS
 from sweeper.results import statistics
 from sweeper.results.repeat import Repetition
 from sweeper.results.report.sections.engines import engine_rows
@@ -43,16 +44,16 @@ def compare_text(df: pd.DataFrame, width: int = 160) -> str:
     return buffer.getvalue()
 
 
-def repetition_table(repeated: Repetition, first: str, second: str) -> Table:
-    """The answers of sweeps ``first`` and ``second`` point by point, and whether they agree (a workload column
-    only where the points' workloads differ, with what differs)."""
+def repetition_table(repeated: Repetition, first: str, second: str, work_axis: str = EPOCHS) -> Table:
+    """The answers of sweeps ``first`` and ``second`` point by point (the work axis's column named ``work_axis``),
+    and whether they agree (a workload column only where the points' workloads differ, with what differs)."""
     table = Table(title=f"Does the answer repeat? {first} against {second}", caption=repeated.summary)
     varying = [
         key
         for key in dict.fromkeys(k for p in repeated.points for k in p.workload)
         if len({repr(p.workload.get(key)) for p in repeated.points}) > 1
     ]
-    for name in (*(["workload"] if varying else []), "epochs", first, second, "agree", "why"):
+    for name in (*(["workload"] if varying else []), work_axis, first, second, "agree", "why"):
         table.add_column(plain(name))
     for point in repeated.points:
         workload = [", ".join(f"{key}={point.workload.get(key)}" for key in varying)] if varying else []
