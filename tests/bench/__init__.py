@@ -11,13 +11,16 @@ All three run in the same controlled fit environment, are up at the same time, a
 (the order rotates each repetition) so a noisy machine does not favour one. It also times planning a
 ~10,000-measurement grid, loading a 100,000-row store and the analysis commands (``recommend``, ``predict
 --validate``, ``replay`` race and halving, ``report``) on a 1,000-configuration store, and follows the
-driver's memory over 20 consecutive Dask launches (and a few Spark launches). It writes ``BENCHMARKS.md`` and
-``bench.json``; the pure pieces (targets, ratios, the markdown) are unit-tested in tests/test_bench.py.
+driver's memory over 20 consecutive Dask launches (and a few Spark launches), and runs a local sweep whose
+interference marks it holds against the machine's load measured beside it (false marks, ``quiet``). It writes
+``BENCHMARKS.md`` and ``bench.json``; the pure pieces (targets, ratios, the markdown) are unit-tested in
+tests/test_bench.py.
 
 The package, a module a job: ``settings`` (sizes and grids), ``stats`` (arithmetic), ``machine`` (machine
 facts, CPU and memory accounting), ``engine_run``, ``loky``, ``shipping`` and ``batches`` (the batch
 comparison), ``costs`` (planning and store), ``analysis`` (the commands on a large store), ``memory`` (driver
-memory over launches), ``targets`` (targets and findings), ``render`` (BENCHMARKS.md and bench.json), ``text``
+memory over launches), ``quiet`` (interference marks against the machine's load), ``targets`` (targets and
+findings), ``render`` (BENCHMARKS.md and bench.json), ``text``
 (formatting, progress) and ``cli`` (the run and ``main``). Their public names are importable from
 ``tests.bench`` as before the split."""
 

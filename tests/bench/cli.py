@@ -80,6 +80,11 @@ def run(settings: Settings, command: str, profile_dir: Path | None = None) -> di
             report["memory"]["spark"] = memory_over_launches(
                 "spark", settings.spark_launches, small, Path(scratch) / "s"
             )
+    from tests.bench.quiet import quiet_sweep  # here: `python -m tests.bench.quiet` runs that module alone
+
+    log(f"a quiet sweep of {settings.quiet_trials} trials per engine (false marks)")
+    with tempfile.TemporaryDirectory(prefix="sweeper-bench-quiet-") as scratch:
+        report["quiet_sweep"] = quiet_sweep(settings.quiet_trials, Path(scratch))
     report["machine"]["load average at end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     report["duration_s"] = time.perf_counter() - began
     return report

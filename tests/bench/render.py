@@ -120,7 +120,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     store = report.get("store", {})
     lines += [
         "",
-        "## Planning, store, driver memory",
+        "## Planning, store, driver memory, interference",
         "",
         f"- **Plan**: `grid.parse` + `make_plan` of an in-memory grid with {_fmt(plan.get('measurements'))} "
         f"measurements ({_fmt(plan.get('launches'))} launches x {_fmt(plan.get('points_per_launch'))} points x "
@@ -147,6 +147,10 @@ def render_markdown(report: Mapping[str, Any]) -> str:
                 else "."
             )
         )
+    if report.get("quiet_sweep"):
+        from tests.bench.quiet import quiet_lines  # here: `python -m tests.bench.quiet` runs that module alone
+
+        lines += quiet_lines(report["quiet_sweep"])
     if any(rss for rss in (m.get("rss_mib") for m in report.get("memory", {}).values())):
         lines += ["", "RSS after each launch (MiB):", ""]
         for name, memory in report.get("memory", {}).items():

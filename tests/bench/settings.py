@@ -22,6 +22,7 @@ class Settings:
     store_rows: int = 100_000
     store_files: int = 4
     analysis_configurations: int = 1_000
+    quiet_trials: int = 20  # per engine, of the quiet sweep (false marks: tests/bench/quiet.py)
     quick: bool = False
 
 
@@ -34,6 +35,7 @@ QUICK = Settings(
     spark_launches=1,
     store_rows=10_000,
     analysis_configurations=20,
+    quiet_trials=3,
     quick=True,
 )
 

@@ -33,6 +33,7 @@ TARGETS: tuple[tuple[str, str, float, str], ...] = (
         1.0,
         "%",
     ),
+    ("false_marks_pct", "a local sweep's measurements taken while quiet, marked disturbed", 5.0, "%"),
 )
 MIN_FITS = 8
 MIN_FIT_S = 2.0
@@ -89,7 +90,9 @@ def evaluate(report: Mapping[str, Any]) -> list[Check]:
         "measuring_pct": measuring_pct(report),
         "interference_pct": interference_pct(report),
         "analysis_s": slowest_analysis_s(report),
+        "false_marks_pct": report.get("quiet_sweep", {}).get("false_marks_pct"),
     }
+    quiet = report.get("quiet_sweep", {})
     launches = len(report.get("memory", {}).get("dask", {}).get("rss_mib", []))
     checks = []
     for key, what, limit, unit in TARGETS:
@@ -98,6 +101,8 @@ def evaluate(report: Mapping[str, Any]) -> list[Check]:
         if value is None:
             ok: bool | None = None
             note = "not measured"
+            if key == "false_marks_pct" and quiet:
+                note = f"{quiet.get('quiet')} measurements taken while quiet: too few (a busy machine)"
         elif key.endswith("_vs_loky") and not sized:
             ok, note = None, size_note
         elif key == "store_load_s" and report.get("store", {}).get("rows", 0) < 100_000:
