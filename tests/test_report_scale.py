@@ -49,14 +49,16 @@ def drawn() -> dict[str, list[Any]]:
 
 
 def test_figures_draw_each_engines_fastest_and_say_how_many_are_left_out(drawn: dict[str, list[Any]]) -> None:
-    boxes, note = drawn["box_fit_time"]
+    boxes, note, axis = drawn["box_fit_time"]
+    assert axis == "epochs"  # an MLP's store: the panels say epochs
     per_epochs = boxes.drop_duplicates(["epochs", "engine", "cores_per_executor", "executors"])
     assert per_epochs.groupby(["epochs", "engine"]).size().max() == selection.FIGURE_CONFIGURATIONS
     fastest_dask = per_epochs[(per_epochs["engine"] == "dask") & (per_epochs["epochs"] == 5)]
     shapes = zip(fastest_dask["cores_per_executor"], fastest_dask["executors"], strict=True)
     assert sorted(shapes) == sorted(SHAPES[:8])
     assert "each engine's 8 fastest configurations at each epochs value drawn; 44 of 61 left out" in note
-    lines, _ = drawn["versus_epochs"]
+    lines, _, axis = drawn["versus_epochs"]
+    assert axis == "epochs"
     assert lines.groupby("engine").size().to_dict() == {"dask": 16, "local": 2, "spark": 16}  # 8 x 2 epochs
     arms, _ = drawn["time_by_configuration"]
     assert arms.groupby(["panel", "engine"]).size().max() == 8 and arms["winner"].sum() == 2
