@@ -264,7 +264,8 @@ WORKLOAD = Section(
             default="digits",
             doc=(
                 "`digits` (bundled with scikit-learn), `mnist`, `fashion-mnist`, `diabetes` (scikit-learn's bundled "
-                "regression set: 442 rows, 10 features), a path (a regular file or "
+                "regression set: 442 rows, 10 features), `california_housing` (scikit-learn's, 20,640 rows, 8 "
+                "features, read from its cache: fetched once where there is network), a path (a regular file or "
                 "a directory; a FIFO, device or socket is refused), or `{name: mnist, path: DIR}` with a "
                 "directory of IDX files"
             ),
@@ -343,8 +344,8 @@ WORKLOAD = Section(
             default="replicas",
             doc=(
                 "`replicas` (a batch of fits, one per seed), `cv` (one per fold), `search` (param_grid x "
-                "folds), `data-parallel` (ONE model trained across the launch: MLPClassifier only, the one estimator "
-                "whose weights the sweeper averages); a list is an axis"
+                "folds), `data-parallel` (ONE model trained across the launch: MLPClassifier's averaged weights on "
+                "the joblib engines; spark-mllib's own model for the estimators Spark ML has); a list is an axis"
             ),
             axis=True,
         ),
@@ -510,8 +511,10 @@ TOP = Section(
             default=list(DEFAULT_ENGINES),
             shown_default="`[spark, dask]`",
             doc=(
-                "engines to compare: `spark`, `dask`, `spark-mllib` (Spark ML's own MLP, one model across "
-                "the launch; takes the `data-parallel` points; MLPClassifier only)"
+                "engines to compare: `spark`, `dask`, `ray` (optional: `sweeper[ray]`), `spark-mllib` (Spark ML's "
+                "own model, one across the launch; takes the `data-parallel` points; MLPClassifier, "
+                "LogisticRegression, RandomForestClassifier and -Regressor, GradientBoostingClassifier and "
+                "HistGradientBoostingClassifier (two classes), LinearRegression)"
             ),
         ),
         Field(
