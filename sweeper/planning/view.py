@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from sweeper.config.grid import DEFAULT_ESTIMATOR, HALVING, Estimator, Grid, Workload
+from sweeper.engines import DASK
 from sweeper.names import BASELINE_ENGINE, on_spark
 from sweeper.planning.measurements import pending, split_reused
 from sweeper.planning.plan import Launch, Plan
@@ -181,7 +182,7 @@ def _show_hand_commands(plan: Plan, console: Console) -> None:
     for launch in (launch.as_planned for launch in plan.launches):
         if on_spark(launch.engine):
             console.print(plain(f"  [{launch.index + 1}] {spark_command(launch, plan.grid)}"), soft_wrap=True)
-        elif launch.engine == "dask":
+        elif launch.engine == DASK:
             for line in dask_commands(launch, plan.grid):
                 console.print(plain(f"  [{launch.index + 1}] {line}"), soft_wrap=True)
 
@@ -255,7 +256,7 @@ def launch_json(launch: Launch, plan: Plan) -> dict[str, Any]:
     if on_spark(launch.engine):
         shape["memory_overhead_gib"] = _gib(launch.memory_overhead_mib)
         shape["command"] = spark_command(launch, plan.grid)
-    elif launch.engine == "dask":
+    elif launch.engine == DASK:
         shape["workers"] = launch.executors
         shape["threads_per_worker"] = launch.cores_per_executor
         shape["memory_limit_gib"] = _gib(launch.executor_memory_mib)

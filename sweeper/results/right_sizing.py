@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from sweeper.config.sizing import MIN_EXECUTOR_MEMORY_MIB, REPORT_RULE, report_overhead_mib, spark_overhead_mib
+from sweeper.engines import descriptor
 from sweeper.names import BASELINE_ENGINE, CONFIG, on_spark
 from sweeper.results import statistics
 from sweeper.results.groups import first_rows, group_ids
@@ -383,10 +384,11 @@ def _idle_reasons(first: Mapping[str, Any], straggle: float) -> tuple[str, ...]:
     slots, fits = as_int(first["total_cores"]) // threads, as_int(first["n_fits"])
     if 0 < fits < slots:
         reasons.append(f"fewer fits than slots: {fits} fits for {slots} slots")
-    if str(first["engine"]) == "dask" and as_int(first["cores_per_executor"]) > 1:
+    engine = descriptor(str(first["engine"]))
+    if engine and engine.threads_share_interpreter and as_int(first["cores_per_executor"]) > 1:
         reasons.append(
             f"GIL-bound threads: {as_int(first['cores_per_executor'])} threads share one Python interpreter "
-            "in each Dask worker"
+            f"in each {engine.display} worker"
         )
     if straggle >= STRAGGLER_RATIO:
         reasons.append(f"stragglers: the longest fit takes {straggle:.1f}x the mean fit")

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from sweeper.engines import DASK, SPARK
 from sweeper.errors import UserError
 from sweeper.names import BASELINE_ENGINE, CONFIG, OK, PRUNED
 from sweeper.results.groups import first_rows, group_ids, members
@@ -369,8 +370,8 @@ class _Columns:
 
 def engines(
     df: pd.DataFrame,
-    left: str = "spark",
-    right: str = "dask",
+    left: str = SPARK,
+    right: str = DASK,
     alpha: float = ALPHA,
     min_trials: int = MIN_TRIALS,
     n_bootstrap: int = N_BOOTSTRAP,

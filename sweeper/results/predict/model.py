@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import nnls
 
+from sweeper.engines import PREDICTED_ENGINES
 from sweeper.results.statistics import ok_mask
 
 WORK_UNIT = 1e6  # epochs x training rows per work unit, so coefficients read as seconds per unit
@@ -125,7 +126,7 @@ def medians(df: pd.DataFrame) -> pd.DataFrame:
     left out): the median batch, fit and peak, and the trials behind them."""
     keys = [*SHAPE, "threads_per_fit", "dataset", "fraction", *POINT]
     wanted = ok_mask(df) & (df["mode"] == "replicas") & ~df["dry_run"].fillna(False).astype(bool)  # not disturbed
-    wanted &= df["engine"].isin(("spark", "dask")) & df["fit_wall_s"].notna() & df["fit_task_sum_s"].notna()
+    wanted &= df["engine"].isin(PREDICTED_ENGINES) & df["fit_wall_s"].notna() & df["fit_task_sum_s"].notna()
     positive = (df["n_fits"].fillna(0) > 0) & (df["fit_wall_s"].fillna(0) > 0) & (df["fit_task_sum_s"].fillna(0) > 0)
     ok = df[wanted & df[keys].notna().all(axis=1) & positive]
     ok = ok.assign(fit_s=ok["fit_task_sum_s"].astype(float) / ok["n_fits"].astype(float))

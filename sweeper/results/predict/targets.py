@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pandas as pd
 
+from sweeper.engines import PREDICTED_ENGINES
 from sweeper.errors import UserError
 from sweeper.planning.plan import Plan, Point
 from sweeper.results.predict.model import Shape, terms_of
 from sweeper.store.validity import MAX_ROWS
 
-PREDICTED_ENGINES = ("spark", "dask")
 MAX_PREDICTIONS = 10_000  # launch x point pairs one `predict --grid` predicts and prints
 RANGES = {  # the name an extrapolation is reported under -> what of a shape it measures
     "epochs": lambda s: s.epochs,

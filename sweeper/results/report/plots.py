@@ -30,13 +30,14 @@ from matplotlib.figure import Figure
 from matplotlib.transforms import ScaledTranslation
 
 from sweeper.config.work import EPOCHS, axis_text
+from sweeper.engines import DESCRIPTORS
 from sweeper.names import BASELINE_ENGINE, CONFIG
 from sweeper.results.report.selection import engine_order, shape_order, with_note
 from sweeper.results.statistics import NEVER, pareto_front
 from sweeper.shapes import BASELINE_TEXT, shape_text
 from sweeper.text import visible
 
-ENGINE_COLORS = {"spark": "#e8710a", "dask": "#1f77b4", BASELINE_ENGINE: "#555555"}
+ENGINE_COLORS = {**{engine.name: engine.colour for engine in DESCRIPTORS}, BASELINE_ENGINE: "#555555"}
 OTHER_COLORS = ("#2ca02c", "#9467bd", "#8c564b", "#e377c2")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "p", "d", "h", "1", "2", "3", "4", "+", "x")
 LEGEND_IN_PANEL = 4  # legend entries a panel holds over its data; more go below it
