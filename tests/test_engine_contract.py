@@ -64,10 +64,6 @@ class OnManager:
     def options(self) -> ManagerOptions:
         return LocalOptions()
 
-    def variables(self) -> dict[str, str]:
-        """Environment variables the launch reads where the sweep runs."""
-        return {}
-
     def context(self) -> LaunchContext:
         return launches.context(self.tmp_path / "run", self.options(), start_timeout_s=120)
 
@@ -141,16 +137,13 @@ class OnYarn(OnManager):
 
 
 class OnRayStandalone(OnManager):
-    """A Ray cluster of this test run (2 worker nodes of 1 CPU and 1 GiB), reached by its address in RAY_ADDRESS."""
+    """A Ray cluster of this test run (2 worker nodes of 1 CPU and 1 GiB), at its address (cluster.ray_address)."""
 
     def launch(self, engine: str) -> Launch:
         return launches.launch(engine, "standalone", executor_memory_mib=1024)
 
-    def variables(self) -> dict[str, str]:
-        return {"RAY_ADDRESS": self.cluster.address}
-
     def options(self) -> ManagerOptions:
-        return StandaloneOptions("spark://unused:7077", "tcp://unused:8786")
+        return StandaloneOptions(ray_address=self.cluster.address)
 
     def after(self) -> None:
         assert self.cluster.alive()  # the cluster is the user's: still there
@@ -244,14 +237,11 @@ def test_a_launch_is_granted_its_plan_runs_fits_on_the_cluster_keeps_a_fits_erro
     digits: Data,
     tmp_path: Path,
     request: pytest.FixtureRequest,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     on_type, fixture = ON_ENGINE_AND_MANAGER.get(
         (engine, manager), (MANAGERS[manager], CLUSTER_OF_MANAGER.get(manager))
     )
     on = on_type(request.getfixturevalue(fixture) if fixture else None, tmp_path)
-    for name, value in on.variables().items():
-        monkeypatch.setenv(name, value)
     launch = on.launch(engine)
     tasks = replicas(digits)
     failing, error_type, message = raising(engine, tasks[0])

@@ -19,6 +19,7 @@ from sweeper.config import load as grid_file
 from sweeper.config.names import check_sweep_name
 from sweeper.config.schema import MAX_AXIS_VALUES, MAX_PROBLEMS
 from sweeper.errors import UserError
+from sweeper.launch.options import StandaloneOptions, options_for
 from sweeper.text import shown
 from tests.conftest import minimal_grid, run_cli
 
@@ -1212,3 +1213,25 @@ def test_a_default_that_does_not_fit_the_nodes_says_it_is_the_default() -> None:
     grid = {key: value for key, value in minimal_grid().items() if key != "sizing"}
     err = _problems(grid)
     assert "sizing.cores_per_executor: is not set, and its default 5 is more than the 2 cores of a node" in err
+
+
+def test_standalone_needs_the_address_of_each_listed_engines_cluster_and_only_those() -> None:
+    """Manager standalone: spark_master for spark (and spark-mllib), dask_scheduler for dask, ray_address (HOST:PORT,
+    no scheme) for ray; an engine the grid does not list needs no address."""
+    cluster = {"manager": "standalone", "nodes": 1, "cores_per_node": 2, "memory_per_node": "8GiB"}
+    err = _problems(minimal_grid(cluster=cluster, engines=["spark", "dask", "ray"]))
+    assert "cluster.spark_master: is required with manager: standalone and engine spark: spark://HOST:PORT" in err
+    assert "cluster.dask_scheduler: is required with manager: standalone and engine dask: tcp://HOST:PORT" in err
+    assert "cluster.ray_address: is required with manager: standalone and engine ray: HOST:PORT, got" in err
+    for wrong in ("ray://head:6379", "head", "head:port"):
+        err = _problems(minimal_grid(cluster={**cluster, "ray_address": wrong}, engines=["ray"]))
+        assert (
+            f"cluster.ray_address: is required with manager: standalone and engine ray: HOST:PORT, got {wrong!r}" in err
+        )
+    grid = grid_file.parse(
+        minimal_grid(cluster={**cluster, "ray_address": "head:6379"}, engines=["ray"]), Path("g.yaml")
+    )
+    assert grid.ray_address == "head:6379" and grid.spark_master is None and grid.dask_scheduler is None
+    assert options_for(grid) == StandaloneOptions(ray_address="head:6379")
+    both = {**cluster, "spark_master": "spark://m:7077", "dask_scheduler": "tcp://s:8786"}
+    assert grid_file.parse(minimal_grid(cluster=both), Path("g.yaml")).spark_master == "spark://m:7077"

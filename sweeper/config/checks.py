@@ -146,11 +146,6 @@ def cluster(check: Problems, value: Any) -> tuple[str | None, Cluster | None, li
     manager = CLUSTER.field("manager").read(section, CLUSTER.key, check)
     listed = section.get("hosts")
     hosts = _hosts(check, listed) if "hosts" in section else []
-    if manager == "standalone":
-        for key, scheme in (("spark_master", "spark://"), ("dask_scheduler", "tcp://")):
-            url = section.get(key)
-            if not isinstance(url, str) or not url.startswith(scheme):
-                check.fail(f"cluster.{key}", f"is required with manager: standalone, e.g. {scheme}HOST:PORT")
     if manager == "ssh" and "hosts" not in section:
         check.fail("cluster.hosts", "is required with manager: ssh (the first host runs the master)")
     ssh = SSH.open(section.get("ssh"), check) or {}
@@ -191,6 +186,31 @@ def _ssh_values(check: Problems, ssh: dict[str, Any]) -> None:
                 "cluster.ssh.driver_host",
                 "must be this machine's host name or IP address as the hosts reach it (not 0.0.0.0), "
                 f"got {shown(value)}",
+            )
+
+
+# manager standalone: the running cluster each engine connects to, and how its address starts
+STANDALONE_ADDRESSES = {
+    "spark": ("spark_master", "spark://HOST:PORT"),
+    "spark-mllib": ("spark_master", "spark://HOST:PORT"),
+    "dask": ("dask_scheduler", "tcp://HOST:PORT"),
+    "ray": ("ray_address", "HOST:PORT"),
+}
+
+
+def standalone_addresses(check: Problems, value: Any, manager: str | None, engines: list[str]) -> None:
+    """With manager standalone, the address of the cluster of every engine listed (and only those)."""
+    if manager != "standalone" or not isinstance(value, dict):
+        return
+    for key, form in dict(STANDALONE_ADDRESSES[engine] for engine in engines).items():
+        address = value.get(key)
+        scheme = form.removesuffix("HOST:PORT")
+        well_formed = isinstance(address, str) and address.startswith(scheme) and address.rpartition(":")[2].isdigit()
+        if not well_formed or (not scheme and "://" in str(address)):
+            listed = [engine for engine in engines if STANDALONE_ADDRESSES[engine][0] == key]
+            check.fail(
+                f"cluster.{key}",
+                f"is required with manager: standalone and engine {', '.join(listed)}: {form}, got {shown(address)}",
             )
 
 

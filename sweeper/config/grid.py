@@ -152,6 +152,7 @@ class Grid:
     python_archive: str | None = None
     spark_master: str | None = None
     dask_scheduler: str | None = None
+    ray_address: str | None = None
     search: Search = Search()
     grid_hash: str = field(default="", compare=False)
     warnings: tuple[str, ...] = field(default=(), compare=False)

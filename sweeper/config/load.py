@@ -67,6 +67,8 @@ def _read_grid(check: Problems, raw: dict[str, Any]) -> dict[str, Any] | None:
     conf = checks.spark_conf(check, raw.get("spark_conf"))
     if listed and measured:
         checks.engines_and_workload(check, listed, measured)
+    if listed:
+        checks.standalone_addresses(check, raw.get("cluster"), manager, listed)
     if machines is not None and rule is not None and cores:
         checks.shapes(check, machines, rule, cores)
     if check.problems:

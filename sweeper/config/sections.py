@@ -252,6 +252,15 @@ CLUSTER = Section(
             shown_default="required with `standalone`",
             doc="`tcp://HOST:PORT` of a Dask scheduler already running",
         ),
+        Field(
+            "ray_address",
+            Text(shell=True),
+            shown_default="required with `standalone` and engine `ray`",
+            doc=(
+                "`HOST:PORT` of a running Ray cluster's head; this machine must be one of its nodes "
+                "(`ray start --address HOST:PORT --num-cpus 0` makes it one without work)"
+            ),
+        ),
     ),
 )
 

@@ -156,8 +156,9 @@ class YarnOptions:
 class StandaloneOptions:
     """``manager: standalone``: the clusters already running."""
 
-    spark_master: str  # spark://HOST:PORT
-    dask_scheduler: str  # tcp://HOST:PORT
+    spark_master: str | None = None  # spark://HOST:PORT (engines spark, spark-mllib)
+    dask_scheduler: str | None = None  # tcp://HOST:PORT (engine dask)
+    ray_address: str | None = None  # HOST:PORT of a Ray head (engine ray)
 
 
 ManagerOptions = LocalOptions | SshCluster | YarnOptions | StandaloneOptions
@@ -175,5 +176,5 @@ def options_for(grid: Grid) -> ManagerOptions:
             java_home=grid.java_home or None,
         )
     if grid.manager == "standalone":
-        return StandaloneOptions(spark_master=str(grid.spark_master), dask_scheduler=str(grid.dask_scheduler))
+        return StandaloneOptions(grid.spark_master, grid.dask_scheduler, grid.ray_address)
     return LocalOptions()

@@ -35,8 +35,10 @@ def preflight(plan: Plan, kill_orphans: bool = False) -> Preflight:
 
         _merge(found, check_yarn(options, list(plan.launches), kill_orphans))
     elif isinstance(options, StandaloneOptions):
-        for kind, url in (("spark-master", options.spark_master), ("dask-scheduler", options.dask_scheduler)):
-            found.add(kind, None, *_reachable(url))
+        addresses = {"spark-master": options.spark_master, "dask-scheduler": options.dask_scheduler}
+        for kind, url in {**addresses, "ray-head": options.ray_address}.items():
+            if url:  # the grid names the address of each engine it lists
+                found.add(kind, None, *_reachable(url))
     else:
         found.add("manager", None, True, f"{plan.grid.manager}: everything runs on this machine")
     _check_load(found, plan)
@@ -60,7 +62,7 @@ def _merge(into: Preflight, other: Preflight) -> None:
 
 
 def _reachable(url: str) -> tuple[bool, str]:
-    parts = urlsplit(url)
+    parts = urlsplit(url if "://" in url else f"//{url}")  # a Ray head's HOST:PORT has no scheme
     try:
         with socket.create_connection((parts.hostname or "", parts.port or 0), timeout=10):
             return True, f"{url} accepts connections"

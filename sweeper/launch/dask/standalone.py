@@ -30,9 +30,10 @@ class StandaloneDask(DaskBackend):
     sets_worker_environment = False
 
     def check(self) -> None:
-        if not isinstance(self.context.options, StandaloneOptions):
+        options = self.context.options
+        if not isinstance(options, StandaloneOptions) or not options.dask_scheduler:
             raise LaunchError("manager standalone needs cluster.dask_scheduler in the grid")
-        self.address = self.context.options.dask_scheduler
+        self.address = options.dask_scheduler
 
     def connect(self, teardown: Teardown) -> Client:
         try:

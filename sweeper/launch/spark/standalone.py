@@ -38,9 +38,10 @@ class StandaloneSpark(SparkBackend):
 
     def check(self) -> None:
         super().check()
-        if not isinstance(self.context.options, StandaloneOptions):
+        options = self.context.options
+        if not isinstance(options, StandaloneOptions) or not options.spark_master:
             raise LaunchError("manager standalone needs cluster.spark_master in the grid")
-        self.master = self.context.options.spark_master
+        self.master = options.spark_master
 
     def variables(self) -> dict[str, str]:
         return {
