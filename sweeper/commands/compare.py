@@ -1,5 +1,5 @@
-"""``sweeper compare STORE``: Spark vs Dask side by side in the terminal; ``--against STORE2``: does the answer
-repeat in a second sweep of the grid?"""
+"""``sweeper compare STORE``: engine against engine (Spark vs Dask; each pair of engines) in the terminal;
+``--against STORE2``: does the answer repeat in a second sweep of the grid?"""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from rich.console import Console
 def add_parser(commands: Any) -> None:
     """Register ``compare`` on the CLI's subparsers (``commands`` from ``add_subparsers``)."""
     compare: argparse.ArgumentParser = commands.add_parser(
-        "compare", help="print Spark vs Dask side by side for a sweep of a store"
+        "compare", help="print Spark vs Dask (each pair of engines measured) side by side for a sweep of a store"
     )
     compare.add_argument("store", help="store directory")
     compare.add_argument("--sweep", help="sweep name (required when the store holds several)")
@@ -32,7 +32,8 @@ def main(args: argparse.Namespace, console: Console) -> int:
 
     first = load_sweep(args.store, args.sweep)
     if args.against is None:
-        console.print(report.compare_table(first))
+        for table in report.compare_tables(first):
+            console.print(table)
         return 0
     from sweeper.results.recommend import recommend
     from sweeper.results.repeat import repetition

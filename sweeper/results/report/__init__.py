@@ -17,7 +17,7 @@ from sweeper.results.report.blocks import Picture
 from sweeper.results.report.content import build_report
 from sweeper.results.report.render_html import to_html
 from sweeper.results.report.render_md import to_markdown
-from sweeper.results.report.terminal import compare_table, compare_text
+from sweeper.results.report.terminal import compare_table, compare_tables, compare_text
 from sweeper.store.parquet import load_sweep
 
 REPORT_HTML = "report.html"
@@ -76,6 +76,7 @@ def _report_directory(out: Path) -> Path:
 __all__ = [
     "build_report",
     "compare_table",
+    "compare_tables",
     "compare_text",
     "load_sweep",
     "to_html",

@@ -1,5 +1,5 @@
-"""``sweeper compare``: the Spark vs Dask table of the report, on the terminal (rich); with ``--against``, whether
-two sweeps' answers agree (:mod:`sweeper.results.repeat`)."""
+"""``sweeper compare``: the report's engine tables (Spark vs Dask, one per pair of engines), on the terminal
+(rich); with ``--against``, whether two sweeps' answers agree (:mod:`sweeper.results.repeat`)."""
 
 from __future__ import annotations
 
@@ -12,23 +12,25 @@ from rich.table import Table
 from sweeper.config.work import EPOCHS
 from sweeper.results import statistics
 from sweeper.results.repeat import Repetition
-from sweeper.results.report.sections.engines import engine_rows
+from sweeper.results.report.sections.engines import DEFAULT_PAIR, Pair, engine_pairs, engine_rows, pair_title
 from sweeper.results.report.sections.measured import dry_run_banner
 from sweeper.text import plain
 
 VERDICT_STYLE = {"dask faster": "cyan", "spark faster": "yellow", statistics.TOO_FEW_TRIALS: "dim"}
 
 
-def compare_table(df: pd.DataFrame) -> Table:
-    """The Spark vs Dask table for ``sweeper compare`` (rich), failures counted in the caption.
+def compare_table(df: pd.DataFrame, pair: Pair = DEFAULT_PAIR) -> Table:
+    """The ``pair``'s table for ``sweeper compare`` (rich; Spark vs Dask by default), failures counted in the
+    caption.
 
     Every cell goes through :func:`~sweeper.text.plain`: no store string is read as console markup.
     """
-    header, lines = engine_rows(df)
+    header, lines = engine_rows(df, pair)
     failed = int(statistics.failed_mask(df).sum())
     notes = [f"{failed} failed or timed-out measurement(s) left out; `sweeper report` lists them"] if failed else []
     notes += [banner] if (banner := dry_run_banner(df)) else []
-    table = Table(title="Spark vs Dask: median fit time over ok trials", caption="\n".join(notes) or None)
+    title = f"{pair_title(pair)}: median fit time over ok trials"
+    table = Table(title=title, caption="\n".join(notes) or None)
     for name in header:
         table.add_column(plain(name))
     for line in lines:
@@ -36,11 +38,17 @@ def compare_table(df: pd.DataFrame) -> Table:
     return table
 
 
+def compare_tables(df: pd.DataFrame) -> list[Table]:
+    """One :func:`compare_table` per pair of the joblib engines ``df`` measured (Spark vs Dask for two)."""
+    return [compare_table(df, pair) for pair in engine_pairs(df)]
+
+
 def compare_text(df: pd.DataFrame, width: int = 160) -> str:
-    """:func:`compare_table` as plain text (no colour), as ``sweeper compare`` prints it."""
+    """:func:`compare_tables` as plain text (no colour), as ``sweeper compare`` prints them."""
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, color_system=None, force_terminal=False, markup=False, emoji=False)
-    console.print(compare_table(df))
+    for table in compare_tables(df):
+        console.print(table)
     return buffer.getvalue()
 
 

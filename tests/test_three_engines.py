@@ -1,0 +1,77 @@
+"""#37: compare, the report's engine section and predict on a three-engine store (Spark, Dask, Ray).
+
+The store is synthetic but real: its rows are drawn by tests/support/synthetic_stores.py and written as
+Parquet by the store's own writer, then read back by ``load_sweep`` and the ``sweeper`` CLI.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sweeper.results import report
+from sweeper.results.report.blocks import Heading, Paragraph, Rows
+from sweeper.results.report.sections.engines import engine_blocks, engine_pairs
+from sweeper.store.parquet import load_sweep, write_rows
+from tests.conftest import run_cli
+from tests.support.synthetic_stores import ArmSpec, synthetic_rows
+
+SHAPES = ((1, 2, 2.0), (2, 2, 4.0))
+MEDIANS = {"spark": 12.0, "dask": 9.0, "ray": 6.0}
+
+
+def _store(tmp_path: Path, engines: tuple[str, ...]) -> Path:
+    """A store of one sweep with every shape of :data:`SHAPES` on each of ``engines`` (ray the fastest)."""
+    arms = [ArmSpec(engine, *shape, median_s=MEDIANS[engine] * shape[0]) for engine in engines for shape in SHAPES]
+    store = tmp_path / "-".join(engines)
+    write_rows(store, "synthetic", synthetic_rows(arms, epochs=(5, 10), seed=3), "part-0")
+    return store
+
+
+@pytest.fixture(scope="module")
+def three(tmp_path_factory: pytest.TempPathFactory) -> pd.DataFrame:
+    return load_sweep(_store(tmp_path_factory.mktemp("three"), ("spark", "dask", "ray")))
+
+
+def test_compare_prints_each_pair_of_engines_and_spark_vs_dask_as_a_two_engine_store(
+    three: pd.DataFrame, tmp_path: Path
+) -> None:
+    assert engine_pairs(three) == [("spark", "dask"), ("spark", "ray"), ("dask", "ray")]
+    text = report.compare_text(three, width=200)
+    titles = [line.strip() for line in text.splitlines() if "median fit time over ok trials" in line]
+    assert titles == [
+        f"{pair}: median fit time over ok trials" for pair in ("Spark vs Dask", "Spark vs Ray", "Dask vs Ray")
+    ]
+    assert "Ray time (s)" in text and "Dask/Ray [95 % CI]" in text and "ray faster" in text
+    two = report.compare_text(load_sweep(_store(tmp_path, ("spark", "dask"))), width=200)
+    assert text.startswith(two)  # the two-engine case, unchanged
+
+
+def test_the_compare_command_reads_the_three_engine_store(tmp_path: Path) -> None:
+    done = run_cli("compare", str(_store(tmp_path, ("spark", "dask", "ray"))), columns=200)
+    assert done.returncode == 0, done.stderr
+    assert " ".join(done.stdout.split()).count("median fit time over ok trials") == 3
+
+
+def test_the_report_section_has_a_table_per_pair(three: pd.DataFrame) -> None:
+    blocks = engine_blocks(three)
+    assert blocks[0] == Heading("Spark vs Dask vs Ray", level=3)
+    tables = [block for block in blocks if isinstance(block, Rows)]
+    assert [table.caption for table in tables] == [
+        f"Same configuration and epochs, {pair}" for pair in ("Spark vs Dask", "Spark vs Ray", "Dask vs Ray")
+    ]
+    assert tables[2].header[2:5] == ("Dask time (s)", "Ray time (s)", "Dask/Ray [95 % CI]")
+    assert len(tables[2].rows) == len(SHAPES) * 2  # every shape and epochs value
+
+
+def test_dask_and_ray_alone_are_compared(tmp_path: Path) -> None:
+    blocks = engine_blocks(load_sweep(_store(tmp_path, ("dask", "ray"))))
+    assert blocks[0] == Heading("Dask vs Ray", level=3)
+    assert not any(isinstance(block, Paragraph) for block in blocks)
+
+
+def test_one_engine_is_not_compared(tmp_path: Path) -> None:
+    blocks = engine_blocks(load_sweep(_store(tmp_path, ("ray",))))
+    assert blocks == [Heading("Spark vs Dask", level=3), Paragraph("Not both engines measured (engines: ray).")]
