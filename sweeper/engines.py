@@ -43,7 +43,7 @@ SPARK, DASK, RAY, SPARK_MLLIB = "spark", "dask", "ray", "spark-mllib"
 DESCRIPTORS = (  # in the order of tables and figures
     EngineDescriptor(SPARK, "Spark", "#e8710a", "pyspark_version"),
     EngineDescriptor(DASK, "Dask", "#1f77b4", "dask_version", threads_share_interpreter=True),
-    EngineDescriptor(RAY, "Ray", "#2ca02c", None, predicted=False),
+    EngineDescriptor(RAY, "Ray", "#2ca02c", None),
     EngineDescriptor(SPARK_MLLIB, "Spark ML", "#8c564b", "pyspark_version", one_model=True, predicted=False),
 )
 BY_NAME = {engine.name: engine for engine in DESCRIPTORS}

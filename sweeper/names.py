@@ -12,9 +12,6 @@ from enum import StrEnum
 ENGINES = ("spark", "dask", "spark-mllib", "ray")  # the engines a grid lists, in this order
 DEFAULT_ENGINES = ("spark", "dask")
 ONE_MODEL_ENGINES = ("spark-mllib",)  # one model per measurement across the executors
-# Recorded, and ranked by recommend and the report's answer, but not yet in compare's engine table, predict
-# nor the plan's hand commands, written for Spark and Dask (issue #37): sweeper run says so
-NOT_YET_COMPARED_ENGINES = ("ray",)
 BASELINE_ENGINE = "local"  # the engine of the baseline's rows: not an engine of the grid, nor of its rules
 MANAGERS = ("local", "yarn", "ssh", "standalone")
 SPARK_ENGINES = ("spark", "spark-mllib")  # executors are JVMs: a heap and a memory overhead apart

@@ -49,8 +49,7 @@ def test_a_grid_with_ray_is_refused_with_the_install_hint_when_ray_is_missing(wr
     assert "engine 'ray' on 'local' needs 'sweeper[ray]', which is not installed" in done.stderr, done.stderr
     assert "pip install 'sweeper[ray]'" in done.stderr
     assert "Traceback" not in done.stdout + done.stderr
-    # the run says where Ray's rows stand in the analysis before anything starts; no row was written
-    assert "ray: its rows are recorded and ranked in recommend's answer" in " ".join(done.stdout.split())
+    # no row was written
     assert not list((tmp_path / "store").rglob("*.parquet"))
 
 

@@ -6,19 +6,22 @@ Parquet by the store's own writer, then read back by ``load_sweep`` and the ``sw
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 
+from sweeper.cli import main as sweeper_main
 from sweeper.results import report
 from sweeper.results.report.blocks import Heading, Paragraph, Rows
 from sweeper.results.report.sections.engines import engine_blocks, engine_pairs
 from sweeper.store.parquet import load_sweep, write_rows
-from tests.conftest import run_cli
+from tests.conftest import minimal_grid, run_cli
 from tests.support.synthetic_stores import ArmSpec, synthetic_rows
 
-SHAPES = ((1, 2, 2.0), (2, 2, 4.0))
+SHAPES = ((1, 2, 2.0), (2, 2, 4.0), (1, 4, 4.0))  # three configurations: predict validates each engine
 MEDIANS = {"spark": 12.0, "dask": 9.0, "ray": 6.0}
 
 
@@ -75,3 +78,23 @@ def test_dask_and_ray_alone_are_compared(tmp_path: Path) -> None:
 def test_one_engine_is_not_compared(tmp_path: Path) -> None:
     blocks = engine_blocks(load_sweep(_store(tmp_path, ("ray",))))
     assert blocks == [Heading("Spark vs Dask", level=3), Paragraph("Not both engines measured (engines: ray).")]
+
+
+def test_predict_models_every_joblib_engine_ray_included(
+    tmp_path: Path, write_grid: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = _store(tmp_path, ("spark", "dask", "ray"))
+    grid = write_grid(
+        minimal_grid(
+            engines=["spark", "dask", "ray"],
+            cluster={"manager": "local", "nodes": 1, "cores_per_node": 4, "memory_per_node": "16GiB"},
+            sizing={"cores_per_executor": [1, 2], "reserve": {"cores": 0, "memory": "1GiB"}, "application_master": 0},
+            workload={"dataset": "digits", "epochs": [10], "trials": 1, "n_fits": 8},
+        )
+    )
+    assert sweeper_main(["predict", str(store), "--grid", str(grid), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert set(document["models"]) == {"spark", "dask", "ray"}
+    assert set(document["validation_by_engine"]) == {"spark", "dask", "ray"}
+    predicted = {p["engine"]: p["predicted_median_s"] for p in document["predictions"] if p["cores_per_executor"] == 1}
+    assert predicted["ray"] < predicted["dask"] < predicted["spark"]  # as the rows were drawn

@@ -11,7 +11,7 @@ from rich.console import Console
 from sweeper.config import load as grid_file
 from sweeper.config.grid import HALVING, RACE, Grid
 from sweeper.errors import UserError
-from sweeper.names import NOT_YET_COMPARED_ENGINES, OK, PRUNED
+from sweeper.names import OK, PRUNED
 from sweeper.planning.dry_run import shrink_plan
 from sweeper.planning.plan import Plan, make_plan
 from sweeper.planning.view import beyond_this_machine, warning_line
@@ -138,12 +138,6 @@ def _print_opening(plan: Plan, kind: str, store: Path, console: Console) -> None
     )
     if grid.search.auto_reason:
         say(console, f"search: auto chose {grid.search.auto_reason}")
-    for engine in (engine for engine in grid.engines if engine in NOT_YET_COMPARED_ENGINES):
-        say(
-            console,
-            f"{engine}: its rows are recorded and ranked in recommend's answer, but compare's engine table and "
-            "predict do not include them yet",
-        )
 
 
 def _predicted(plan: Plan, args: argparse.Namespace, console: Console) -> Plan:

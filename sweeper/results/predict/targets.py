@@ -1,8 +1,9 @@
 """The shapes another grid would measure, as the what-if model takes them, and how far each lies outside the sweep.
 
-Every Spark and Dask launch of the grid's plan at each ``replicas`` point: its executors, the grid's threads per
-fit and batch size, and the training rows of its fraction (measured by the sweep at that fraction, else scaled
-from the sweep's largest measured fraction of the same dataset).
+Every launch of a predicted engine (Spark, Dask, Ray: :data:`sweeper.engines.PREDICTED_ENGINES`) of the grid's plan
+at each ``replicas`` point: its executors, the grid's threads per fit and batch size, and the training rows of its
+fraction (measured by the sweep at that fraction, else scaled from the sweep's largest measured fraction of the same
+dataset).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ RANGES = {  # the name an extrapolation is reported under -> what of a shape it 
 
 
 def plan_targets(plan: Plan, points: pd.DataFrame) -> list[tuple[int, Point, Shape]]:
-    """The plan's Spark and Dask launches x replicas points, with the rows each would train on: (launch index,
+    """The plan's launches of predicted engines x replicas points, with the rows each would train on: (launch index,
     point, shape); at most :data:`MAX_PREDICTIONS` of them (a grid with more: exit 2, nothing predicted)."""
     workload = plan.grid.workload
     launches = [launch for launch in plan.launches if launch.engine in PREDICTED_ENGINES]
