@@ -150,8 +150,8 @@ GROUPS: tuple[tuple[tuple[str, ...], str], ...] = (  # (columns, what they mean)
         (
             "the round of the sweep the row's launch visit belongs to and the launch's place in that round's random "
             "order (1, 2, ...; drawn from `workload.seed` and the round: randomized interleaving, RMIT): round 1 of a "
-            "grid measured in one pass, a race's round, halving's rung + 1, 0 for the baseline a race or halving "
-            "measures first; null in `pruned` rows and in rows of schema 11 and older"
+            "grid measured in one pass, a race's round, halving's rung + 1; 0 for the single-thread baseline, a "
+            "reference measured first; null in `pruned` rows and in rows of schema 11 and older"
         ),
     ),
     (
