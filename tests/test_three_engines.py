@@ -1,7 +1,8 @@
 """#37: compare, the report's engine section and predict on a three-engine store (Spark, Dask, Ray).
 
-The store is synthetic but real: its rows are drawn by tests/support/synthetic_stores.py and written as
-Parquet by the store's own writer, then read back by ``load_sweep`` and the ``sweeper`` CLI.
+Most stores are synthetic but real: their rows are drawn by tests/support/synthetic_stores.py and written as
+Parquet by the store's own writer, then read back by ``load_sweep`` and the ``sweeper`` CLI. One integration test
+runs a real local sweep of the three engines (about a minute on 2 cores) through the same commands.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+import yaml
 
 from sweeper.cli import main as sweeper_main
 from sweeper.results import report
@@ -98,3 +100,25 @@ def test_predict_models_every_joblib_engine_ray_included(
     assert set(document["validation_by_engine"]) == {"spark", "dask", "ray"}
     predicted = {p["engine"]: p["predicted_median_s"] for p in document["predictions"] if p["cores_per_executor"] == 1}
     assert predicted["ray"] < predicted["dask"] < predicted["spark"]  # as the rows were drawn
+
+
+@pytest.mark.integration
+def test_a_real_three_engine_sweep_is_compared_reported_and_predicted(tmp_path: Path) -> None:
+    grid = minimal_grid(name="three", store=str(tmp_path / "store"), engines=["spark", "dask", "ray"], baseline=False)
+    grid["workload"] = {"dataset": "digits", "epochs": [3], "trials": 3, "n_fits": 4}
+    (tmp_path / "three.yaml").write_text(yaml.safe_dump(grid))
+    done = run_cli("run", str(tmp_path / "three.yaml"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert set(load_sweep(tmp_path / "store")["engine"]) == {"spark", "dask", "ray"}
+    compared = run_cli("compare", str(tmp_path / "store"), columns=200)
+    titles = [line.strip() for line in compared.stdout.splitlines() if "median fit time over ok trials" in line]
+    assert titles == [
+        f"{pair}: median fit time over ok trials" for pair in ("Spark vs Dask", "Spark vs Ray", "Dask vs Ray")
+    ]
+    reported = run_cli("report", str(tmp_path / "store"), "--out", str(tmp_path / "report"))
+    assert reported.returncode == 0, reported.stderr
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    assert "### Spark vs Dask vs Ray" in markdown and "**Same configuration and epochs, Dask vs Ray**" in markdown
+    predicted = run_cli("predict", str(tmp_path / "store"), "--validate")
+    assert predicted.returncode == 0, predicted.stderr
+    assert [line.split(":")[0] for line in predicted.stdout.splitlines()] == ["spark", "dask", "ray"]
