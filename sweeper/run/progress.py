@@ -84,7 +84,7 @@ class RunProgress:
         trials = plan.grid.workload.trials
         self.rows_planned = {launch.index: len(plan.points[launch.index]) * trials for launch in plan.launches}
         self.eta = Eta({launch.index: (launch.engine, self.rows_planned[launch.index]) for launch in plan.launches})
-        self.starts: dict[int, int] = {}
+        self.starts: dict[int, int] = {}  # launch index -> its starts, in the order first started
         self.current: _Stage | None = None  # set under _lock: the long-wait thread updates it too
         self._lock = threading.Lock()
         self.rows_of_launch: dict[int, int] = {}
@@ -104,11 +104,12 @@ class RunProgress:
         self.eta.replan({index: (by_index[index].engine, count) for index, count in rows.items()})
 
     def ordinal(self, launch: Launch) -> str:
-        """``launch 2 of 5``: its place among the launches this run starts."""
-        order = sorted(self.rows_planned)
-        if launch.index in order:
-            return f"launch {order.index(launch.index) + 1} of {len(order)}"
-        return f"launch {launch.index + 1} of {len(self.plan.launches)}"
+        """``launch 2 of 5``: its place in the order this run first started its launches (a random order per round,
+        :mod:`sweeper.search.interleaving`), among the launches it starts."""
+        total = len(self.rows_planned) if launch.index in self.rows_planned else len(self.plan.launches)
+        if launch.index in self.starts:
+            return f"launch {list(self.starts).index(launch.index) + 1} of {total}"
+        return f"launch {len(self.starts) + 1} of {total}"
 
     def stage(self, launch: Launch, stage: str) -> None:
         """A launch entered ``stage`` (:data:`sweeper.launch.lifecycle.STAGES`): a line when it starts."""
