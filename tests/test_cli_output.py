@@ -152,6 +152,20 @@ def test_a_runs_lines_and_summary_name_the_work_axis_of_the_rows() -> None:
         assert f" {header} " in buffer.getvalue().splitlines()[2], (header, buffer.getvalue())
 
 
+def test_a_runs_lines_and_summary_name_the_score_the_sweep_used() -> None:
+    """A regressor's rows hold R^2 in their accuracy column: the line and the summary say r2, not acc."""
+    regressor: dict[str, object] = {"status": "ok", "engine": "dask", "mode": "replicas", "executors": 2,
+                                    "cores_per_executor": 1, "executor_memory_gib": 2.0, "epochs": 50, "trial": 0,
+                                    "fit_wall_s": 1.5, "accuracy": 0.41, "scoring": "r2",
+                                    "estimator": "sklearn.linear_model.Ridge", "work_axis": "max_iter"}  # fmt: skip
+    assert measurement_line(cast(Row, regressor)).plain.endswith("fit 1.50 s  r2 0.4100")
+    classifier = {**regressor, "scoring": "accuracy"}
+    for rows, header in (([regressor], "r2"), ([classifier], "accuracy"), ([regressor, classifier], "score")):
+        buffer = io.StringIO()
+        Console(file=buffer, width=200, color_system=None).print(summary_table([cast(Row, row) for row in rows]))
+        assert buffer.getvalue().splitlines()[2].rstrip(" ┃").endswith(f" {header}"), (header, buffer.getvalue())
+
+
 # -- the store is checked before anything starts --------------------------------------------------------------
 
 

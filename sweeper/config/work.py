@@ -175,6 +175,21 @@ def sweep_axis_name(pairs: Iterable[tuple[object, object]]) -> str:
     return names.pop() if len(names) == 1 else EPOCHS
 
 
+ACCURACY = "accuracy"  # a classifier's default scorer, and every row from before schema 11
+
+
+def score_name(scorings: Iterable[object]) -> str:
+    """The one name of the score held in rows' ``accuracy`` column, given their ``scoring``: ``accuracy`` (a
+    classifier's default, rows from before schema 11), the scorer the sweep used (``r2``), or ``score`` for rows
+    of several scorers.
+
+    >>> score_name([None, "accuracy"]), score_name(["r2", "r2"]), score_name(["r2", "f1_macro"])
+    ('accuracy', 'r2', 'score')
+    """
+    names = {scoring if isinstance(scoring, str) and scoring else ACCURACY for scoring in scorings}
+    return names.pop() if len(names) == 1 else "score" if names else ACCURACY
+
+
 def axis_point(name: str) -> str:
     """One value of the work axis in words: ``epochs value``, ``n_estimators value``; without a work axis, a point.
 

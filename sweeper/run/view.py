@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from sweeper.config.work import EPOCHS, axis_name, axis_text, sweep_axis_name
+from sweeper.config.work import ACCURACY, EPOCHS, axis_name, axis_text, score_name, sweep_axis_name
 from sweeper.names import FAILED, OK, PRUNED, TIMEOUT
 from sweeper.shapes import shape_text
 from sweeper.store.row import Row
@@ -35,9 +35,10 @@ def measurement_line(row: Row) -> Text:
     )
     if status == OK:
         stopped = row.get("epochs_run")
+        scorer = score_name([row.get("scoring")])
         return (
             head
-            + plain(f"  fit {row['fit_wall_s']:.2f} s  acc {row['accuracy']:.4f}")
+            + plain(f"  fit {row['fit_wall_s']:.2f} s  {'acc' if scorer == ACCURACY else scorer} {row['accuracy']:.4f}")
             + plain(f"  stopped at {stopped}" if stopped is not None and stopped != row["epochs"] else "")
             + plain("  (reused)" if row.get("reused_from") else "", "dim")
         )
@@ -59,7 +60,8 @@ def summary_table(rows: Sequence[Row], title: str = "Summary (medians over trial
         groups[key].append(row)
     table = Table(title=title)
     axis = sweep_axis_name((row.get("estimator"), row.get("work_axis")) for row in rows)
-    for column in ("engine", "mode", "shape", axis, "ok", "failed", "fit s", "accuracy"):
+    scorer = score_name(row.get("scoring") for row in rows)
+    for column in ("engine", "mode", "shape", axis, "ok", "failed", "fit s", scorer):
         table.add_column(column, justify="left" if column in ("engine", "mode") else "right")
     for (engine, mode, executors, cores, epochs), members in sorted(groups.items(), key=_summary_order):
         ok = [r for r in members if r["status"] == OK]
