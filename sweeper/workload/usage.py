@@ -3,10 +3,10 @@
 A fit records its own thread's CPU seconds, its process's CPU seconds before and after, and its
 process's peak resident memory so far. In a Spark Python worker it also finds the executor JVM it
 serves (its nearest ``java`` ancestor) and records the JVM's CPU seconds and peak resident memory
-from ``/proc``. It also reads the machine's CPU counters (``/proc/stat``: busy and steal time over all
-cores; ``/proc/pressure/cpu``: time some task waited for a CPU) before and after, from which
-:mod:`sweeper.run.interference` tells what else used the node meanwhile. Reading these costs microseconds;
-a figure the system does not give is None.
+from ``/proc``. It also reads the node's CPU counters (busy time: :func:`machine_reading`; steal time over all
+cores from ``/proc/stat``; ``/proc/pressure/cpu``: time some task waited for a CPU) before and after, from which
+:mod:`sweeper.run.interference` tells what else used the node meanwhile. Reading these costs well under a
+millisecond; a figure the system does not give is None.
 """
 
 from __future__ import annotations
@@ -82,15 +82,116 @@ def measured() -> Iterator[UsageProbe]:
 
 
 def machine_reading() -> MachineReading | None:
-    """This machine's CPU counters now (None where ``/proc/stat`` cannot be read)."""
+    """This node's CPU counters now (None where ``/proc/stat`` cannot be read).
+
+    ``/proc/stat`` is not per PID namespace: in a container or a namespaced node it counts the whole host. There
+    the busy seconds are the node's own (:func:`node_busy_s`); steal time is the host's in every case."""
     at_s = time.monotonic()
     try:
         fields = [int(v) for v in (PROC / "stat").read_text().split("\n", 1)[0].split()[1:]]
     except (OSError, ValueError):
         return None
     user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]  # guest time is in user's
-    busy = user + nice + system + irq + softirq
-    return MachineReading(at_s, busy / CLOCK_TICKS_PER_S, steal / CLOCK_TICKS_PER_S, _stall_s(), os.cpu_count() or 1)
+    busy_s = node_busy_s()
+    if busy_s is None:
+        busy_s = (user + nice + system + irq + softirq) / CLOCK_TICKS_PER_S
+    return MachineReading(at_s, busy_s, steal / CLOCK_TICKS_PER_S, _stall_s(), os.cpu_count() or 1)
+
+
+def node_busy_s() -> float | None:
+    """Busy CPU seconds so far of this node where ``/proc/stat`` is the host's, else None (the host is the node).
+
+    A process in the initial PID namespace is on the host: None. Elsewhere (a container, a namespaced test node)
+    the node is what its ``/proc`` shows: the ``usage_usec`` of its own cgroup v2 (:func:`own_cgroup_cpu_stat`)
+    where it has one, else the CPU of its visible processes (:func:`visible_processes_cpu_s`)."""
+    if not in_child_pid_namespace():
+        return None
+    cpu_stat = own_cgroup_cpu_stat()
+    if cpu_stat is not None:
+        try:
+            usage_line = next(line for line in cpu_stat.read_text().splitlines() if line.startswith("usage_usec "))
+            return int(usage_line.split()[1]) / 1e6
+        except (OSError, StopIteration, ValueError):
+            pass
+    return visible_processes_cpu_s()
+
+
+def visible_processes_cpu_s() -> float:
+    """CPU seconds of every process this ``/proc`` shows: ``utime + stime`` (all its threads, dead ones included)
+    plus ``cutime + cstime`` (its children that ended and that it reaped, with everything they had reaped).
+
+    Nothing is counted twice: a live child's CPU is in its own ``utime``/``stime`` only; when its parent reaps it,
+    the same seconds move to the parent's ``cutime``/``cstime`` and the sum stays continuous. A process whose
+    parent is outside this ``/proc`` (none in a node, whose init reaps its orphans) or that is reaped without a
+    wait (its parent ignores SIGCHLD) takes its CPU with it when it ends: between two readings the sum then drops
+    by what it had used (the node's busy time is underestimated, never overestimated)."""
+    total_ticks = 0
+    for name in os.listdir(PROC):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+            total_ticks += int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
+        except (OSError, IndexError, ValueError):
+            continue  # ended meanwhile
+    return total_ticks / CLOCK_TICKS_PER_S
+
+
+# The initial PID namespace's inode number (PROC_PID_INIT_INO, include/linux/proc_ns.h: fixed since Linux 3.8).
+PROC_PID_INIT_INO = 0xEFFFFFFC
+
+
+@lru_cache(maxsize=1)
+def in_child_pid_namespace() -> bool:
+    """Whether this process is in a PID namespace other than the host's and its ``/proc`` shows that namespace
+    (mounted there: ``/proc/self`` is this process's PID), so that the node's processes are what ``/proc`` lists."""
+    try:
+        namespace_inode = os.stat(PROC / "self" / "ns" / "pid").st_ino
+        proc_is_ours = os.readlink(PROC / "self") == str(os.getpid())
+    except OSError:
+        return False
+    return namespace_inode != PROC_PID_INIT_INO and proc_is_ours
+
+
+@lru_cache(maxsize=1)
+def own_cgroup_cpu_stat() -> Path | None:
+    """The ``cpu.stat`` of this process's cgroup v2 where that cgroup is the node's own, else None.
+
+    Its own: not the root of the hierarchy as mounted here, and none of its processes (nor its descendant cgroups')
+    is outside this PID namespace (``cgroup.procs`` lists those as 0). Decided once per process."""
+    try:
+        cgroup_path = next(
+            line[3:] for line in (PROC / "self" / "cgroup").read_text().splitlines() if line.startswith("0::")
+        )
+        mount_point, mount_root = cgroup2_mount()
+        directory = Path(mount_point) / Path(cgroup_path).relative_to(mount_root)
+    except (OSError, StopIteration, ValueError, TypeError):
+        return None
+    if cgroup_path.strip() in ("", "/") or not (directory / "cpu.stat").is_file():
+        return None
+    return directory / "cpu.stat" if _only_visible_members(directory) else None
+
+
+def cgroup2_mount() -> tuple[str, str]:
+    """Where the cgroup v2 hierarchy is mounted here and which of its cgroups is that mount's root."""
+    for line in (PROC / "self" / "mountinfo").read_text().splitlines():
+        mount, _, filesystem = line.partition(" - ")
+        if filesystem.split(" ", 1)[0] == "cgroup2":
+            fields = mount.split()
+            return fields[4], fields[3]
+    raise ValueError("no cgroup2 mount")
+
+
+def _only_visible_members(directory: Path) -> bool:
+    """Whether every process of the cgroup at ``directory`` and of its descendants is in this PID namespace."""
+    try:
+        for found, _, _ in os.walk(directory):
+            if "0" in (Path(found) / "cgroup.procs").read_text().split():
+                return False
+    except OSError:
+        return False
+    return True
 
 
 def _stall_s() -> float | None:
