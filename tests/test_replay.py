@@ -199,14 +199,15 @@ def test_compare_replays_every_strategy_on_one_store(
     store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     compared = replayed(store, "easy", "--compare", "--trials", "10", monkeypatch=monkeypatch, capsys=capsys)
-    assert list(compared) == ["grid", "halving", "race"]
+    assert list(compared) == ["grid", "halving", "race", "auto"]
     assert all(set(result) == set(KEYS) for result in compared.values())
     fractions = [compared[name]["cluster_s_fraction"] for name in ("race", "halving", "grid")]
     assert fractions == sorted(fractions) and fractions[-1] == pytest.approx(1.0, abs=0.02)
     assert compared["race"]["race_settled"] == 1.0 and compared["grid"]["race_settled"] is None
     code, out = run_cli(["replay", str(store), "--sweep", "easy", "--compare", "--repeats", "20"], monkeypatch, capsys)
     text = " ".join(out.split())
-    assert code == 0 and all(f"│ {name} " in out for name in ("grid", "halving", "race")) and "wrong" in text
+    assert code == 0 and all(f"│ {name} " in out for name in ("grid", "halving", "race", "auto")) and "wrong" in text
+    assert compared["auto"]["auto_all_at_once"] is not None and compared["race"]["auto_all_at_once"] is None
 
 
 def test_auto_replays_what_a_grid_s_auto_chooses(
