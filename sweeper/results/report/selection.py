@@ -14,10 +14,10 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from sweeper.engines import figure_order
 from sweeper.names import BASELINE_ENGINE, CONFIG
 
 FIGURE_CONFIGURATIONS = 8  # per engine; with two engines and the baseline, 17 configurations at most
-ENGINE_ORDER = ("spark", "dask")
 
 
 def fastest(
@@ -87,14 +87,12 @@ def with_note(text: str, note: str, separator: str = " ") -> str:
 
 
 def engine_order(engines: Iterable[str]) -> list[str]:
-    """Spark, Dask, then any other engine by name; the baseline left out.
+    """The engines in their descriptors' order (:func:`sweeper.engines.figure_order`), the baseline left out.
 
     >>> engine_order(["dask", "local", "ray", "spark"])
     ['spark', 'dask', 'ray']
     """
-    engines = set(engines)
-    known = [e for e in ENGINE_ORDER if e in engines]
-    return known + sorted(e for e in engines if e not in ENGINE_ORDER and e != BASELINE_ENGINE)
+    return figure_order(engines)
 
 
 def shape_order(table: pd.DataFrame, label: str) -> list[str]:
