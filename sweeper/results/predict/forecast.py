@@ -77,7 +77,8 @@ def learn(df: pd.DataFrame) -> Learned:
     points = medians(df)
     if points.empty:
         raise UserError(
-            "the sweep has no ok replicas batches of spark or dask (dry runs excluded): nothing to learn a model from"
+            f"the sweep has no ok replicas batches of {' or '.join(PREDICTED_ENGINES)} (dry runs excluded): nothing "
+            "to learn a model from"
         )
     models = {engine: model for engine in PREDICTED_ENGINES if (model := fit_engine(points, engine)) is not None}
     return Learned(points, models, validate(points), _launch_overheads(df), work_axis_name(df))
