@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -26,3 +27,23 @@ def busy_loop_outside_this_process_tree() -> Iterator[int]:
         yield pid
     finally:
         os.kill(pid, signal.SIGKILL)
+
+
+@contextmanager
+def busy_loop_in_node(init_pid: int, timeout_s: float = 15.0) -> Iterator[psutil.Process]:
+    """A shell busy loop in the mount, PID, network and UTS namespaces of a namespaced node whose init is
+    ``init_pid`` (``nsenter -t``): one of that node's processes. Yields it (as seen here); on exit it is killed
+    with its ``nsenter`` (their own session)."""
+    nsenter = subprocess.Popen(
+        ["nsenter", "-t", str(init_pid), "--mount", "--pid", "--net", "--uts", "--", "sh", "-c", "while :; do :; done"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not (children := psutil.Process(nsenter.pid).children()):
+            assert nsenter.poll() is None and time.monotonic() < deadline, "nsenter started no busy loop"
+            time.sleep(0.02)
+        yield children[0]
+    finally:
+        os.killpg(nsenter.pid, signal.SIGKILL)
+        nsenter.wait()
