@@ -11,9 +11,6 @@ from tests.conftest import REPO
 
 ENGINE_LITERALS = frozenset({"spark", "dask", "ray", "spark-mllib"})
 SCANNED = (*sorted((REPO / "sweeper" / "results").rglob("*.py")), REPO / "sweeper" / "planning" / "view.py")
-# Still spelling Spark and Dask, owned by another change of #37 (recommend's answer and its JSON keys, the
-# figures' order): each must shrink to nothing, and the test fails when one no longer needs its place here.
-NOT_YET_DESCRIBED = frozenset({"sweeper/results/recommend.py", "sweeper/results/recommend_view.py"})
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -53,10 +50,7 @@ def test_every_engine_a_grid_lists_has_one_descriptor() -> None:
 
 def test_no_engine_name_is_spelled_in_the_analysis_report_and_predict() -> None:
     found = [hit for path in SCANNED for hit in engine_literals(path)]
-    outside = [hit for hit in found if hit.split(":")[0] not in NOT_YET_DESCRIBED]
-    assert not outside, "look the engine up in sweeper/engines.py instead:\n" + "\n".join(outside)
-    still = {hit.split(":")[0] for hit in found}
-    assert still == NOT_YET_DESCRIBED, f"no longer spelling an engine, remove from NOT_YET_DESCRIBED: {still}"
+    assert not found, "look the engine up in sweeper/engines.py instead:\n" + "\n".join(found)
 
 
 def test_the_scan_finds_a_literal_and_skips_docstrings_and_comments(tmp_path: Path) -> None:

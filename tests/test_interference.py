@@ -112,7 +112,7 @@ def test_recommend_leaves_disturbed_measurements_out_and_holds_back_what_is_left
     assert by_epochs[100].verdict == rec.MEASURED_UNDER_LOAD and by_epochs[100].winner.engine == "spark"
     assert by_epochs[100].winner.n == 2 and by_epochs[100].winner.median_s > 5  # the 1 s trials are not in it
     assert found.overall.endswith(f"(1 of 2 settled, 1 {rec.MEASURED_UNDER_LOAD})"), found.overall
-    engines = {line.epochs: line.verdict for line in found.spark_vs_dask}
+    engines = {line.epochs: line.verdict for line in found.engine_pairs}
     assert engines[100] == rec.MEASURED_UNDER_LOAD and engines[10] == "spark faster"
     assert found.disturbed == rec.Disturbed(3, 20, ("node-b",))
     text = "\n".join(view.lines(found))

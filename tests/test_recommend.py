@@ -50,11 +50,29 @@ def test_a_clear_winner_is_faster_and_the_baseline_never_wins() -> None:
 
 
 def test_spark_vs_dask_one_line_per_epochs() -> None:
-    lines = rec.recommend(synthetic_frame(CLEAR, epochs=(5, 50), seed=2), n_bootstrap=FAST).spark_vs_dask
+    lines = rec.recommend(synthetic_frame(CLEAR, epochs=(5, 50), seed=2), n_bootstrap=FAST).engine_pairs
     assert [line.epochs for line in lines] == [5, 50]
     for line in lines:
-        assert (line.spark.engine, line.dask.cores_per_executor) == ("spark", 2)  # each engine's best
+        assert (line.first.engine, line.second.engine, line.second.cores_per_executor) == ("spark", "dask", 2)
         assert line.verdict == "spark faster" and line.ratio_high < 1 and abs(line.ratio - 10 / 15) < 0.1
+
+
+def test_three_engines_are_compared_pair_by_pair_and_two_keep_the_spark_vs_dask_line() -> None:
+    """#37: every pair of the joblib engines measured, in the descriptors' order; the JSON keeps spark_vs_dask."""
+    three = [*CLEAR, ArmSpec("ray", 2, 2, 4.0, median_s=20.0)]
+    found = rec.recommend(synthetic_frame(three, epochs=(5,), seed=2), n_bootstrap=FAST)
+    assert [(line.first.engine, line.second.engine) for line in found.engine_pairs] == [
+        ("spark", "dask"), ("spark", "ray"), ("dask", "ray")
+    ]  # fmt: skip
+    assert [line.verdict for line in found.engine_pairs] == ["spark faster", "spark faster", "dask faster"]
+    text = view.lines(found)
+    heading = text.index("Spark vs Dask vs Ray (each engine's best configuration, pair by pair):")
+    assert text[heading + 3].startswith("  5 epochs: dask ") and "dask/ray " in text[heading + 3]
+    document = view.to_json(found)
+    assert len(document["engine_pairs"]) == 3 and len(document["spark_vs_dask"]) == 1
+    assert document["spark_vs_dask"][0]["spark"]["engine"] == "spark"
+    two = view.lines(rec.recommend(synthetic_frame(CLEAR, epochs=(5,), seed=2), n_bootstrap=FAST))
+    assert "Spark vs Dask (each engine's best configuration):" in two
 
 
 def test_two_arms_of_one_distribution_are_inconclusive_with_trials_needed() -> None:
@@ -84,7 +102,7 @@ def test_false_faster_rate_over_many_stores_is_at_most_five_percent(arms: int, s
 def test_too_few_trials_and_untested_arms() -> None:
     few = [ArmSpec("spark", 2, 2, 4.0, median_s=10.0, trials=3), ArmSpec("dask", 2, 2, 4.0, median_s=15.0, trials=3)]
     result = rec.recommend(synthetic_frame(few, seed=1), n_bootstrap=FAST)
-    assert result.answers[0].verdict == rec.TOO_FEW_TRIALS and result.spark_vs_dask[0].verdict == rec.TOO_FEW_TRIALS
+    assert result.answers[0].verdict == rec.TOO_FEW_TRIALS and result.engine_pairs[0].verdict == rec.TOO_FEW_TRIALS
     third = [*CLEAR[:2], ArmSpec("dask", 1, 4, 2.0, median_s=30.0, trials=3)]
     answer = rec.recommend(synthetic_frame(third, seed=1), n_bootstrap=FAST).answers[0]
     assert answer.verdict == rec.INCONCLUSIVE and [a.cores_per_executor for a in answer.untested] == [1]
@@ -95,7 +113,7 @@ def test_one_configuration_and_only_a_baseline() -> None:
     answer = rec.recommend(synthetic_frame(CLEAR[:1], seed=1), n_bootstrap=FAST).answers[0]
     assert answer.verdict == rec.ONE_CONFIGURATION and answer.runner_up is None and math.isnan(answer.ratio)
     baseline = rec.recommend(synthetic_frame(CLEAR[3:], seed=1), n_bootstrap=FAST)
-    assert baseline.answers == () and baseline.spark_vs_dask == ()
+    assert baseline.answers == () and baseline.engine_pairs == ()
     assert view.answer_lines(baseline) == ["Overall: no answer: no ok measurement of an engine"]
 
 

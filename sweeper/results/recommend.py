@@ -51,6 +51,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from itertools import combinations
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -58,6 +59,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from sweeper.config.work import EPOCHS, NO_WORK_AXIS_NAME, axis_point, axis_text
+from sweeper.engines import descriptor, figure_order
 from sweeper.errors import UserError
 from sweeper.names import ACCURACY_MARGIN, BASELINE_ENGINE, CONFIG, OBJECTIVES, OK
 from sweeper.results import statistics
@@ -182,12 +184,13 @@ class Answer:
 
 @dataclass(frozen=True)
 class EngineAnswer:
-    """Spark's best arm against Dask's, for one workload and epochs value; ratio = spark / dask."""
+    """One engine's best arm against another's (Spark's against Dask's in a two-engine sweep), for one workload
+    and epochs value; ratio = first / second."""
 
     workload: dict[str, Any]
     epochs: int
-    spark: Arm
-    dask: Arm
+    first: Arm
+    second: Arm
     ratio: float
     ratio_low: float
     ratio_high: float
@@ -214,7 +217,7 @@ class Recommendation:
     cost_per_node_hour: float | None
     budget: float | None
     answers: tuple[Answer, ...]
-    spark_vs_dask: tuple[EngineAnswer, ...]
+    engine_pairs: tuple[EngineAnswer, ...]  # every pair of the joblib engines measured, in the descriptors' order
     memory: tuple[MemoryAdvice, ...]
     idle: tuple[IdleSlots, ...]
     idle_threshold: float = LOW_UTILISATION
@@ -322,8 +325,7 @@ def recommend(
                     near_tie_delta=delta if len(near_tie) > 1 else None,
                 )
             )
-        engine_answer = _spark_vs_dask(workload, epochs, arms, options)
-        if engine_answer is not None:
+        for engine_answer in _engine_pairs(workload, epochs, arms, options):
             engines.append(replace(engine_answer, verdict=_held_back(engine_answer.verdict, cell in loaded)))
     sweep = ", ".join(sorted(str(s) for s in df["sweep"].dropna().unique())) if "sweep" in df else ""
     return Recommendation(
@@ -333,7 +335,7 @@ def recommend(
         cost_per_node_hour=cost_per_node_hour,
         budget=budget,
         answers=tuple(answers),
-        spark_vs_dask=tuple(engines),
+        engine_pairs=tuple(engines),
         memory=tuple(memory_advice(df)),
         idle=tuple(idle_slots(df)),
         unmeasured=tuple(unmeasured(df)),
@@ -579,25 +581,26 @@ def _within_budget(arms: list[_Measured], budget: float | None) -> Arm | None:
     return min(affordable, key=lambda arm: arm.median_s) if affordable else None
 
 
-# -- Spark vs Dask ----------------------------------------------------------------------------------
+# -- engine against engine (Spark vs Dask, and every other pair) ------------------------------------------
 
 
-def _spark_vs_dask(
+def _engine_pairs(
     workload: dict[str, Any], epochs: int, arms: list[_Measured], options: _Options
-) -> EngineAnswer | None:
-    """Each engine's best arm against the other's (None when one engine has no ok measurement)."""
+) -> Iterator[EngineAnswer]:
+    """Each joblib engine's best arm against every other's, pair by pair in the descriptors' order (Spark vs Dask
+    in a two-engine sweep); none for an engine without an ok measurement."""
     best: dict[str, tuple[Arm, np.ndarray]] = {}
     for measured in arms:  # lowest median first
         best.setdefault(measured.arm.engine, (measured.arm, measured.values))
-    if "spark" not in best or "dask" not in best:
-        return None
-    (spark, spark_values), (dask, dask_values) = best["spark"], best["dask"]
-    ratio, low, high = statistics.ratio_of_medians(spark_values, dask_values, options.n_bootstrap, options.seed)
+    compared = [name for name in figure_order(best) if (found := descriptor(name)) is not None and found.joblib]
     word = CHEAPER if options.objective == "cost" else FASTER
-    verdict, p = statistics.pair_verdict(
-        spark_values, dask_values, ("spark", "dask"), options.alpha, options.min_trials, word
-    )
-    return EngineAnswer(workload, epochs, spark, dask, ratio, low, high, p, verdict)
+    for left, right in combinations(compared, 2):
+        (first, first_values), (second, second_values) = best[left], best[right]
+        ratio, low, high = statistics.ratio_of_medians(first_values, second_values, options.n_bootstrap, options.seed)
+        verdict, p = statistics.pair_verdict(
+            first_values, second_values, (left, right), options.alpha, options.min_trials, word
+        )
+        yield EngineAnswer(workload, epochs, first, second, ratio, low, high, p, verdict)
 
 
 # -- accuracy -----------------------------------------------------------------------------------------

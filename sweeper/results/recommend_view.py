@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from sweeper.config.work import EPOCHS, axis_point, axis_text
-from sweeper.names import on_spark
+from sweeper.engines import DESCRIPTORS, display_name, figure_order
+from sweeper.names import DEFAULT_ENGINES, on_spark
 from sweeper.results.recommend import DEFAULT_SCORE
 from sweeper.results.unmeasured import UNFINISHED
 from sweeper.shapes import shape_text
@@ -112,13 +113,21 @@ def accuracy_text(check: AccuracyCheck) -> str:
 
 
 def engine_sentence(line: EngineAnswer, axis: str = EPOCHS) -> str:
-    """Spark vs Dask for one value of the work axis (named ``axis``) in a sentence."""
+    """One engine against another (Spark vs Dask) for one value of the work axis (named ``axis``) in a sentence."""
+    first, second = line.first.engine, line.second.engine
     return (
-        f"{axis_text([line.epochs], axis)}: spark {_seconds(line.spark.median_s)} s "
-        f"({line.spark.label.removeprefix('spark ')}) "
-        f"vs dask {_seconds(line.dask.median_s)} s ({line.dask.label.removeprefix('dask ')}); "
-        f"spark/dask {line.ratio:.2f} {_ci(line.ratio_low, line.ratio_high)}: {line.verdict}"
+        f"{axis_text([line.epochs], axis)}: {first} {_seconds(line.first.median_s)} s "
+        f"({line.first.label.removeprefix(f'{first} ')}) "
+        f"vs {second} {_seconds(line.second.median_s)} s ({line.second.label.removeprefix(f'{second} ')}); "
+        f"{first}/{second} {line.ratio:.2f} {_ci(line.ratio_low, line.ratio_high)}: {line.verdict}"
     )
+
+
+def engines_heading(recommendation: Recommendation) -> str:
+    """``Spark vs Dask (each engine's best configuration):``, every engine compared named so."""
+    names = figure_order({arm.engine for line in recommendation.engine_pairs for arm in (line.first, line.second)})
+    shown = " vs ".join(display_name(name) for name in names or DEFAULT_ENGINES)
+    return f"{shown} (each engine's best configuration{', pair by pair' if len(names) > 2 else ''}):"
 
 
 def memory_sentence(advice: MemoryAdvice) -> str:
@@ -159,9 +168,9 @@ def answer_lines(recommendation: Recommendation, *, partial: bool = False) -> li
     for answer in recommendation.answers:
         where = f"[{_workload_text(answer.workload)}] " if several else ""
         out.append(f"  {where}{answer_sentence(answer, recommendation.score, axis)}")
-    if recommendation.spark_vs_dask or _one_engine_missing(recommendation):
-        out.append("Spark vs Dask (each engine's best configuration):")
-        out += [f"  {engine_sentence(line, axis)}" for line in recommendation.spark_vs_dask]
+    if recommendation.engine_pairs or _one_engine_missing(recommendation):
+        out.append(engines_heading(recommendation))
+        out += [f"  {engine_sentence(line, axis)}" for line in recommendation.engine_pairs]
         out += [f"  {line}" for line in _one_engine_missing(recommendation)]
     out += unmeasured_lines(recommendation, axis)
     out += disturbed_lines(recommendation)
@@ -219,12 +228,12 @@ def unmeasured_lines(recommendation: Recommendation, axis: str = EPOCHS) -> list
 
 
 def _one_engine_missing(recommendation: Recommendation) -> list[str]:
-    """Spark vs Dask where one engine has ok rows at a value of the work axis and the other none: no verdict."""
-    compared = {line.epochs for line in recommendation.spark_vs_dask}
+    """Engine against engine where one has ok rows at a value of the work axis and another none: no verdict."""
+    compared = {line.epochs for line in recommendation.engine_pairs}
     out = []
     for answer in recommendation.answers:
         engines = {arm.engine for arm in answer.arms}
-        for absent in ("spark", "dask"):
+        for absent in (engine.name for engine in DESCRIPTORS if engine.joblib):
             failed = any(m.engine == absent and answer.epochs in m.epochs for m in recommendation.unmeasured)
             if answer.epochs not in compared and absent not in engines and failed:
                 at = axis_text([answer.epochs], recommendation.work_axis)
@@ -258,6 +267,11 @@ def lines(recommendation: Recommendation) -> list[str]:
 
 
 # -- JSON ------------------------------------------------------------------------------------------
+
+
+def _pair_json(line: EngineAnswer) -> dict[str, Any]:
+    """What the JSON says of one engine pair's verdict: ratio (first / second), its interval, p, the verdict."""
+    return {"ratio": line.ratio, "ratio_ci": [line.ratio_low, line.ratio_high], "p": line.p, "verdict": line.verdict}
 
 
 def _arm_json(arm: Arm | None) -> dict[str, Any] | None:
@@ -312,18 +326,25 @@ def to_json(recommendation: Recommendation) -> dict[str, Any]:
         "budget": recommendation.budget,
         "work_axis": recommendation.work_axis,
         "answers": [_answer_json(answer) for answer in recommendation.answers],
-        "spark_vs_dask": [
+        "spark_vs_dask": [  # the Spark vs Dask pair, as before engines were any number
             {
                 "epochs": line.epochs,
                 "workload": line.workload,
-                "spark": _arm_json(line.spark),
-                "dask": _arm_json(line.dask),
-                "ratio": line.ratio,
-                "ratio_ci": [line.ratio_low, line.ratio_high],
-                "p": line.p,
-                "verdict": line.verdict,
+                **{name: _arm_json(arm) for name, arm in zip(DEFAULT_ENGINES, (line.first, line.second), strict=True)},
+                **_pair_json(line),
             }
-            for line in recommendation.spark_vs_dask
+            for line in recommendation.engine_pairs
+            if (line.first.engine, line.second.engine) == DEFAULT_ENGINES
+        ],
+        "engine_pairs": [
+            {
+                "epochs": line.epochs,
+                "workload": line.workload,
+                "first": _arm_json(line.first),
+                "second": _arm_json(line.second),
+                **_pair_json(line),
+            }
+            for line in recommendation.engine_pairs
         ],
         "memory": [{**advice.__dict__, "alternative": advice.alternative} for advice in recommendation.memory],
         "idle_slots": [idle.__dict__ for idle in recommendation.idle],
