@@ -36,7 +36,7 @@ def hog_grid(tmp: Path) -> Path:
     grid = yaml.safe_load(path.read_text())
     grid["name"], grid["engines"] = "ns-hog", ["dask"]
     grid["workload"] = {
-        "dataset": "digits", "model": {"hidden_layer_sizes": [64]}, "epochs": [300], "exact_epochs": True,
+        "dataset": "digits", "model": {"hidden_layer_sizes": [64]}, "epochs": [150], "exact_epochs": True,
         "trials": 2, "remeasure_disturbed": 0, "interference_limit": LIMIT,
     }  # fmt: skip
     path.write_text(yaml.safe_dump(grid, sort_keys=False))
