@@ -119,7 +119,10 @@ def required_closure(roots: list[Requirement]) -> set[str]:
 
 
 def installed_distributions() -> Iterator[str]:
-    for dist in metadata.distributions():
+    """What pip installed in this environment: the distributions of its site-packages and the like, not copies a
+    package vendors on a path of its own (ray puts ray/thirdparty_files, colorama and psutil, on sys.path when
+    imported: another test's ``import ray`` would make them look installed)."""
+    for dist in metadata.distributions(path=[entry for entry in sys.path if "thirdparty_files" not in entry]):
         yield canonicalize_name(dist.metadata["Name"])
 
 
