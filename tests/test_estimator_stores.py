@@ -60,3 +60,11 @@ def test_replay_halves_a_regressors_store_on_its_work_axis(store: Path, capsys: 
     assert (document["rungs"], document["configurations"], document["repeats"]) == ([50, 200], 6, 20)
     assert document["full_grid_best"] == "spark 1 executor x 4 cores x 4 GiB"
     assert 0 < document["within_5pct"] <= 1
+
+
+def test_the_report_heads_a_regressors_score_by_its_scorer(store: Path, tmp_path: Path) -> None:
+    """R^2 is not an accuracy: the answer's and the configurations' tables say ``Score (r2)``."""
+    assert main(["report", str(store), "--out", str(tmp_path / "report")]) == 0
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    assert "| Score (r2) |" in markdown and "Spark score (r2)" in markdown and "Dask score (r2)" in markdown
+    assert "accuracy |" not in markdown.lower()  # no column headed accuracy

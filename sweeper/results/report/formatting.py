@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from sweeper.config.work import EPOCHS
+from sweeper.config.work import ACCURACY, EPOCHS
 
 
 def seconds_text(value: Any) -> str:
@@ -78,6 +78,15 @@ def accuracy_cell(row: Mapping[str, Any] | pd.Series) -> str:
 def distinct(df: pd.DataFrame, column: str) -> list[str]:
     """The distinct values of a column as text, sorted (missing ones left out)."""
     return sorted(str(value) for value in df[column].dropna().unique())
+
+
+def score_header(score: str) -> str:
+    """The score's column header: ``Accuracy`` (a classifier's default scorer), else ``Score (r2)``.
+
+    >>> score_header("accuracy"), score_header("r2")
+    ('Accuracy', 'Score (r2)')
+    """
+    return "Accuracy" if score == ACCURACY else f"Score ({score})"
 
 
 def axis_header(name: str) -> str:

@@ -16,7 +16,7 @@ from sweeper.names import CONFIG
 from sweeper.results import recommend, recommend_view
 from sweeper.results.report import plots, selection, shape_plots
 from sweeper.results.report.blocks import Block, Heading, Paragraph, Picture, Rows
-from sweeper.results.report.formatting import axis_header, ratio_text, seconds_text, value_text
+from sweeper.results.report.formatting import axis_header, ratio_text, score_header, seconds_text, value_text
 from sweeper.results.report.sections import memory, recommend_text
 from sweeper.shapes import shape_text
 
@@ -71,7 +71,7 @@ def _answer_table(found: recommend.Recommendation) -> Rows:
         "Runner-up",
         "Runner-up / recommended [95 % CI]",
         "Verdict",
-        "Accuracy",
+        score_header(found.score),
     )
     lines = []
     for answer in found.answers:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from sweeper.config.work import axis_point, axis_text
+from sweeper.config.work import ACCURACY, axis_point, axis_text, score_name
 from sweeper.names import BASELINE_ENGINE, CONFIG
 from sweeper.results import statistics
 from sweeper.results.predict.forecast import work_axis_name
@@ -17,6 +17,7 @@ from sweeper.results.report.formatting import (
     accuracy_cell,
     axis_header,
     p_text,
+    score_header,
     seconds_text,
     time_cell,
     value_text,
@@ -40,7 +41,8 @@ def time_blocks(rows: pd.DataFrame, prefix: str) -> list[Block]:
     table = statistics.summary(rows)
     blocks: list[Block] = [Heading("Time and accuracy per configuration", level=3)]
     work_axis = work_axis_name(rows)
-    blocks += _config_tables(table, work_axis)
+    score = score_header(score_name(rows["scoring"]) if "scoring" in rows else ACCURACY)
+    blocks += _config_tables(table, work_axis, score)
     return [*blocks, *_time_figures(rows, table, prefix, work_axis)]
 
 
@@ -90,9 +92,9 @@ def _values_text(values: pd.Series) -> str:
     return ", ".join(value_text(v) for v in sorted(values.dropna().unique()))
 
 
-def _config_tables(table: pd.DataFrame, work_axis: str) -> list[Block]:
+def _config_tables(table: pd.DataFrame, work_axis: str, score: str) -> list[Block]:
     """One table per configuration (the report's Tables 1-6), engines side by side, and the baseline; the work
-    axis's column is headed by its name (``work_axis``).
+    axis's column is headed by its name (``work_axis``), the score's by ``score`` (``Accuracy``, ``Score (r2)``).
 
     Beyond :data:`TABLE_CONFIGURATIONS` shapes, one table holds them all (:func:`_every_configuration`).
     """
@@ -100,21 +102,21 @@ def _config_tables(table: pd.DataFrame, work_axis: str) -> list[Block]:
     engines = selection.engine_order(cluster["engine"].unique().tolist())
     shapes = cluster.groupby(list(CONFIG), dropna=False, sort=True)
     if shapes.ngroups > TABLE_CONFIGURATIONS:
-        blocks: list[Block] = [_every_configuration(cluster, engines, shapes.ngroups, work_axis)]
+        blocks: list[Block] = [_every_configuration(cluster, engines, shapes.ngroups, work_axis, score)]
     else:
-        blocks = [_config_table(group, engines, axis_header(work_axis)) for _, group in shapes]
+        blocks = [_config_table(group, engines, axis_header(work_axis), score) for _, group in shapes]
     baseline = table[table["engine"] == BASELINE_ENGINE].sort_values("epochs")
     if len(baseline):
         lines = [(str(row["epochs"]), time_cell(row), accuracy_cell(row)) for row in baseline.to_dict("records")]
-        header = (axis_header(work_axis), "Time (s)", "Accuracy")
+        header = (axis_header(work_axis), "Time (s)", score)
         blocks.append(Rows("Single-thread baseline (no cluster)", header, tuple(lines)))
     return blocks
 
 
-def _config_table(group: pd.DataFrame, engines: Sequence[str], axis_column: str) -> Rows:
-    """One configuration's table: a line per value of the work axis, time and accuracy per engine."""
+def _config_table(group: pd.DataFrame, engines: Sequence[str], axis_column: str, score: str) -> Rows:
+    """One configuration's table: a line per value of the work axis, time and score per engine."""
     config, total_cores = group["config"].iloc[0], group["total_cores"].iloc[0]
-    header = [axis_column] + [f"{e.capitalize()} {what}" for e in engines for what in ("time (s)", "accuracy")]
+    header = [axis_column] + [f"{e.capitalize()} {what}" for e in engines for what in ("time (s)", score.lower())]
     lines = []
     for epochs, at in group.groupby("epochs", sort=True):
         cells = [str(epochs)]
@@ -125,7 +127,9 @@ def _config_table(group: pd.DataFrame, engines: Sequence[str], axis_column: str)
     return Rows(f"Config: {config} ({value_text(total_cores)} cores in all)", tuple(header), tuple(lines))
 
 
-def _every_configuration(cluster: pd.DataFrame, engines: Sequence[str], shapes: int, work_axis: str) -> Rows:
+def _every_configuration(
+    cluster: pd.DataFrame, engines: Sequence[str], shapes: int, work_axis: str, score: str
+) -> Rows:
     """Every configuration in one table: a line per shape and value of the work axis, time and accuracy per engine.
 
     The lines of one value go fastest first (by the faster engine's median).
@@ -140,7 +144,7 @@ def _every_configuration(cluster: pd.DataFrame, engines: Sequence[str], shapes: 
         _, cells = lines.setdefault(tuple(row[k] for k in keys), (start, {}))
         cells[str(row["engine"])] = (time_cell(row), accuracy_cell(row))
     header = ["Config", "Cores in all", axis_header(work_axis)] + [
-        f"{e.capitalize()} {what}" for e in engines for what in ("time (s)", "accuracy")
+        f"{e.capitalize()} {what}" for e in engines for what in ("time (s)", score.lower())
     ]
     body = tuple((*start, *(c for e in engines for c in cells.get(e, ("–", "–")))) for start, cells in lines.values())
     title = f"Every configuration ({shapes:,} shapes): a line per {axis_point(work_axis)}, fastest first"
