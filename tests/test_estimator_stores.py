@@ -58,6 +58,9 @@ def test_replay_halves_a_regressors_store_on_its_work_axis(store: Path, capsys: 
     assert main(["replay", str(store), "--strategy", "halving", "--repeats", "20", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert (document["rungs"], document["configurations"], document["repeats"]) == ([50, 200], 6, 20)
+    assert main(["replay", str(store), "--strategy", "halving", "--repeats", "20"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "race(s), max_iter 50, 200" in said and "epochs" not in said
     assert document["full_grid_best"] == "spark 1 executor x 4 cores x 4 GiB"
     assert 0 < document["within_5pct"] <= 1
 

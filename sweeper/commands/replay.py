@@ -16,6 +16,7 @@ from sweeper.commands.flags import add_key_flag, add_kind_flag
 from sweeper.config.grid import AUTO, FULL_GRID, HALVING, RACE, REPLAY_REPEATS, REPLAY_STRATEGY, RUNG_AXES
 from sweeper.config.schema import ADAPTIVE_DEFAULTS, Kind
 from sweeper.config.sections import REPLAY, SEARCH, TRIAL_FLAGS, TRIALS
+from sweeper.config.work import EPOCHS
 from sweeper.errors import UserError
 from sweeper.search.adaptive import TrialPolicy
 from sweeper.search.halving import HalvingPolicy
@@ -164,7 +165,9 @@ def main(args: argparse.Namespace, console: Console) -> int:
         from sweeper.results.report.sections.measured import dry_run_banner  # the report's modules: text only
 
         banner = dry_run_banner(df)
-        for line in ([plain(banner)] if banner else []) + replay_lines(result):
+        from sweeper.results.predict.forecast import work_axis_name
+
+        for line in ([plain(banner)] if banner else []) + replay_lines(result, work_axis_name(df)):
             console.print(line, soft_wrap=True)
     return 0
 
@@ -204,9 +207,11 @@ def _share(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f} %"
 
 
-def replay_lines(result: dict[str, Any]) -> list[Text]:
-    """The replay as a few lines of terminal text."""
+def replay_lines(result: dict[str, Any], work_axis: str = EPOCHS) -> list[Text]:
+    """The replay as a few lines of terminal text; a rung axis of the epochs column named as the sweep's work axis
+    (``n_estimators``)."""
     halving = result["strategy"] == HALVING
+    axis = work_axis if result["rung_axis"] == EPOCHS else result["rung_axis"]
     rungs = ", ".join(str(v) for v in result["rungs"])
     policy = f", eta {result['eta']}, rank threshold {result['rank_threshold']:g}" if halving else ""
     stops = f", {_share(result['ci_reached'])} stopped on 'ci reached'" if result["ci_reached"] is not None else ""
@@ -222,7 +227,7 @@ def replay_lines(result: dict[str, Any]) -> list[Text]:
         plain(result["strategy"], "bold")
         + plain(
             f" with trials {result['trials']}{policy}: {result['repeats']} bootstrap repeats of "
-            f"{result['configurations']} configurations in {result['races']} race(s), {result['rung_axis']} {rungs}"
+            f"{result['configurations']} configurations in {result['races']} race(s), {axis} {rungs}"
         ),
         plain(f"full grid's best: {result['full_grid_best']}, median {result['full_grid_best_s']:.2f} s"),
         plain(
