@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sweeper.run.interference import process_tree_cpu_s
 from tests.bench.machine import machine_busy_s, machine_cores
 from tests.bench.text import _fmt
 
@@ -57,18 +58,10 @@ def quiet_grid(trials: int, limit: float) -> dict[str, Any]:
 
 
 def tree_cpu_s() -> float:
-    """CPU seconds of this process, its children already reaped and its descendants still running."""
-    import psutil
-
+    """CPU seconds of this process, its descendants still running (the sweeper's own reading of its tree) and its
+    children already reaped."""
     times = os.times()
-    total = times.user + times.system + times.children_user + times.children_system
-    for process in psutil.Process().children(recursive=True):
-        try:
-            cpu = process.cpu_times()
-        except psutil.Error:
-            continue
-        total += cpu.user + cpu.system
-    return total
+    return process_tree_cpu_s() + times.children_user + times.children_system
 
 
 class ForeignMeter:
