@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import importlib.metadata as metadata
 import re
+import site
 import subprocess
 import sys
 import warnings
@@ -119,10 +120,10 @@ def required_closure(roots: list[Requirement]) -> set[str]:
 
 
 def installed_distributions() -> Iterator[str]:
-    """What pip installed in this environment: the distributions of its site-packages and the like, not copies a
-    package vendors on a path of its own (ray puts ray/thirdparty_files, colorama and psutil, on sys.path when
-    imported: another test's ``import ray`` would make them look installed)."""
-    for dist in metadata.distributions(path=[entry for entry in sys.path if "thirdparty_files" not in entry]):
+    """What pip installed in this environment: the distributions of its site-packages, not whatever is on sys.path
+    (ray puts ray/thirdparty_files, colorama and psutil, there when imported: another test's ``import ray`` would
+    make them look installed)."""
+    for dist in metadata.distributions(path=site.getsitepackages()):
         yield canonicalize_name(dist.metadata["Name"])
 
 
