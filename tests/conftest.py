@@ -2,7 +2,10 @@
 
 The expensive clusters (an sshd, the standalone Spark master and Dask scheduler, a MiniYARNCluster) start
 once per session, at their first use, and stop at its end. The tests that use one run after all others,
-grouped per cluster, so that no cluster idles through the rest of the suite.
+grouped per cluster, so that no cluster idles through the rest of the suite. Under pytest-xdist (``make test``
+runs two workers, ``--dist loadgroup``) each cluster's tests, and each module's, are one group on one worker, so
+every cluster and module fixture still starts once; the clusters' groups go first, the longest work, and the
+quick modules fill in behind them.
 """
 
 from __future__ import annotations
@@ -38,6 +41,10 @@ CLUSTER_OF_MANAGER = {"ssh": "sshd", "standalone": "existing_clusters", "yarn": 
 # machine busy with other work (CI, a second test run) would otherwise mark trials, take them again (rows) and
 # hold answers back. tests/test_interference.py sets the limit in its grids and tests exactly that.
 os.environ[INTERFERENCE_LIMIT_VARIABLE] = "100"
+# Piped output is 120 columns wide (sweeper/cli.py) unless COLUMNS says otherwise: the tests expect that width, in a
+# pytest-xdist worker too, which carries COLUMNS=80 and LINES=24.
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
 
 
 def minimal_grid(**overrides: Any) -> dict[str, Any]:
@@ -154,11 +161,13 @@ def pytest_configure(config: pytest.Config) -> None:
     mark_this_run()
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run the tests of each shared cluster together, after the others; the order is kept otherwise.
 
     A module's tests stay together (its module-scoped fixtures start once) unless they are parametrized over
-    managers: those go with their manager's cluster.
+    managers: those go with their manager's cluster. Under pytest-xdist, each cluster and each module is a group
+    (``xdist_group``), the clusters' first.
     """
     unmarked = [
         item.nodeid
@@ -181,7 +190,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             return shared_cluster_rank({CLUSTER_OF_MANAGER.get(manager, "")})
         return module_rank[item.nodeid.split("::")[0]]
 
-    items.sort(key=rank)
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        items.sort(key=rank)
+        return
+    for item in items:
+        cluster = rank(item)
+        group = SHARED_CLUSTERS[cluster - 1] if cluster else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: (-rank(item), item.get_closest_marker("integration") is None))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -55,8 +55,15 @@ def in_shared_cluster(process: psutil.Process) -> bool:
 
 
 def mark_this_run() -> None:
-    """Give this test run's processes, and every process they start, the run's own value of RUN_VARIABLE."""
-    os.environ.setdefault(RUN_VARIABLE, uuid.uuid4().hex)
+    """Give this test run's processes, and every process they start, the run's own value of RUN_VARIABLE.
+
+    Each pytest-xdist worker is a run of its own here (the run's value and its name): the two workers of one
+    ``make test`` do not blame each other's launches.
+    """
+    run = os.environ.setdefault(RUN_VARIABLE, uuid.uuid4().hex)
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is not None and not run.endswith(f"-{worker}"):
+        os.environ[RUN_VARIABLE] = f"{run}-{worker}"
 
 
 def _ours(process: psutil.Process, me: int) -> bool:
