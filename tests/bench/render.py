@@ -129,7 +129,9 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         f"- **Store**: {_fmt(store.get('rows'))} synthetic rows in {_fmt(store.get('files'))} files "
         f"written with `write_rows` ({_size(store.get('bytes'))} on disk, written in {_fmt(store.get('write_s'))} s); "
         f"`load_results` {_fmt(store.get('load_median_s'), 3)} s (median of {_fmt(store.get('runs'))}: "
-        f"{', '.join(_fmt(s, 3) for s in store.get('load_s', []))}).",
+        f"{', '.join(_fmt(s, 3) for s in store.get('load_s', []))}); a plain `pandas.read_parquet` of the same "
+        f"files, taking turns with it, {_fmt(store.get('parquet_median_s'), 3)} s: load_results "
+        f"{_fmt(store.get('load_vs_parquet'), 2)}x (median of the runs' ratios).",
     ]
     lines += _analysis_lines(report.get("analysis", {}))
     for name, memory in report.get("memory", {}).items():

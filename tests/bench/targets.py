@@ -21,6 +21,12 @@ TARGETS: tuple[tuple[str, str, float, str], ...] = (
     ("plan_s", "planning a ~10,000-measurement grid (make_plan)", 1.0, "s"),
     ("store_load_s", "loading a 100,000-row store into pandas (load_results)", 0.3, "s"),
     (
+        "store_load_vs_parquet",
+        "loading a 100,000-row store (load_results) / a plain pandas.read_parquet of its files, taking turns",
+        2.0,
+        "x",
+    ),
+    (
         "analysis_s",
         "slowest of recommend, predict --validate, replay race/halving, report on 1,000 configurations",
         10.0,
@@ -90,6 +96,7 @@ def evaluate(report: Mapping[str, Any]) -> list[Check]:
         "spark_copies_per_process": engines.get("spark", {}).get("shipping", {}).get("copies_per_process"),
         "plan_s": report.get("plan", {}).get("make_plan_median_s"),
         "store_load_s": report.get("store", {}).get("load_median_s"),
+        "store_load_vs_parquet": report.get("store", {}).get("load_vs_parquet"),
         "dask_rss_slope_mib": report.get("memory", {}).get("dask", {}).get("slope_mib"),
         "dask_schedulers_alive": report.get("memory", {}).get("dask", {}).get("live_schedulers_after"),
         "measuring_pct": measuring_pct(report),
@@ -110,7 +117,7 @@ def evaluate(report: Mapping[str, Any]) -> list[Check]:
                 note = f"{quiet.get('quiet')} measurements taken while quiet: too few (a busy machine)"
         elif key in TIMED and not sized:
             ok, note = None, size_note
-        elif key == "store_load_s" and report.get("store", {}).get("rows", 0) < 100_000:
+        elif key.startswith("store_load") and report.get("store", {}).get("rows", 0) < 100_000:
             ok, note = None, f"store of {report['store']['rows']} rows, not 100,000"
         elif key.startswith("dask_") and key != "dask_copies_per_process" and launches < FULL_LAUNCHES:
             ok, note = None, f"{launches} launches, not {FULL_LAUNCHES}"
