@@ -126,6 +126,13 @@ def _invalid(frame: pd.DataFrame, bad: pd.Series, column: str, limits: str) -> N
         frame.loc[bad, "status"] = INVALID
 
 
+def checked(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``frame`` with its impossible values named (:func:`mark_impossible`)."""
+    frame = frame.copy()
+    mark_impossible(frame)
+    return frame
+
+
 def mark_impossible(frame: pd.DataFrame) -> None:
     """Impossible values of ``frame`` (a frame just read: changed in place) named: rows made ``invalid``, figures
     dropped (see the module; its text is cut by :func:`cut_text` while still a table)."""

@@ -10,7 +10,7 @@ from tests.bench.machine import CPU_PARTS
 from tests.bench.stats import ratio
 from tests.bench.text import _fmt
 
-# The targets (issues 7, 34 and 38), as (key, what, limit, unit); a measured value <= limit passes.
+# The targets (issues 7, 34, 38 and 39), as (key, what, limit, unit); a measured value <= limit passes.
 TARGETS: tuple[tuple[str, str, float, str], ...] = (
     ("dask_vs_loky", "Dask warm batch time / loky's", 1.05, "x"),
     ("spark_vs_loky", "Spark warm batch time / loky's", 1.05, "x"),
@@ -32,6 +32,14 @@ TARGETS: tuple[tuple[str, str, float, str], ...] = (
         10.0,
         "s",
     ),
+    (
+        "racing_cost_pct",
+        "replay --strategy auto on seed 001's stores: the most node-seconds, share of the grid",
+        30.0,
+        "%",
+    ),
+    ("racing_missed_pct", "replay --strategy auto on seed 001's stores: repeats not within 5 % of the best", 5.0, "%"),
+    ("racing_starts_pct", "replay --strategy auto where starts dominate: node-seconds, share of the grid", 105.0, "%"),
     ("dask_schedulers_alive", "closed Dask schedulers still alive in the driver after the launches", 0, "objects"),
     ("dask_rss_slope_mib", "driver RSS growth per Dask launch (Theil-Sen slope, after warm-up)", 0.1, "MiB/launch"),
     ("measuring_pct", "measuring CPU and memory (in the fits and the driver), share of a batch's time", 2.0, "%"),
@@ -102,6 +110,9 @@ def evaluate(report: Mapping[str, Any]) -> list[Check]:
         "measuring_pct": measuring_pct(report),
         "interference_pct": interference_pct(report),
         "analysis_s": slowest_analysis_s(report),
+        "racing_cost_pct": report.get("racing", {}).get("cost_pct"),
+        "racing_missed_pct": report.get("racing", {}).get("missed_pct"),
+        "racing_starts_pct": report.get("racing", {}).get("starts_dominate_pct"),
         "false_marks_pct": report.get("quiet_sweep", {}).get("false_marks_pct"),
     }
     quiet = report.get("quiet_sweep", {})
