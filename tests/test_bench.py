@@ -58,7 +58,7 @@ def full_report(**changes: Any) -> dict[str, Any]:
             "spark": engine(13.0, 2.6, shipping={"copies_per_process": 1, "how": "broadcast"}),
         },
         "plan": {"measurements": 10_000, "make_plan_median_s": 0.01},
-        "store": {"rows": 100_000, "load_median_s": 0.3, "load_s": [0.3]},
+        "store": {"rows": 100_000, "load_median_s": 0.3, "load_s": [0.3], "load_vs_parquet": 2.5},
         "memory": {"dask": {"rss_mib": [300.0] * 20, "slope_mib": 0.0, "live_schedulers_after": 0}},
         "analysis": analysis(1_000, recommend=3.0, report=12.0),
     }
@@ -152,6 +152,7 @@ def test_targets_pass_and_miss() -> None:
     assert found["dask_copies_per_process"].ok is True
     assert found["plan_s"].ok is True
     assert found["store_load_s"].ok is True
+    assert found["store_load_vs_parquet"].ok is False  # 2.5 x a plain read_parquet > 2.0 x
     assert found["dask_rss_slope_mib"].ok is True
     assert found["dask_schedulers_alive"].ok is True
     # the slowest-measured engine: (4 fits / slot x 0.1 ms + 2 ms) / 10.5 s
@@ -175,7 +176,7 @@ def test_ratio_targets_do_not_apply_to_a_small_batch() -> None:
     assert found["dask_vs_loky"].ok is None and found["spark_start_s"].ok is None
     assert "8 fits" in found["dask_vs_loky"].note
     report = full_report(store={"rows": 10_000, "load_median_s": 0.05})
-    assert checks(report)["store_load_s"].ok is None
+    assert checks(report)["store_load_s"].ok is None and checks(report)["store_load_vs_parquet"].ok is None
     found = checks(full_report(memory=quick_memory()))
     assert found["dask_rss_slope_mib"].ok is None
     assert found["dask_schedulers_alive"].ok is None

@@ -373,3 +373,16 @@ def test_repeats_and_trials_are_checked_together(
     argv = ["replay", str(store), "--sweep", "easy", "--repeats", "100000", "--max-trials", "1000"]
     code, err = run_cli(argv, monkeypatch=monkeypatch, capsys=capsys)
     assert code == 2 and "--repeats 100000 x --max-trials 1000" in err and "lower --repeats or --max-trials" in err
+
+
+def test_a_race_comes_back_to_a_launch_at_a_warm_node_s_start_not_its_first() -> None:
+    """The first launch's start took 100 s (a cold node: YARN localizing the jars), the others' 30 s: replayed, that
+    launch pays its 100 s once, at its first visit, and 30 s at each visit after, as every launch of a store of 30 s
+    starts: the two cost the same but for the 70 s of that first start, and decide alike."""
+    rows = budget_rows(easy_winner(), trials=10, seed=1)
+    cold = [{**row, "cluster_start_s": 100.0} if row["launch_index"] == 0 else row for row in rows]
+    settings = ReplaySettings(strategy="race", trials=TrialPolicy.fixed(10), repeats=50)
+    warm, first_cold = replay(frame(rows), settings), replay(frame(cold), settings)
+    spent = [result["cluster_s_fraction"] * result["full_grid_cluster_s"] for result in (warm, first_cold)]
+    assert spent[1] - spent[0] == pytest.approx(70.0)
+    assert first_cold["trials_mean"] == warm["trials_mean"] and first_cold["within_5pct"] == warm["within_5pct"]

@@ -3,8 +3,9 @@
 Every (model point, rung value) is a race of its configurations. Per repeat, each configuration's
 trials at each point are a bootstrap resample of its recorded ok times, taken in order. Decisions
 come in looks; at each look, every launch with a configuration still wanting trials is visited
-once: it is charged its start, warm-up and teardown as the rows record them, takes its trials of
-the look, and then, when measuring every trial its configurations may still need costs no more
+once: it is charged its start, warm-up and teardown (its first visit as the rows record them, a visit after
+that as a warm node's start, :func:`sweeper.search.accounting.warm_launch_s`), takes its trials of the look, and
+then, when measuring every trial its configurations may still need costs no more
 than coming back (:func:`sweeper.search.race.stays`), takes them all at once.
 
 The repeats run together, a block at a time (:class:`sweeper.search.race_batch.RaceBatch`): a look is a few array
@@ -42,6 +43,14 @@ class RaceItems:
 
 
 @dataclass(frozen=True)
+class Visits:
+    """Per launch, node-seconds of a visit's start, warm-up and teardown: its first (as recorded) and any after."""
+
+    first_s: np.ndarray
+    again_s: np.ndarray
+
+
+@dataclass(frozen=True)
 class RaceRepeats:
     """Every repeat: each point's choice (a configuration of its race at the largest rung) and whether that race
     settled (repeats x points), the node-seconds spent, whether ``auto`` measured everything at once after the
@@ -56,15 +65,15 @@ class RaceRepeats:
 
 def race_repeats(
     items: RaceItems,
-    visit_s: np.ndarray,
+    visit_s: Visits,
     policy: RacePolicy,
     repeats: int,
     rng: np.random.Generator,
     auto: bool = False,
 ) -> RaceRepeats:
-    """``repeats`` repeats of every race, ``visit_s[launch]`` a visit's overhead (node-seconds); ``auto``: after the
-    first look, race on or measure everything at once as ``auto`` chooses (:mod:`sweeper.search.race_choice`, from
-    :data:`AUTO_CONTINUATIONS` simulated continuations)."""
+    """``repeats`` repeats of every race, ``visit_s`` a visit's overhead per launch (node-seconds); ``auto``: after the
+    first decision, race on or measure everything at once as ``auto`` chooses (:mod:`sweeper.search.race_choice`,
+    from :data:`AUTO_CONTINUATIONS` simulated continuations)."""
     block = max(1, TIMES_AT_ONCE // (items.launch.size * policy.max_trials))
     parts = [
         _block(items, visit_s, policy, min(block, repeats - start), rng, auto) for start in range(0, repeats, block)
@@ -77,17 +86,17 @@ def race_repeats(
 
 
 def _block(
-    items: RaceItems, visit_s: np.ndarray, policy: RacePolicy, rows: int, rng: np.random.Generator, auto: bool
+    items: RaceItems, visit_s: Visits, policy: RacePolicy, rows: int, rng: np.random.Generator, auto: bool
 ) -> RaceRepeats:
     """``rows`` repeats at once."""
     draws, seeds = _draws(items, policy.max_trials, rows, rng, auto)
     batch = RaceBatch(draws, items.starts, policy)
     spent, all_at_once = np.zeros(rows), np.zeros(rows, dtype=bool)
-    looks = 0
-    while _look(batch, items, visit_s, spent):
-        looks += 1
-        if auto and looks == 1:
-            all_at_once = _measure_all_at_once(batch, items, visit_s, seeds)
+    chosen, charged_s = False, visit_s.first_s
+    while _look(batch, items, (charged_s, visit_s.again_s), spent):
+        charged_s = visit_s.again_s
+        if auto and not chosen and batch.rounds.any():  # after the first decision (a look may take only scouts)
+            chosen, all_at_once = True, _measure_all_at_once(batch, items, visit_s.again_s, seeds)
     leader = batch.leader[:, items.last]
     choices = np.where(leader >= 0, leader - items.starts[items.last], 0)
     return RaceRepeats(choices, batch.settled[:, items.last], spent, all_at_once, int(batch.taken.sum()))
@@ -106,21 +115,23 @@ def _draws(
     return draws, seeds
 
 
-def _look(batch: RaceBatch, items: RaceItems, visit_s: np.ndarray, spent: np.ndarray) -> bool:
-    """One look of every repeat: each launch with an item wanting trials visited, what it takes, the races decided;
-    False when no repeat has anything left to take."""
+def _look(batch: RaceBatch, items: RaceItems, visit_s: tuple[np.ndarray, np.ndarray], spent: np.ndarray) -> bool:
+    """One look of every repeat: each launch with an item wanting trials visited (charged ``visit_s[0]``), what it
+    takes, the races decided; False when no repeat has anything left to take. A launch stays for every trial it may
+    still need where they cost no more than coming back (``visit_s[1]``)."""
+    charged_s, again_s = visit_s
     wanted = batch.wanted()
     rows, columns = np.nonzero(wanted)
     if rows.size == 0:
         return False
-    launches = visit_s.size
+    launches = again_s.size
     visit = rows * launches + items.launch[columns]  # (repeat, launch)
     visited = np.bincount(visit, minlength=spent.size * launches).reshape(spent.size, launches) > 0
-    spent += visited @ visit_s
+    spent += visited @ charged_s
     nodes = items.nodes[columns]
     spent += np.bincount(rows, weights=batch.take(rows, columns, wanted[rows, columns]) * nodes, minlength=spent.size)
     rest_s = np.bincount(visit, weights=batch.rest_s(rows, columns) * nodes, minlength=visited.size)  # item by item
-    stay = (rest_s <= np.tile(visit_s, spent.size))[visit]  # sweeper.search.race.stays, launch by launch
+    stay = (rest_s <= np.tile(again_s, spent.size))[visit]  # sweeper.search.race.stays, launch by launch
     rows, columns, nodes = rows[stay], columns[stay], nodes[stay]
     rest = batch.policy.max_trials - batch.taken[rows, columns]
     spent += np.bincount(rows, weights=batch.take(rows, columns, rest) * nodes, minlength=spent.size)
@@ -159,6 +170,7 @@ def _states(batch: RaceBatch, items: RaceItems, row: int) -> dict[int, RaceState
             {launch[item] for item in span if batch.resting[row, item]},
             int(batch.rounds[row, race]),
             bool(batch.settled[row, race]),
+            scouted=bool(batch.scouted[row, race]),
         )
     return states
 

@@ -51,9 +51,9 @@ from sweeper.config.grid import (
 from sweeper.config.sections import REPLAY, flag_problems, search_problems
 from sweeper.errors import UserError
 from sweeper.names import BASELINE_ENGINE, CONFIG
-from sweeper.results.race_replay import RaceItems, picks, race_repeats
+from sweeper.results.race_replay import RaceItems, Visits, picks, race_repeats
 from sweeper.results.statistics import FASTER, INCONCLUSIVE, config_label, ok_mask, pair_verdict
-from sweeper.search.accounting import POINT, cluster_seconds, one_launch_s, rung_axis_of
+from sweeper.search.accounting import POINT, cluster_seconds, one_launch_s, rung_axis_of, warm_launch_s
 from sweeper.search.adaptive import ADAPTIVE, TrialPolicy, stopping_trials
 from sweeper.search.halving import HalvingPolicy, rung_values
 from sweeper.search.halving_batch import BatchResult, RungTrials, every_best, halving_batch
@@ -368,10 +368,11 @@ def replay(df: pd.DataFrame, settings: ReplaySettings) -> dict[str, Any]:
     check_draws(found, settings.repeats, settings.trials.max_trials)
     rng = np.random.default_rng(settings.seed)
     scope = df[df["engine"].ne(BASELINE_ENGINE).fillna(False).astype(bool)]
-    found, overhead = dense_launches(found, one_launch_s(scope).sum(axis=1))
+    recorded, (found, overhead) = found, dense_launches(found, one_launch_s(scope).sum(axis=1))
     shared = _Shared(settings, found, rungs, left_out, cluster_seconds(scope).total_s)
     if settings.strategy == RACE:
-        return _replay_race(shared, overhead, rng, auto)
+        _, warm = dense_launches(recorded, warm_launch_s(scope))  # the same launches, numbered alike
+        return _replay_race(shared, Visits(_per_launch(found, overhead), _per_launch(found, warm)), rng, auto)
     return _replay_halving(shared, overhead, rng)
 
 
@@ -424,12 +425,17 @@ def _replay_halving(shared: _Shared, overhead: pd.Series, rng: np.random.Generat
     }
 
 
-def _replay_race(shared: _Shared, overhead: pd.Series, rng: np.random.Generator, auto: bool) -> dict[str, Any]:
+def _per_launch(found: Sequence[Race], overhead: pd.Series) -> np.ndarray:
+    """``overhead`` as an array indexed by the (dense) launch numbers of ``found``."""
+    per_launch = np.zeros(max(int(overhead.index.max()), *(int(r.launches.max()) for r in found)) + 1)
+    per_launch[overhead.index.to_numpy(dtype=int)] = overhead.to_numpy(dtype=float)
+    return per_launch
+
+
+def _replay_race(shared: _Shared, visit_s: Visits, rng: np.random.Generator, auto: bool) -> dict[str, Any]:
     """:func:`replay` of ``race``: every (model point, rung value) raced, launches visited per look."""
     found = shared.found
     policy = shared.settings.race(recorded_trials(found))
-    visit_s = np.zeros(max(int(overhead.index.max()), *(int(r.launches.max()) for r in found)) + 1)
-    visit_s[overhead.index.to_numpy(dtype=int)] = overhead.to_numpy(dtype=float)
     items = race_items(found)
     outcome = race_repeats(items, visit_s, policy, shared.settings.repeats, rng, auto)
     regrets, wrong = _judged(shared, outcome.choices.T)

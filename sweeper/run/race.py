@@ -195,8 +195,8 @@ class RaceRun:
             if self.dry:
                 self._check_stops(decided)
             self.write_decisions(self.decision_rows())
-            if self.plan.grid.search.auto_reason and self.choice is None:
-                self._choose()
+            if self.plan.grid.search.auto_reason and self.choice is None and any(s.rounds for s in self.races.values()):
+                self._choose()  # after the first decision (the first round takes the scouts)
         return rounds
 
     def replayed(self) -> tuple[int, tuple[bool, ...]]:

@@ -117,6 +117,25 @@ def one_launch_s(df: pd.DataFrame) -> pd.DataFrame:
     return one.groupby("launch_index").median()
 
 
+def warm_launch_s(df: pd.DataFrame) -> pd.Series:
+    """Per ``launch_index``: node-seconds of coming back to a launch, a warm node's start (its own start, at most the
+    median per node of its engine's other launches': the first launch on a node pays what later ones find there,
+    such as YARN's localized jars and environment), its warm-up and teardown."""
+    one = one_launch_s(df)
+    parts = launch_seconds(df).groupby("launch_index")["nodes"].max().reindex(one.index).clip(lower=1)
+    rows = df.dropna(subset=["launch_index"])
+    engine = rows.groupby(rows["launch_index"].astype(int))["engine"].first().reindex(one.index).astype(object)
+    per_node = one["start_s"] / parts
+    warm = per_node.copy()
+    for launches in engine.groupby(engine, dropna=False).groups.values():
+        starts = per_node[launches]
+        for launch in launches:
+            others = starts.drop(launch)
+            if len(others):
+                warm[launch] = min(starts[launch], float(others.median()))
+    return warm * parts + one["warmup_s"] + one["teardown_s"]
+
+
 def rung_axis_of(df: pd.DataFrame) -> str:
     """The axis a halving sweep's rungs grew: as its rows recorded it (schema 7), else, for rows written before,
     the one whose value changes with the rung."""

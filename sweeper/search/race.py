@@ -1,7 +1,11 @@
 """Racing with an indifference zone: measure configurations for the decision, not for each median.
 
 One race is the configurations of both engines at one workload point (epochs, model, fraction).
-All start with ``min_trials`` trials; after each round of trials a configuration leaves the race
+All start with one trial, a *scout* (no decision): one whose scout took at least :data:`FAR_SLOWER` times the
+fastest scout's time takes no more trials before the first decision (it is compared on that one trial, against the
+spread of the others, where theirs give it :data:`FAR_SLOWER_DF` degrees of freedom; Spark 3-4x slower than Dask
+leaves there), the others take ``min_trials``; after each round
+of trials a configuration leaves the race
 once it is *confidently more than delta slower* than the current leader, and the race is settled
 once the leader is *confidently at most delta slower* than every configuration still in it (so at
 most delta slower than the best; the others still in it were not shown more than delta slower than
@@ -58,6 +62,23 @@ LEFT = "left the race"  # stop reasons of a configuration's last row at a point
 SETTLED = "race settled"
 RESTING = "within delta of the leader"  # rested when the race ended unsettled
 MAX_TRIALS_REACHED = "max trials"
+# A scout this many times the race's fastest scout: one trial until the first decision. On seed 001's stores
+# (BENCHMARKS.md) 1.5 cut racing from 25.7-29.2 % to 18-22.5 % of the grid's node-seconds, choosing as well.
+FAR_SLOWER = 1.5
+# ... where the others' trials at that decision give the pooled spread this many degrees of freedom (with fewer, the
+# t quantile of a comparison is so wide that none would leave on one trial: they take min_trials as before); a race
+# too small for that (Spark vs Dask alone) takes no scouts, which would only cost a visit.
+FAR_SLOWER_DF = 3
+
+
+def scouts(configurations: int, policy: RacePolicy) -> bool:
+    """Whether a race of ``configurations`` takes scouts: one far slower may wait while the others give the spread
+    :data:`FAR_SLOWER_DF` degrees of freedom.
+
+    >>> scouts(2, RacePolicy()), scouts(3, RacePolicy()), scouts(4, RacePolicy()), scouts(3, RacePolicy(min_trials=3))
+    (False, False, True, True)
+    """
+    return (configurations - 1) * (policy.min_trials - 1) >= FAR_SLOWER_DF
 
 
 @dataclass(frozen=True)
@@ -183,6 +204,7 @@ class RaceState(Generic[K]):
     settled: bool = False
     leader: K | None = None
     measuring_all: bool = False  # auto chose to stop deciding: every configuration still in takes its most trials
+    scouted: bool = False  # every configuration still in has its scout's time (see the module)
 
     @classmethod
     def start(cls, configurations: Iterable[K], policy: RacePolicy) -> RaceState[K]:
@@ -219,21 +241,42 @@ class RaceState(Generic[K]):
 
     @property
     def level(self) -> int:
-        """The ok trials every configuration still in the race has at its next decision (the schedule's next)."""
-        return self.policy.schedule[min(self.rounds, len(self.policy.schedule) - 1)]
+        """The ok trials every configuration still in the race has at its next decision (the schedule's next; 1:
+        the scout)."""
+        return 1 if self.scouting else self.policy.schedule[min(self.rounds, len(self.policy.schedule) - 1)]
+
+    @property
+    def scouting(self) -> bool:
+        """The scouts are still to be taken (a race of :func:`scouts`' size)."""
+        return not self.scouted and scouts(len(self.times_s), self.policy)
+
+    def far_slower(self) -> set[K]:
+        """Before the first decision, those still in whose scout took at least :data:`FAR_SLOWER` times the fastest
+        scout's time: they take no more trials until then."""
+        if self.rounds or not self.scouted:
+            return set()  # a race that takes no scouts, or not yet: none waits
+        scouts = {key: self.times_s[key][0] for key in self.alive if self.times_s[key]}
+        fastest = min(scouts.values(), default=0.0)
+        slower = {key for key, time_s in scouts.items() if time_s >= FAR_SLOWER * fastest}
+        spread_df = (len(self.alive) - len(slower)) * (self.policy.min_trials - 1)
+        return slower if spread_df >= FAR_SLOWER_DF else set()
 
     def wanted(self, key: K) -> int:
         """Trials ``key`` takes before the next decision: up to :attr:`level` ok trials (0: it left, rests, took its
-        most trials, has enough, or the race is done)."""
+        most trials, has enough, waits for the first decision far slower, or the race is done)."""
         if self.done or key in self.left_at or key in self.resting or self.exhausted(key):
             return 0
         if self.measuring_all:
             return self.policy.max_trials - self.taken[key]
+        if key in self.far_slower():
+            return 0
         return max(0, min(self.level - len(self.times_s[key]), self.policy.max_trials - self.taken[key]))
 
     def ready(self, key: K) -> bool:
-        """``key`` has what the next decision needs: :attr:`level` ok trials, or its most trials taken, or it rests."""
-        return len(self.times_s[key]) >= self.level or self.exhausted(key) or key in self.resting
+        """``key`` has what the next decision needs: :attr:`level` ok trials, or its most trials taken, or it rests,
+        or waits far slower."""
+        enough = len(self.times_s[key]) >= self.level or self.exhausted(key)
+        return enough or key in self.resting or key in self.far_slower()
 
     def decide(self) -> Round[K] | None:
         """After a round: who leaves, whether it is settled (None: no decision yet, see below).
@@ -244,6 +287,9 @@ class RaceState(Generic[K]):
         race is not settled; one that took its most trials without any leaves.
         """
         if self.measuring_all or not all(self.ready(key) for key in self.alive):
+            return None
+        if self.scouting:
+            self.scouted = True  # the scouts: no decision, they say who waits far slower
             return None
         for key in self.alive:
             if not self.times_s[key] and self.exhausted(key):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sweeper.search.race import RacePolicy, decision_quantile
+from sweeper.search.race import FAR_SLOWER, FAR_SLOWER_DF, RacePolicy, decision_quantile, scouts
 
 
 class RaceBatch:
@@ -31,6 +31,9 @@ class RaceBatch:
         self.settled = np.zeros((rows, starts.size), dtype=bool)
         self.leader = np.full((rows, starts.size), -1)
         self.measuring_all = np.zeros((rows, starts.size), dtype=bool)
+        sizes = np.diff(np.r_[starts, items])
+        self.scouting = np.tile([scouts(int(size), policy) for size in sizes], (rows, 1))
+        self.scouted = np.zeros((rows, starts.size), dtype=bool)
 
     def any_of(self, values: np.ndarray) -> np.ndarray:
         """Per (row, race): whether ``values`` holds for any of its items."""
@@ -44,10 +47,20 @@ class RaceBatch:
     def wanted(self) -> np.ndarray:
         """:meth:`RaceState.wanted` per (row, item)."""
         most = self.policy.max_trials - self.taken
-        level = self.schedule[np.minimum(self.rounds, self.schedule.size - 1)][:, self.race]
-        wanted = np.where(self.measuring_all[:, self.race], most, np.clip(level - self.taken, 0, most))
+        level = np.where(self.scouting, 1, self.schedule[np.minimum(self.rounds, self.schedule.size - 1)])
+        wanted = np.where(self.measuring_all[:, self.race], most, np.clip(level[:, self.race] - self.taken, 0, most))
         blocked = self.done()[:, self.race] | (self.left_at > 0) | self.resting | (most <= 0)
-        return np.where(blocked, 0, wanted)
+        waiting = self.far_slower() & ~self.measuring_all[:, self.race]
+        return np.where(blocked | waiting, 0, wanted)
+
+    def far_slower(self) -> np.ndarray:
+        """:meth:`RaceState.far_slower` per (row, item)."""
+        scout = np.where((self.left_at == 0) & (self.taken > 0), self.draws[:, :, 0], np.inf)
+        fastest = np.minimum.reduceat(scout, self.starts, axis=1)
+        slower = scout >= FAR_SLOWER * fastest[:, self.race]
+        others = np.add.reduceat((self.left_at == 0) & ~slower, self.starts, axis=1)
+        waits = self.scouted & (self.rounds == 0) & (others * (self.policy.min_trials - 1) >= FAR_SLOWER_DF)
+        return np.asarray(waits[:, self.race] & slower)
 
     def take(self, rows: np.ndarray, items: np.ndarray, trials: np.ndarray) -> np.ndarray:
         """``trials`` more of each (row, item); the seconds each one's took."""
@@ -75,7 +88,12 @@ class RaceBatch:
         self.resting &= ~chosen[:, self.race]
 
     def decide(self, deciding: np.ndarray) -> None:
-        """:meth:`RaceState.decide` of the (row, race) ``deciding`` (see :func:`sweeper.search.race.race_round`)."""
+        """:meth:`RaceState.decide` of the (row, race) ``deciding`` (see :func:`sweeper.search.race.race_round`); the
+        first of each race only marks its scouts taken."""
+        scouting = deciding & self.scouting
+        self.scouted |= scouting
+        self.scouting &= ~scouting
+        deciding = deciding & ~scouting
         self.rounds += deciding
         alive = deciding[:, self.race] & (self.left_at == 0)
         log_mean, scale = self._spread(deciding)

@@ -268,7 +268,10 @@ def _identities(table: pa.Table) -> list[tuple[Any, ...]]:
 def _unique_rows(table: pa.Table) -> pa.Table:
     """Each row once: a merge stopped between writing the merged file and removing its parts (``kill -9``) leaves
     copies, which must never count as more trials. Of two copies the one with ``teardown_s`` (the merged one) stays.
-    Arrow counts the identities first: a store without copies (the usual one) is not walked row by row."""
+    Arrow counts the identities first (the measurement keys alone where they are all distinct): a store without
+    copies (the usual one) is not walked row by row."""
+    if pc.count_distinct(table.column(ROW_IDENTITY[0])).as_py() == table.num_rows:
+        return table
     if table.group_by(list(ROW_IDENTITY)).aggregate([]).num_rows == table.num_rows:
         return table
     teardown = table.column("teardown_s").to_pylist()
@@ -421,9 +424,10 @@ def load_results(store: str | Path, sweep: str | None = None, *, dry_runs: bool 
         df = load_results("results/")
         df[df.status == "ok"].groupby(["engine", "cores_per_executor", "epochs"]).fit_wall_s.median()
     """
-    from sweeper.store.validity import checked
+    from sweeper.store.validity import cut_text, mark_impossible
 
-    frame = checked(as_frame(read_table(store, sweep)))  # impossible values named, never analysed
+    frame = as_frame(cut_text(read_table(store, sweep)))
+    mark_impossible(frame)  # impossible values named, never analysed
     dry = frame["dry_run"].fillna(False).astype(bool)
     if (dry_runs is False or (dry_runs is None and not dry.all())) and dry.any():
         frame = frame[~dry]
@@ -447,11 +451,12 @@ def as_frame(table: pa.Table) -> pd.DataFrame:
     """A store table as pandas, with nullable dtypes (an int column with a missing value stays an int).
 
     Text reads as Python strings that Arrow makes once per distinct value (a sweep repeats its names in every row),
-    then becomes ``string``: twice as fast as a ``string`` made from Arrow directly, one object per row."""
+    then becomes ``string`` by wrapping those objects (checked to be strings, nulls made ``NA``, in C): twice as fast
+    as ``astype("string")``, four times as fast as a ``string`` made from Arrow directly, one object per row."""
     frame = table.to_pandas(types_mapper=_nullable)
     text = [name for name, kind in zip(table.column_names, table.schema.types, strict=True) if kind == pa.string()]
     for name in text:
-        frame[name] = frame[name].astype(pd.StringDtype())
+        frame[name] = pd.arrays.StringArray(frame[name].to_numpy(dtype=object))
     return frame
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 INVALID = "invalid"
 MAX_SECONDS = 1e7  # ~116 days: longer than any batch, start or teardown
@@ -77,18 +79,21 @@ LONG_TEXT = {"error": 2000, "fit_environment": 2000, "model_params": 2000, "clus
 MAX_TEXT_CHARS = 200  # any other text: names, versions, notes (they end up in labels and table cells)
 
 
-def _cut(values: pd.Series, limit: int) -> pd.Series:
-    """Strings longer than ``limit`` cut to it, ending in an ellipsis (a column's distinct values measured first:
-    most columns repeat a few names)."""
-    if all(pd.isna(value) or len(str(value)) <= limit for value in values.unique()):
-        return values
-    text = values.astype("string")
-    long = text.str.len().gt(limit).fillna(False).astype(bool)
-    if not long.any():
-        return values
-    cut = text.copy()
-    cut[long] = text[long].str.slice(0, limit - 1) + "\u2026"
-    return cut
+def cut_text(table: pa.Table) -> pa.Table:
+    """``table`` with each text longer than its column's bound cut to it, ending in an ellipsis (lengths measured by
+    Arrow, no Python walk of the values: most columns repeat a few short names and are left as they are)."""
+    for index, field in enumerate(table.schema):
+        if field.name in KEYS or not pa.types.is_string(field.type):
+            continue
+        limit = LONG_TEXT.get(field.name, MAX_TEXT_CHARS)
+        text = table.column(index)
+        lengths = pc.utf8_length(text)
+        longest = pc.max(lengths).as_py()
+        if longest is None or longest <= limit:
+            continue
+        cut = pc.binary_join_element_wise(pc.utf8_slice_codeunits(text, 0, limit - 1), "\u2026", "")
+        table = table.set_column(index, field, pc.if_else(pc.greater(lengths, limit), cut, text))
+    return table
 
 
 def _outside(values: pd.Series, low: float, high: float, open_below: bool = False) -> pd.Series:
@@ -122,13 +127,17 @@ def _invalid(frame: pd.DataFrame, bad: pd.Series, column: str, limits: str) -> N
 
 
 def checked(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with impossible values named: rows made ``invalid``, figures dropped (see the module)."""
-    if frame.empty:
-        return frame
+    """A copy of ``frame`` with its impossible values named (:func:`mark_impossible`)."""
     frame = frame.copy()
-    for column in frame.columns:
-        if column not in KEYS and (pd.api.types.is_string_dtype(frame[column]) or frame[column].dtype == object):
-            frame[column] = _cut(frame[column], LONG_TEXT.get(column, MAX_TEXT_CHARS))
+    mark_impossible(frame)
+    return frame
+
+
+def mark_impossible(frame: pd.DataFrame) -> None:
+    """Impossible values of ``frame`` (a frame just read: changed in place) named: rows made ``invalid``, figures
+    dropped (see the module; its text is cut by :func:`cut_text` while still a table)."""
+    if frame.empty:
+        return
     scorer = frame["scoring"] if "scoring" in frame else pd.Series(pd.NA, index=frame.index, dtype="string")
     by_accuracy = (scorer.isna() | scorer.eq("accuracy")).astype(bool)
     for column, (low, high) in ROW_LIMITS.items():
@@ -151,4 +160,3 @@ def checked(frame: pd.DataFrame) -> pd.DataFrame:
         if bad.any():
             frame.loc[bad, "resource_note"] = f"{column} out of range in the store: dropped"
             frame.loc[bad, column] = pd.NA
-    return frame

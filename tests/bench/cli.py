@@ -19,6 +19,7 @@ from tests.bench.batches import compare_engines
 from tests.bench.costs import time_planning, time_store
 from tests.bench.machine import machine_facts
 from tests.bench.memory import memory_over_launches
+from tests.bench.racing import replay_racing
 from tests.bench.render import _verdict, write_outputs
 from tests.bench.settings import QUICK, Settings
 from tests.bench.shipping import data_nbytes
@@ -58,6 +59,8 @@ def run(settings: Settings, command: str, profile_dir: Path | None = None) -> di
     report["plan"] = time_planning(settings.plan_measurements)
     with tempfile.TemporaryDirectory(prefix="sweeper-bench-store-") as store:
         report["store"] = time_store(settings.store_rows, settings.store_files, Path(store))
+    log("racing replayed on seed 001's stores")
+    report["racing"] = replay_racing(settings.racing_repeats)
     log(f"analysis of a {settings.analysis_configurations:,}-configuration store")
     with tempfile.TemporaryDirectory(prefix="sweeper-bench-analysis-") as scratch:
         report["analysis"] = time_analysis(settings.analysis_configurations, Path(scratch))

@@ -105,8 +105,11 @@ def synthetic_rows(count: int, start: int = 0) -> list[Mapping[str, Any]]:
     return rows
 
 
-def time_store(rows: int, files: int, directory: Path, runs: int = 3) -> dict[str, Any]:
-    """Write a synthetic store of ``rows`` rows in ``files`` files, then time ``load_results``."""
+def time_store(rows: int, files: int, directory: Path, runs: int = 5) -> dict[str, Any]:
+    """Write a synthetic store of ``rows`` rows in ``files`` files, then time ``load_results`` against a plain
+    ``pandas.read_parquet`` of the same files, taking turns (a busy machine slows both alike: their ratio holds)."""
+    import pandas as pd
+
     from sweeper.store.parquet import load_results, write_rows
 
     per_file = -(-rows // files)
@@ -115,9 +118,12 @@ def time_store(rows: int, files: int, directory: Path, runs: int = 3) -> dict[st
         count = min(per_file, rows - index * per_file)
         write_rows(directory, "bench", synthetic_rows(count, start=index * per_file), f"part-bench-{index:03d}")
     write_s = time.perf_counter() - started
-    load_s = []
+    load_s, parquet_s = [], []
     loaded = 0
     for _ in range(runs):
+        started = time.perf_counter()
+        pd.read_parquet(directory)
+        parquet_s.append(time.perf_counter() - started)
         started = time.perf_counter()
         frame = load_results(directory)
         load_s.append(time.perf_counter() - started)
@@ -131,4 +137,7 @@ def time_store(rows: int, files: int, directory: Path, runs: int = 3) -> dict[st
         "runs": runs,
         "load_s": load_s,
         "load_median_s": median(load_s),
+        "parquet_s": parquet_s,
+        "parquet_median_s": median(parquet_s),
+        "load_vs_parquet": median([load / plain for load, plain in zip(load_s, parquet_s, strict=True)]),
     }

@@ -129,9 +129,12 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         f"- **Store**: {_fmt(store.get('rows'))} synthetic rows in {_fmt(store.get('files'))} files "
         f"written with `write_rows` ({_size(store.get('bytes'))} on disk, written in {_fmt(store.get('write_s'))} s); "
         f"`load_results` {_fmt(store.get('load_median_s'), 3)} s (median of {_fmt(store.get('runs'))}: "
-        f"{', '.join(_fmt(s, 3) for s in store.get('load_s', []))}).",
+        f"{', '.join(_fmt(s, 3) for s in store.get('load_s', []))}); a plain `pandas.read_parquet` of the same "
+        f"files, taking turns with it, {_fmt(store.get('parquet_median_s'), 3)} s: load_results "
+        f"{_fmt(store.get('load_vs_parquet'), 2)}x (median of the runs' ratios).",
     ]
     lines += _analysis_lines(report.get("analysis", {}))
+    lines += _racing_lines(report.get("racing", {}))
     for name, memory in report.get("memory", {}).items():
         rss = memory.get("rss_mib", [])
         lines.append(
@@ -183,4 +186,19 @@ def _analysis_lines(analysis: dict[str, Any]) -> list[str]:
     return [
         f"- **Analysis**: a synthetic store of {_fmt(analysis['configurations'])} configurations "
         f"({_fmt(analysis['rows'])} rows, 2 trials each), each command in its own process: {timed}."
+    ]
+
+
+def _racing_lines(racing: dict[str, Any]) -> list[str]:
+    """Racing's cost on seed 001's stores and where starts dominate (tests/bench/racing.py)."""
+    if not racing:
+        return []
+    stores = "; ".join(
+        f"{name}: {100 * r['cost_share']:.1f} % ({100 * r['within_5pct']:.0f} % within 5 %)"
+        for name, r in racing["stores"].items()
+    )
+    return [
+        f"- **Racing** (`sweeper replay --strategy auto --repeats {racing['repeats']}`, tests/bench/racing.py): "
+        f"node-seconds as a share of the grid's, and repeats within 5 % of the best: {stores}; where starts "
+        f"dominate {_fmt(racing['starts_dominate_pct'], 1)} %."
     ]

@@ -23,6 +23,7 @@ class Settings:
     store_files: int = 4
     analysis_configurations: int = 1_000
     quiet_trials: int = 20  # per engine, of the quiet sweep (false marks: tests/bench/quiet.py)
+    racing_repeats: int = 300  # replays of racing per store (tests/bench/racing.py)
     quick: bool = False
 
 
@@ -36,6 +37,7 @@ QUICK = Settings(
     store_rows=10_000,
     analysis_configurations=20,
     quiet_trials=3,
+    racing_repeats=20,
     quick=True,
 )
 

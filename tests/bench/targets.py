@@ -10,7 +10,7 @@ from tests.bench.machine import CPU_PARTS
 from tests.bench.stats import ratio
 from tests.bench.text import _fmt
 
-# The targets (issues 7, 34 and 38), as (key, what, limit, unit); a measured value <= limit passes.
+# The targets (issues 7, 34, 38 and 39), as (key, what, limit, unit); a measured value <= limit passes.
 TARGETS: tuple[tuple[str, str, float, str], ...] = (
     ("dask_vs_loky", "Dask warm batch time / loky's", 1.05, "x"),
     ("spark_vs_loky", "Spark warm batch time / loky's", 1.05, "x"),
@@ -21,11 +21,25 @@ TARGETS: tuple[tuple[str, str, float, str], ...] = (
     ("plan_s", "planning a ~10,000-measurement grid (make_plan)", 1.0, "s"),
     ("store_load_s", "loading a 100,000-row store into pandas (load_results)", 0.3, "s"),
     (
+        "store_load_vs_parquet",
+        "loading a 100,000-row store (load_results) / a plain pandas.read_parquet of its files, taking turns",
+        2.0,
+        "x",
+    ),
+    (
         "analysis_s",
         "slowest of recommend, predict --validate, replay race/halving, report on 1,000 configurations",
         10.0,
         "s",
     ),
+    (
+        "racing_cost_pct",
+        "replay --strategy auto on seed 001's stores: the most node-seconds, share of the grid",
+        30.0,
+        "%",
+    ),
+    ("racing_missed_pct", "replay --strategy auto on seed 001's stores: repeats not within 5 % of the best", 5.0, "%"),
+    ("racing_starts_pct", "replay --strategy auto where starts dominate: node-seconds, share of the grid", 105.0, "%"),
     ("dask_schedulers_alive", "closed Dask schedulers still alive in the driver after the launches", 0, "objects"),
     ("dask_rss_slope_mib", "driver RSS growth per Dask launch (Theil-Sen slope, after warm-up)", 0.1, "MiB/launch"),
     ("measuring_pct", "measuring CPU and memory (in the fits and the driver), share of a batch's time", 2.0, "%"),
@@ -90,11 +104,15 @@ def evaluate(report: Mapping[str, Any]) -> list[Check]:
         "spark_copies_per_process": engines.get("spark", {}).get("shipping", {}).get("copies_per_process"),
         "plan_s": report.get("plan", {}).get("make_plan_median_s"),
         "store_load_s": report.get("store", {}).get("load_median_s"),
+        "store_load_vs_parquet": report.get("store", {}).get("load_vs_parquet"),
         "dask_rss_slope_mib": report.get("memory", {}).get("dask", {}).get("slope_mib"),
         "dask_schedulers_alive": report.get("memory", {}).get("dask", {}).get("live_schedulers_after"),
         "measuring_pct": measuring_pct(report),
         "interference_pct": interference_pct(report),
         "analysis_s": slowest_analysis_s(report),
+        "racing_cost_pct": report.get("racing", {}).get("cost_pct"),
+        "racing_missed_pct": report.get("racing", {}).get("missed_pct"),
+        "racing_starts_pct": report.get("racing", {}).get("starts_dominate_pct"),
         "false_marks_pct": report.get("quiet_sweep", {}).get("false_marks_pct"),
     }
     quiet = report.get("quiet_sweep", {})
@@ -110,7 +128,7 @@ def evaluate(report: Mapping[str, Any]) -> list[Check]:
                 note = f"{quiet.get('quiet')} measurements taken while quiet: too few (a busy machine)"
         elif key in TIMED and not sized:
             ok, note = None, size_note
-        elif key == "store_load_s" and report.get("store", {}).get("rows", 0) < 100_000:
+        elif key.startswith("store_load") and report.get("store", {}).get("rows", 0) < 100_000:
             ok, note = None, f"store of {report['store']['rows']} rows, not 100,000"
         elif key.startswith("dask_") and key != "dask_copies_per_process" and launches < FULL_LAUNCHES:
             ok, note = None, f"{launches} launches, not {FULL_LAUNCHES}"
