@@ -10,6 +10,7 @@ from rich.console import Console
 
 from sweeper.config import load as grid_file
 from sweeper.config.grid import HALVING, RACE, Grid
+from sweeper.config.managers import descriptor
 from sweeper.errors import UserError
 from sweeper.names import OK, PRUNED
 from sweeper.planning.dry_run import shrink_plan
@@ -68,7 +69,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
     if args.dry_run:
         plan = shrink_plan(plan)
         grid = plan.grid  # its own sweep, NAME-dry-run
-    elif grid.manager != "local" and not args.skip_check:
+    elif not descriptor(grid.manager).on_this_machine and not args.skip_check:
         _check_first(plan, console)
     store = Path(args.store) if args.store else grid.store
     _print_opening(plan, "dry run" if args.dry_run else "sweep", store, console)

@@ -23,6 +23,7 @@ from sweeper.config.grid import (
     START_TIMEOUT_S,
     TRIALS_LIMIT,
 )
+from sweeper.config.managers import LOCAL, MANAGER_FIELDS, manager_doc
 from sweeper.config.schema import (
     Boolean,
     Choice,
@@ -69,8 +70,6 @@ MAX_NODES = 10_000
 MAX_CORES_PER_NODE = 4096
 MAX_APPLICATION_MASTER = 1000
 MAX_EPOCHS = 1_000_000
-MAX_PORT = 65535
-MAX_CONNECT_TIMEOUT_S = 3600.0
 MAX_REPLAY_REPEATS = 100_000
 TRIALS = Trials(TRIALS_LIMIT)  # workload.trials, and replay's trial flags
 # replay's flags of workload.trials' adaptive keys
@@ -144,29 +143,14 @@ SIZING = Section(
 )
 
 
-SSH = Section(
-    "cluster.ssh",
-    (
-        Field("user"),
-        Field("port", Integer(MAX_PORT)),
-        Field("identity_file", Text(shell=True)),
-        Field("known_hosts", Text(shell=True)),
-        Field("strict_host_key_checking", Boolean()),
-        Field("connect_timeout_s", Number(0.0, MAX_CONNECT_TIMEOUT_S)),
-        Field("driver_host"),
-        Field("dask_tls", Boolean()),
-    ),
-)
-
-
 CLUSTER = Section(
     "cluster",
     (
         Field(
             "manager",
             Choice(MANAGERS),
-            default="local",
-            doc="`local` (this machine), `yarn`, `ssh`, `standalone` (existing master/scheduler)",
+            default=LOCAL,
+            doc=manager_doc(),
         ),
         Field("nodes", Integer(MAX_NODES), shown_default="number of `hosts`", doc="worker nodes, {kind}"),
         Field("cores_per_node", Integer(MAX_CORES_PER_NODE), shown_default="required", doc="cores of one node, {kind}"),
@@ -176,91 +160,7 @@ CLUSTER = Section(
             shown_default="required",
             doc="memory of one node, a size (below), at most 1 PiB (`1024T`)",
         ),
-        Field(
-            "hosts",
-            doc=(
-                "`ssh`: host names or IP addresses; the first runs the Spark master and Dask scheduler. A "
-                "name is refused only for what `ssh` or a shell would interpret, as OpenSSH itself checks: "
-                "1 to 255 characters, not starting with `-`, no whitespace, control characters, `'` `\"` `$` "
-                "`` ` `` `\\` `;` `&` `\\|` `<` `>` `(` `)` `{` `}`, nor `/` `@` `,` or `:` (but in an IPv6 "
-                "address such as `fe80::1%eth0`); `node_1.lan` and Docker names are fine"
-            ),
-        ),
-        Field(
-            "ssh",
-            doc=(
-                "`ssh`: `user` (as OpenSSH takes it: 1 to 255 characters, not starting with `-`, no "
-                "whitespace, control characters or the shell characters refused in a host name; `@` and `.` "
-                "are fine, as in `john.doe@corp.example.com` of SSSD or Active Directory), `port` (1 to "
-                "65535), `identity_file`, `known_hosts`, `strict_host_key_checking` (default true; a YAML "
-                'boolean, so `"false"` in quotes is refused), `connect_timeout_s` (10; in (0, 3600]); '
-                "`driver_host` (this machine's host name or IP address as the hosts reach it; default: its "
-                "address on the route to the first host), `dask_tls` (default false: TLS with a key pair "
-                "made per launch)"
-            ),
-            section=SSH,
-        ),
-        Field(
-            "python",
-            Text(shell=True),
-            shown_default="this interpreter's path",
-            doc="`ssh`: the sweeper environment's Python on every host",
-        ),
-        Field(
-            "java_home",
-            Text(shell=True),
-            shown_default="`java` on the remote PATH; yarn: the NodeManager's",
-            doc=(
-                "`ssh`: a JDK 17+ at the same path on every host; `yarn`: a JDK 17+ at this path on every node, "
-                "the `JAVA_HOME` of Spark's ApplicationMaster and executors (Hadoop 3.3 NodeManagers run Java 8 "
-                "or 11, too old for Spark 4)"
-            ),
-        ),
-        Field(
-            "remote_dir",
-            Text(shell=True),
-            shown_default="`/tmp`",
-            doc="`ssh`: where launches keep scratch files on the hosts",
-        ),
-        Field(
-            "queue", Text(shell=True), shown_default="`default`", doc="`yarn`: the queue applications are submitted to"
-        ),
-        Field(
-            "hadoop_conf_dir",
-            Text(shell=True),
-            shown_default="`HADOOP_CONF_DIR`",
-            doc="`yarn`: the cluster's client configuration",
-        ),
-        Field(
-            "python_archive",
-            doc=(
-                "`yarn`: a packed environment (`sweeper pack-env env.tar.gz`; `.tar.gz`, `.tgz`, `.tar`, "
-                "`.zip`) shipped with every application and unpacked in its containers; it carries its own "
-                "interpreter. Unset: this environment is packed at the first launch (cached by content under "
-                "`~/.cache/sweeper/envs`) unless the cluster's file system is `file:` (one machine)"
-            ),
-        ),
-        Field(
-            "spark_master",
-            Text(shell=True),
-            shown_default="required with `standalone`",
-            doc="`spark://HOST:PORT` of a Spark master already running",
-        ),
-        Field(
-            "dask_scheduler",
-            Text(shell=True),
-            shown_default="required with `standalone`",
-            doc="`tcp://HOST:PORT` of a Dask scheduler already running",
-        ),
-        Field(
-            "ray_address",
-            Text(shell=True),
-            shown_default="required with `standalone` and engine `ray`",
-            doc=(
-                "`HOST:PORT` of a running Ray cluster's head; this machine must be one of its nodes "
-                "(`ray start --address HOST:PORT --num-cpus 0` makes it one without work)"
-            ),
-        ),
+        *MANAGER_FIELDS,
     ),
 )
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 import psutil
 
 from sweeper.config.grid import Search
+from sweeper.config.managers import LOCAL
 from sweeper.config.names import MAX_NAME_CHARS
 from sweeper.names import BASELINE_ENGINE
 from sweeper.planning.plan import Launch, Plan, batch_size
@@ -39,7 +40,7 @@ def shrink_launch(launch: Launch, local_cores: int, local_memory_mib: int) -> La
     memory_mib = max(MIB_PER_GIB, min(launch.executor_memory_mib, budget_gib * MIB_PER_GIB))
     return replace(
         launch,
-        manager="local",
+        manager=LOCAL,
         nodes=1,
         cores_per_executor=cores,
         executors=executors,

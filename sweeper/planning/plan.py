@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from sweeper.config.grid import Grid
+from sweeper.config.managers import LOCAL
 from sweeper.config.model import MLLIB_ONLY_PARAMS
 from sweeper.config.sizing import ExecutorShape, size_executors
 from sweeper.errors import UserError
@@ -129,7 +130,7 @@ def baseline_launch(index: int, grid: Grid) -> Launch:
     return Launch(
         index=index,
         engine=BASELINE_ENGINE,
-        manager="local",
+        manager=LOCAL,
         nodes=1,
         rule=grid.rule,
         cores_per_executor=1,

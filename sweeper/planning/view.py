@@ -13,14 +13,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from sweeper.config.grid import DEFAULT_ESTIMATOR, HALVING, Estimator, Grid, Workload
+from sweeper.config.grid import DEFAULT_ESTIMATOR, HALVING, Estimator, Workload
+from sweeper.config.managers import descriptor
 from sweeper.engines import DASK
 from sweeper.names import BASELINE_ENGINE, on_spark
+from sweeper.planning.hand_commands import dask_commands, spark_command, wrapped
 from sweeper.planning.measurements import pending, split_reused
 from sweeper.planning.plan import Launch, Plan
 from sweeper.shapes import BASELINE_TEXT, counted, noun_for, shape_text_mib
 from sweeper.text import json_text, plain
-from sweeper.units import MIB_PER_GIB, format_mib, spark_size
+from sweeper.units import MIB_PER_GIB, format_mib
 
 
 def warning_line(text: str) -> Text:
@@ -50,7 +52,7 @@ def show_plan(plan: Plan, console: Console) -> None:
 
 
 def beyond_this_machine(plan: Plan) -> list[str]:
-    """On ``manager: local``, what the grid asks of a node that this machine does not have.
+    """Where launches run on this machine (``manager: local``), what the grid asks of a node that it does not have.
 
     Dask's launch then fails (its workers' memory limits are checked against the machine) while Spark's
     over-commits: the comparison would not be fair. A dry run shrinks the launches to fit: no warning.
@@ -60,7 +62,7 @@ def beyond_this_machine(plan: Plan) -> list[str]:
     import psutil
 
     grid = plan.grid
-    if grid.manager != "local" or any(launch.dry_run for launch in plan.launches):
+    if not descriptor(grid.manager).on_this_machine or any(launch.dry_run for launch in plan.launches):
         return []
     cores, memory_mib = os.cpu_count() or 1, psutil.virtual_memory().total // 2**20
     found = []
@@ -180,61 +182,16 @@ def _show_workload(plan: Plan, console: Console) -> None:
 def _show_hand_commands(plan: Plan, console: Console) -> None:
     console.print("\nThe same shapes by hand (a PySpark shell; Dask's scheduler and workers; from .venv/bin):")
     for launch in (launch.as_planned for launch in plan.launches):
-        if on_spark(launch.engine):
-            console.print(plain(f"  [{launch.index + 1}] {spark_command(launch, plan.grid)}"), soft_wrap=True)
-        elif launch.engine == DASK:
-            for line in dask_commands(launch, plan.grid):
-                console.print(plain(f"  [{launch.index + 1}] {line}"), soft_wrap=True)
-
-
-def spark_command(launch: Launch, grid: Grid) -> str:
-    """The ``pyspark`` line that opens a PySpark shell on this launch's executors (its options are spark-submit's)."""
-    memory = spark_size(launch.executor_memory_mib)
-    overhead = spark_size(launch.memory_overhead_mib)
-    sized = (
-        f"--executor-cores {launch.cores_per_executor} --executor-memory {memory} "
-        f"--conf spark.executor.memoryOverhead={overhead}"
-    )
-    if launch.manager == "yarn":
-        return (
-            f"pyspark --master yarn --deploy-mode client --num-executors {launch.executors} "
-            f"{sized} --conf spark.dynamicAllocation.enabled=false"
+        commands = (
+            [spark_command(launch, plan.grid)]
+            if on_spark(launch.engine)
+            else dask_commands(launch, plan.grid)
+            if launch.engine == DASK
+            else []
         )
-    if launch.manager == "local":
-        worker_mib = launch.executor_memory_mib + launch.memory_overhead_mib
-        cluster = f"local-cluster[{launch.executors},{launch.cores_per_executor},{worker_mib}]"
-        return f"SPARK_LOCAL_IP=127.0.0.1 pyspark --master '{cluster}' {sized}"
-    master = grid.spark_master or f"spark://{_first_host(grid, 'MASTER_HOST')}:7077"
-    return f"pyspark --master {master} --total-executor-cores {launch.total_cores} {sized}"
-
-
-def dask_commands(launch: Launch, grid: Grid) -> list[str]:
-    """The dask scheduler/worker lines a person would type, one worker line per node."""
-    host = _first_host(grid, "SCHEDULER_HOST")
-    lines = [f"dask scheduler --host {host}  # on {_node(grid, 0)}"]
-    for node, workers in enumerate(launch.workers_per_node):
-        if workers:
-            lines.append(
-                f"dask worker tcp://{host}:8786 --nworkers {workers} "
-                f"--nthreads {launch.cores_per_executor} "
-                f"--memory-limit {format_mib(launch.executor_memory_mib)}  # on {_node(grid, node)}"
-            )
-    return lines
-
-
-def _first_host(grid: Grid, placeholder: str) -> str:
-    """The host of the grid's first node: 127.0.0.1 on ``manager: local``, the first of ``hosts``, else
-    ``placeholder`` (YARN places containers where it likes)."""
-    if grid.manager == "local":
-        return "127.0.0.1"
-    return grid.hosts[0] if grid.hosts else placeholder
-
-
-def _node(grid: Grid, index: int) -> str:
-    """Where a hand command runs: ``this machine``, a host of the grid, or ``node N``."""
-    if grid.manager == "local":
-        return "this machine"
-    return grid.hosts[index] if index < len(grid.hosts) else f"node {index + 1}"
+        for command in commands:
+            for line in wrapped(command, f"  [{launch.index + 1}] "):
+                console.print(plain(line), soft_wrap=True)
 
 
 def launch_json(launch: Launch, plan: Plan) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColum
 from rich.table import Column
 from rich.text import Text
 
+from sweeper.config.managers import descriptor
 from sweeper.launch.lifecycle import STARTED, STARTING, STOPPING, WAITING
 from sweeper.names import BASELINE_ENGINE, on_spark
 from sweeper.planning.plan import Launch, Plan
@@ -50,7 +51,7 @@ def units(launch: Launch) -> str:
 
 def stage_text(launch: Launch, stage: str) -> str:
     """What a launch in ``stage`` does, in words: ``starting 2 executors``, ``waiting for 2 workers``."""
-    where = "" if launch.manager == "local" else f" on {launch.manager}"
+    where = "" if descriptor(launch.manager).on_this_machine else f" on {launch.manager}"
     return {
         STARTING: f"starting {units(launch)}{where}",
         WAITING: f"waiting for {units(launch)}{where}",

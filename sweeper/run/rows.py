@@ -52,7 +52,7 @@ class RunRecord:
             exact_epochs=grid.workload.exact_epochs,
             threads_per_fit=grid.workload.threads_per_fit,
             host=socket.gethostname(),
-            cluster_hosts=",".join(grid.hosts) or None,
+            cluster_hosts=",".join(grid.cluster_key("hosts") or ()) or None,
             search_strategy=grid.search.strategy,
             rung_axis=grid.search.rung_axis if grid.search.strategy == HALVING else None,
             race_delta=grid.search.delta if searching else None,

@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from sweeper.config.grid import FULL_GRID, HALVING, RACE, Grid
+from sweeper.config.managers import descriptor
 from sweeper.errors import UserError
 from sweeper.launch.base import LaunchContext
 from sweeper.launch.options import options_for
@@ -252,7 +253,7 @@ def _done_s(recorded: dict[str, RecordedRow]) -> dict[str, float | None]:
 def _data_on_a_sampled_machine(plan: Plan, warn: Callable[[str], None]) -> dict[float, Data]:
     """:func:`load_data`, while this machine's load is sampled where launches run on it: a busy one is warned of."""
     limit = plan.grid.workload.interference_limit
-    here = any(launch.manager == "local" for launch in plan.launches)
+    here = any(descriptor(launch.manager).on_this_machine for launch in plan.launches)
     sample = LoadSample.start(limit) if here else None
     data = load_data(plan, warn)
     if sample is not None and (busy := sample.finish()) is not None:
