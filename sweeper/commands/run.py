@@ -163,6 +163,7 @@ def _print_closing(
     from sweeper.results.recommend import recommend
     from sweeper.results.recommend_view import answer_lines, memory_sentence
     from sweeper.results.report.sections.measured import dry_run_banner
+    from sweeper.results.right_sizing import HEADROOM_TEXT
     from sweeper.search.accounting import cluster_seconds, full_grid_estimate
 
     lines = []
@@ -178,7 +179,7 @@ def _print_closing(
     recommendation = recommend(df)
     memory = [f"  {memory_sentence(advice)}" for advice in recommendation.memory]
     if memory:
-        memory.insert(0, "Memory (granted vs measured peak; suggested = peak + 25 %):")
+        memory.insert(0, f"Memory (granted vs measured peak; suggested = peak + {HEADROOM_TEXT}):")
     lines += [*([banner] if banner else []), *answer_lines(recommendation, partial=left is not None), *memory]
     if left:
         lines.append("Not measured before the stop (`sweeper run` again takes them):")

@@ -12,6 +12,7 @@ from sweeper.config.estimator import EstimatorProblem, prototype, steps_of
 from sweeper.config.grid import (
     AUTO,
     CLASSIFIER,
+    DEFAULT_DATASET,
     FULL_GRID,
     HALVING,
     RACE,
@@ -306,7 +307,7 @@ def _dataset(check: Problems, value: Any) -> Dataset | None:
     section = DATASET.open(value, check)
     if section is None:
         return None
-    name = section.get("name", "digits")
+    name = section.get("name", DEFAULT_DATASET)
     path = section.get("path")
     if path is not None and check.text(path, path_key) is None:
         return None

@@ -8,6 +8,9 @@ from typing import Any
 
 from sweeper.config.sizing import Cluster
 
+DEFAULT_DATASET = "digits"  # workload.dataset's default, and a dry run's when the grid's cannot be read here
+TEST_SIZE = 0.25  # workload.test_size's default: the held-out share of a dataset without its own test split
+
 
 @dataclass(frozen=True)
 class Dataset:

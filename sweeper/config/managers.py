@@ -21,6 +21,8 @@ from sweeper.names import MANAGERS
 LOCAL, YARN, SSH_MANAGER, STANDALONE = MANAGERS
 MAX_PORT = 65535
 MAX_CONNECT_TIMEOUT_S = 3600.0
+STRICT_HOST_KEY_CHECKING = True  # cluster.ssh.strict_host_key_checking's default
+CONNECT_TIMEOUT_S = 10  # cluster.ssh.connect_timeout_s's default
 
 SSH = Section(
     "cluster.ssh",
@@ -29,10 +31,10 @@ SSH = Section(
         Field("port", Integer(MAX_PORT)),
         Field("identity_file", Text(shell=True)),
         Field("known_hosts", Text(shell=True)),
-        Field("strict_host_key_checking", Boolean()),
-        Field("connect_timeout_s", Number(0.0, MAX_CONNECT_TIMEOUT_S)),
+        Field("strict_host_key_checking", Boolean(), default=STRICT_HOST_KEY_CHECKING),
+        Field("connect_timeout_s", Number(0.0, MAX_CONNECT_TIMEOUT_S), default=CONNECT_TIMEOUT_S),
         Field("driver_host"),
-        Field("dask_tls", Boolean()),
+        Field("dask_tls", Boolean(), default=False),
     ),
 )
 
@@ -54,8 +56,9 @@ MANAGER_FIELDS = (
             "`ssh`: `user` (as OpenSSH takes it: 1 to 255 characters, not starting with `-`, no "
             "whitespace, control characters or the shell characters refused in a host name; `@` and `.` "
             "are fine, as in `john.doe@corp.example.com` of SSSD or Active Directory), `port` (1 to "
-            "65535), `identity_file`, `known_hosts`, `strict_host_key_checking` (default true; a YAML "
-            'boolean, so `"false"` in quotes is refused), `connect_timeout_s` (10; in (0, 3600]); '
+            "65535), `identity_file`, `known_hosts`, `strict_host_key_checking` "
+            f"(default {str(STRICT_HOST_KEY_CHECKING).lower()}; a YAML "
+            f'boolean, so `"false"` in quotes is refused), `connect_timeout_s` ({CONNECT_TIMEOUT_S}; in (0, 3600]); '
             "`driver_host` (this machine's host name or IP address as the hosts reach it; default: its "
             "address on the route to the first host), `dask_tls` (default false: TLS with a key pair "
             "made per launch)"

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from sweeper.config.grid import (
+    DEFAULT_DATASET,
     ETA,
     INTERFERENCE_LIMIT,
     RACE_CONFIDENCE,
@@ -21,6 +22,7 @@ from sweeper.config.grid import (
     SEARCH_STRATEGIES,
     SEARCH_STRATEGY,
     START_TIMEOUT_S,
+    TEST_SIZE,
     TRIALS_LIMIT,
 )
 from sweeper.config.managers import LOCAL, MANAGER_FIELDS, manager_doc
@@ -38,7 +40,7 @@ from sweeper.config.schema import (
     key_problems,
 )
 from sweeper.config.sizing import APPLICATION_MASTER_SLOTS, REPORT_RULE, RESERVE_CORES, RESERVE_MEMORY_MIB, RULES
-from sweeper.names import DEFAULT_ENGINES, MANAGERS, MODES
+from sweeper.names import ACCURACY_MARGIN, DEFAULT_ENGINES, MANAGERS, MODES, OBJECTIVES, TIME
 from sweeper.units import MIB_PER_GIB
 
 DATASETS = ("digits", "mnist", "fashion-mnist", "diabetes", "california_housing")
@@ -71,6 +73,7 @@ MAX_CORES_PER_NODE = 4096
 MAX_APPLICATION_MASTER = 1000
 MAX_EPOCHS = 1_000_000
 MAX_REPLAY_REPEATS = 100_000
+MAX_PRICE = 1e9  # a node-hour's price, a measurement's budget, an accuracy margin: beyond any real one
 TRIALS = Trials(TRIALS_LIMIT)  # workload.trials, and replay's trial flags
 # replay's flags of workload.trials' adaptive keys
 TRIAL_FLAGS = {"min": "--min-trials", "max": "--max-trials", "target_rel_ci": "--target-rel-ci"}
@@ -170,7 +173,7 @@ WORKLOAD = Section(
     (
         Field(
             "dataset",
-            default="digits",
+            default=DEFAULT_DATASET,
             doc=(
                 "`digits` (bundled with scikit-learn), `mnist`, `fashion-mnist`, `diabetes` (scikit-learn's bundled "
                 "regression set: 442 rows, 10 features), `california_housing` (scikit-learn's, 20,640 rows, 8 "
@@ -341,7 +344,7 @@ WORKLOAD = Section(
         Field(
             "test_size",
             Number(0.0, 0.9),
-            default=0.25,
+            default=TEST_SIZE,
             doc="held-out share for datasets without their own test split, in {kind}",
         ),
     ),
@@ -482,7 +485,6 @@ TOP = Section(
 )
 # cluster values that reach command lines, on the hosts too (checked only when given)
 CLUSTER_PATHS = tuple(field.name for field in CLUSTER.fields if field.kind == Text(shell=True))
-WORKLOAD_AXES = tuple(field.name for field in WORKLOAD.fields if field.axis)  # checked first, in this order
 # the workload's settings: integers, then numbers, then exact_epochs (the order their problems are listed in)
 WORKLOAD_SETTINGS = tuple(
     field.name
@@ -507,6 +509,23 @@ REPLAY = Section(
 )
 
 
+RECOMMEND = Section(
+    "recommend",  # `sweeper recommend`'s flags (and report's --cost-per-node-hour), no grid key standing for them
+    (
+        Field("objective", Choice(OBJECTIVES), default=TIME, doc="what to minimise"),
+        Field(
+            "accuracy_margin",
+            Number(0.0, MAX_PRICE, open_low=False),
+            default=ACCURACY_MARGIN,
+            doc="accuracy the choice may lose to the most accurate one",
+        ),
+        Field("cost_per_node_hour", Number(0.0, MAX_PRICE), doc="price of a node-hour (needed by --objective cost)"),
+        Field("budget", Number(0.0, MAX_PRICE), doc="most a measurement may cost: the fastest configuration within it"),
+    ),
+)
+COMMAND_SECTIONS = (REPLAY, RECOMMEND)  # a command's own flags: named by the flag alone
+
+
 def flag_name(name: str) -> str:
     """The command-line flag of key ``name``: ``rung_axis`` -> ``--rung-axis``."""
     return "--" + name.replace("_", "-")
@@ -517,7 +536,7 @@ def flag_problems(section: Section, **values: Any) -> list[str]:
     ranges and words, named ``search.delta (--delta)`` (``--repeats`` for a flag no grid key stands for)."""
 
     def label(name: str) -> str:
-        return flag_name(name) if section is REPLAY else f"{section.key}.{name} ({flag_name(name)})"
+        return flag_name(name) if section in COMMAND_SECTIONS else f"{section.key}.{name} ({flag_name(name)})"
 
     return key_problems([(section.field(name), value, label(name)) for name, value in values.items()])
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweeper.config.managers import CONNECT_TIMEOUT_S, STRICT_HOST_KEY_CHECKING, descriptor, resolve
+
 if TYPE_CHECKING:
     from sweeper.config.grid import Grid
-
-DEFAULT_CONNECT_TIMEOUT_S = 10
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,8 @@ class SshOptions:
     port: int | None = None
     identity_file: str | None = None
     known_hosts: str | None = None
-    strict_host_key_checking: bool = True
-    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+    strict_host_key_checking: bool = STRICT_HOST_KEY_CHECKING
+    connect_timeout_s: float = CONNECT_TIMEOUT_S
 
     @classmethod
     def from_grid(cls, ssh: Mapping[str, Any] | Iterable[tuple[str, Any]] | None) -> SshOptions:
@@ -52,8 +52,8 @@ class SshOptions:
             port=int(values["port"]) if values.get("port") is not None else None,
             identity_file=_expand(values.get("identity_file")),
             known_hosts=_expand(values.get("known_hosts")),
-            strict_host_key_checking=bool(values.get("strict_host_key_checking", True)),
-            connect_timeout_s=float(values.get("connect_timeout_s", DEFAULT_CONNECT_TIMEOUT_S)),
+            strict_host_key_checking=bool(values.get("strict_host_key_checking", STRICT_HOST_KEY_CHECKING)),
+            connect_timeout_s=float(values.get("connect_timeout_s", CONNECT_TIMEOUT_S)),
         )
 
     def ssh_arguments(self) -> list[str]:
@@ -187,7 +187,5 @@ ManagerOptions = LocalOptions | SshCluster | YarnOptions | StandaloneOptions
 
 def options_for(grid: Grid) -> ManagerOptions:
     """The options of the grid's manager, of the type its descriptor names (sweeper/config/managers.py)."""
-    from sweeper.config.managers import descriptor, resolve
-
     options: ManagerOptions = resolve(descriptor(grid.manager).options).from_grid(grid)
     return options

@@ -12,19 +12,19 @@ sweep will measure. How a plan is shown (the table, the hand commands, ``--json`
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from sweeper.config import modes
 from sweeper.config.grid import Grid
 from sweeper.config.managers import LOCAL
 from sweeper.config.model import MLLIB_ONLY_PARAMS
 from sweeper.config.sizing import ExecutorShape, size_executors
 from sweeper.errors import UserError
-from sweeper.names import BASELINE_ENGINE, ONE_MODEL_ENGINES
+from sweeper.names import BASELINE_ENGINE, ONE_MODEL_ENGINES, REPLICAS
 from sweeper.planning.selection import Selection, WorkloadAxes
 from sweeper.shapes import BASELINE_TEXT, ExecutorFigures, shape_text_mib
 
@@ -72,7 +72,7 @@ class Point:
     params: tuple[tuple[str, Any], ...]
     fraction: float
     epochs: int
-    mode: str = "replicas"
+    mode: str = REPLICAS
 
     @property
     def model_params(self) -> dict[str, Any]:
@@ -99,14 +99,7 @@ class Plan:
     def fits(self, mode: str) -> int:
         """Fits in one measurement's batch: ``cv`` one per fold, ``search`` one per combination and fold,
         ``replicas`` :attr:`n_fits`, ``data-parallel`` one model trained across the launch."""
-        workload = self.grid.workload
-        if mode == "cv":
-            return workload.folds
-        if mode == "search":
-            return math.prod(len(values) for _, values in workload.param_grid) * workload.folds
-        if mode == "data-parallel":
-            return 1
-        return self.n_fits
+        return modes.mode(mode).fits(self.grid.workload, self.n_fits)
 
 
 def launch_for(index: int, engine: str, grid: Grid, shape: ExecutorShape) -> Launch:

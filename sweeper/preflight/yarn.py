@@ -23,6 +23,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from sweeper.config.managers import YARN
+from sweeper.config.sizing import spark_overhead_mib
 from sweeper.launch.base import LaunchError
 from sweeper.launch.hosts.containers import AM_MEMORY_MIB, ContainerShape, containers_command, shipped_archive
 from sweeper.launch.hosts.hadoop_conf import HadoopConf, HadoopConfError, read_hadoop_conf
@@ -41,7 +43,13 @@ from sweeper.shapes import counted
 PROBE_MEMORY_MIB = 256
 DEFAULT_ALLOCATION_STEP_MIB = 1024  # yarn.scheduler.minimum-allocation-mb: requests are rounded up to it
 DEFAULT_LARGEST_CONTAINER_MIB = 8192  # yarn.scheduler.maximum-allocation-mb
-AM_MIB = {"spark": 512 + 384, "dask": AM_MEMORY_MIB}  # the ApplicationMaster each engine asks for (memory + overhead)
+# the ApplicationMaster each engine asks for (memory + overhead; Spark adds its own overhead to the AM's memory)
+AM_MIB = {"spark": AM_MEMORY_MIB + spark_overhead_mib(AM_MEMORY_MIB), "dask": AM_MEMORY_MIB}
+
+
+def am_mib(engine: str) -> int:
+    """The memory of the ApplicationMaster a launch of ``engine`` asks YARN for."""
+    return AM_MIB.get(engine, AM_MEMORY_MIB)
 
 
 def check_yarn(options: YarnOptions, launches: list[Launch], kill_orphans: bool = False) -> Preflight:
@@ -146,9 +154,8 @@ def rest(conf: HadoopConf, path: str, urls: list[str] | None = None) -> Any:
 def largest_need_mib(launches: list[Launch]) -> tuple[int, Launch | None]:
     """The most memory one launch holds at once: its containers and its ApplicationMaster."""
     needs = [
-        (launch.executors * (launch.executor_memory_mib + launch.memory_overhead_mib) + AM_MIB.get(launch.engine, 512),
-         launch)
-        for launch in launches if launch.manager == "yarn"
+        (launch.executors * (launch.executor_memory_mib + launch.memory_overhead_mib) + am_mib(launch.engine), launch)
+        for launch in launches if launch.manager == YARN
     ]  # fmt: skip
     return max(needs, key=lambda need: need[0], default=(0, None))
 
@@ -229,8 +236,8 @@ def _capacity(found: Preflight, conf: HadoopConf, nodes: list[dict[str, Any]], l
     step_mib = _conf_mib(conf, "yarn.scheduler.minimum-allocation-mb", DEFAULT_ALLOCATION_STEP_MIB)
     busiest: tuple[int, int] = (0, 0)
     problems = 0
-    for launch in (launch for launch in launches if launch.manager == "yarn"):
-        needs = node_needs(launch, AM_MIB.get(launch.engine, 512), step_mib)
+    for launch in (launch for launch in launches if launch.manager == YARN):
+        needs = node_needs(launch, am_mib(launch.engine), step_mib)
         problem = capacity_problem(launch, needs, capacities)
         if problem is not None:
             found.add("node-capacity", None, False, problem)

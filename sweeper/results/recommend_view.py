@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sweeper.config.work import EPOCHS, axis_point, axis_text
 from sweeper.engines import DESCRIPTORS, display_name, figure_order
-from sweeper.names import DEFAULT_ENGINES, on_spark
+from sweeper.names import COST, DEFAULT_ENGINES, on_spark
 from sweeper.results.recommend import DEFAULT_SCORE
+from sweeper.results.right_sizing import HEADROOM_TEXT
 from sweeper.results.unmeasured import UNFINISHED
 from sweeper.shapes import shape_text
 from sweeper.text import json_nulls
@@ -67,7 +68,7 @@ def answer_sentence(answer: Answer, score: str = DEFAULT_SCORE, axis: str = EPOC
     text = f"{axis_text([answer.epochs], axis)}: {arm_text(answer.winner)}"
     if answer.runner_up is None:
         return f"{text}; the only configuration measured{_baseline_text(answer)}"
-    slower = "dearer" if answer.objective == "cost" else "slower"
+    slower = "dearer" if answer.objective == COST else "slower"
     text += (
         f"; runner-up {answer.runner_up.label}, {answer.ratio:.2f}x {slower} {_ci(answer.ratio_low, answer.ratio_high)}"
         f": {answer.verdict}"
@@ -162,7 +163,7 @@ def answer_lines(recommendation: Recommendation, *, partial: bool = False) -> li
     if not recommendation.answers:
         return [*disturbed_lines(recommendation), f"{overall}: {recommendation.overall}"]
     several = _several_workloads(recommendation)
-    best = "Cheapest" if recommendation.objective == "cost" else "Fastest"
+    best = "Cheapest" if recommendation.objective == COST else "Fastest"
     axis = recommendation.work_axis
     out = [f"{best} configuration{f' {PARTIAL}' if partial else ''}, per {axis_point(axis)}:"]
     for answer in recommendation.answers:
@@ -241,8 +242,10 @@ def _one_engine_missing(recommendation: Recommendation) -> list[str]:
     return out
 
 
-def lines(recommendation: Recommendation) -> list[str]:
-    """The whole text of ``sweeper recommend``: the answer, budget, memory and idle slots."""
+def lines(recommendation: Recommendation, worth: Sequence[WorthMeasuring] = ()) -> list[str]:
+    """The whole text of ``sweeper recommend``: the answer, budget, memory and idle slots; and ``worth``, the
+    untested shapes the what-if model expects to be faster (:func:`~sweeper.results.predict.worth.worth_measuring`,
+    fitted by the caller that shows them)."""
     out = [
         f"sweeper recommend: {recommendation.sweep} (objective: {recommendation.objective})",
         *answer_lines(recommendation),
@@ -253,16 +256,16 @@ def lines(recommendation: Recommendation) -> list[str]:
             fits = answer.within_budget
             at = axis_text([answer.epochs], recommendation.work_axis)
             out.append(f"  {at}: " + (arm_text(fits) if fits else "no configuration is within it"))
-    out.append("Memory (granted vs measured peak; suggested = peak + 25 %, rounded up to 0.5 GiB):")
+    out.append(f"Memory (granted vs measured peak; suggested = peak + {HEADROOM_TEXT}, rounded up to 0.5 GiB):")
     out += [f"  {memory_sentence(advice)}" for advice in recommendation.memory] or ["  no configuration measured"]
     if recommendation.idle:
         out.append(f"Slots left idle (median slot utilisation below {recommendation.idle_threshold:.0%}):")
         for idle in recommendation.idle:
             label = f"{idle.engine} {shape_text(idle.executors, idle.cores_per_executor)}"
             out.append(f"  {label}: {idle.slot_utilisation:.0%} used; likely {'; '.join(idle.reasons)}")
-    if recommendation.worth_measuring:
+    if worth:
         out.append("Worth measuring next (the what-if model, `sweeper predict`, validates well on this sweep):")
-        out += [f"  {_worth_text(worth, recommendation.work_axis)}" for worth in recommendation.worth_measuring]
+        out += [f"  {_worth_text(shape, recommendation.work_axis)}" for shape in worth]
     return out
 
 
@@ -316,8 +319,8 @@ def _answer_json(answer: Answer) -> dict[str, Any]:
     }
 
 
-def to_json(recommendation: Recommendation) -> dict[str, Any]:
-    """The ``--json`` object: stable keys (README), NaN as null."""
+def to_json(recommendation: Recommendation, worth: Sequence[WorthMeasuring] = ()) -> dict[str, Any]:
+    """The ``--json`` object: stable keys (README), NaN as null; ``worth`` as :func:`lines` takes it."""
     document = {
         "sweep": recommendation.sweep,
         "objective": recommendation.objective,
@@ -363,7 +366,7 @@ def to_json(recommendation: Recommendation) -> dict[str, Any]:
                 "held_out_median_rel_error": worth.held_out_error,
                 "extrapolated_on": list(worth.extrapolated_on),
             }
-            for worth in recommendation.worth_measuring
+            for worth in worth
         ],
         "overall": recommendation.overall,
     }

@@ -26,6 +26,7 @@ from sweeper.units import MIB_PER_GIB
 
 ARM = ("engine", *CONFIG)
 HEADROOM = 1.25
+HEADROOM_TEXT = f"{round((HEADROOM - 1) * 100)} %"  # as the texts write it: 25 %
 ROUND_GIB = 0.5
 LOW_UTILISATION = 0.5
 STRAGGLER_RATIO = 2.0

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from sweeper.config.sections import RECOMMEND, flag_problems
 from sweeper.engines import DASK, SPARK
 from sweeper.errors import UserError
 from sweeper.names import BASELINE_ENGINE, CONFIG, OK, PRUNED
@@ -549,8 +550,9 @@ def price(df: pd.DataFrame, cost_per_node_hour: float) -> pd.DataFrame:
     ``median_cost`` (median over ok trials) and ``pareto`` (True when no other configuration is
     both faster and cheaper).
     """
-    if not np.isfinite(cost_per_node_hour) or cost_per_node_hour <= 0:
-        raise UserError(f"cost per node hour must be a positive number, got {cost_per_node_hour!r}")
+    problems = flag_problems(RECOMMEND, cost_per_node_hour=cost_per_node_hour)
+    if problems:
+        raise UserError(problems)
     table = summary(df)
     nodes = table["nodes"].astype(float)
     table["cost_per_node_hour"] = float(cost_per_node_hour)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from sweeper.config.grid import FULL_GRID, HALVING, RACE, Grid
+from sweeper.config.grid import DEFAULT_DATASET, FULL_GRID, HALVING, RACE, Grid
 from sweeper.config.managers import descriptor
 from sweeper.errors import UserError
 from sweeper.launch.base import LaunchContext
@@ -98,7 +98,7 @@ def load_data(plan: Plan, warn: Callable[[str], None]) -> dict[float, Data]:
             if not dry_run:
                 raise
             warn(f"dry run: {error.problems[0]}; using the bundled digits instead")
-            dataset = replace(dataset, name="digits", path=None)
+            dataset = replace(dataset, name=DEFAULT_DATASET, path=None)
             loaded[fraction] = datasets.load(dataset, fraction=fraction, **split)
     return loaded
 
@@ -120,9 +120,9 @@ def run(
     Everything that can be checked is checked before the first launch: engines and managers,
     the dataset, the store (a probe file written and removed before ``fresh`` deletes anything), and
     that no other run writes the sweep (its lock is held until the run ends: :mod:`sweeper.store.lock`).
-    A dry run takes each shrunk measurement once and reuses its row for the planned measurements
-    that shrink to the same one (see :mod:`sweeper.run.reuse`), unless ``reuse`` is false. A run whose
-    measurements are decided before it starts tells ``planned`` the rows each launch it starts will write.
+    A dry run takes each shrunk measurement once and reuses its row for the planned measurements that shrink
+    to the same one (see :func:`sweeper.planning.measurements.split_reused`), unless ``reuse`` is false. A run
+    whose measurements are decided before it starts tells ``planned`` the rows each launch it starts will write.
     """
     _check_first(plan, store)
     with holding(sweep_dir(store, plan.grid.name), warn):  # one writer per sweep, from before --fresh deletes

@@ -107,13 +107,14 @@ def synthetic_rows(count: int, start: int = 0) -> list[Mapping[str, Any]]:
 
 def time_store(rows: int, files: int, directory: Path, runs: int = 3) -> dict[str, Any]:
     """Write a synthetic store of ``rows`` rows in ``files`` files, then time ``load_results``."""
-    from sweeper.store.parquet import load_results, write_rows
+    from sweeper.store.parquet import load_results
+    from tests.support.stored_rows import write_test_rows
 
     per_file = -(-rows // files)
     started = time.perf_counter()
     for index in range(files):
         count = min(per_file, rows - index * per_file)
-        write_rows(directory, "bench", synthetic_rows(count, start=index * per_file), f"part-bench-{index:03d}")
+        write_test_rows(directory, "bench", synthetic_rows(count, start=index * per_file), f"part-bench-{index:03d}")
     write_s = time.perf_counter() - started
     load_s = []
     loaded = 0

@@ -41,6 +41,7 @@ ALWAYS_DROPPED = (
     "pyspark/jars/", "pyspark/work/", "pyspark/examples/", "pyspark/data/", "sweeper editable hooks",
     "pyvenv.cfg and the links to the base interpreter", "the standard library's tests, IDLE, Tk and distutils",
 )  # fmt: skip
+GZIP_LEVEL = 6  # `sweeper pack-env`'s gzip level: gzip's own default
 # What only compiles extensions against a package (never read by a running process); "include" is a directory.
 BUILD_SUFFIXES = (".c", ".cc", ".cpp", ".h", ".hpp", ".pyx", ".pxd", ".pxi", ".cmake")
 BUILD_NAMES = frozenset({"include", "CMakeLists.txt"})
@@ -72,7 +73,7 @@ def pack(
     *,
     prefix: Path | None = None,
     exclude: Sequence[str] = (),
-    compresslevel: int = 6,
+    compresslevel: int = GZIP_LEVEL,
     spark_jars: bool = False,
 ) -> Packed:
     """Write the venv at ``prefix`` (default: this one) to ``out`` (.tar.gz, .tgz or .tar); ``spark_jars`` keeps

@@ -97,12 +97,10 @@ class DataCache:
     """The training and test DataFrames of one :class:`Data`, built, cached and counted once per launch.
 
     A fit on other data (or with another partition count) unpersists the old frames first.
-    ``build_s`` is the wall time of the last build: Arrow transfer, repartition, cache and count.
     """
 
     def __init__(self) -> None:
         self._cached: _Cached | None = None
-        self.build_s: float | None = None
 
     @property
     def current(self) -> tuple[Any, Any] | None:
@@ -122,7 +120,6 @@ class DataCache:
         ):
             return cached.train, cached.test
         self.close()
-        started = time.perf_counter()
         classes = np.unique(data.y_train)
 
         def labels(y: np.ndarray) -> np.ndarray:
@@ -132,7 +129,6 @@ class DataCache:
         test = to_frame(spark, data.X_test, labels(data.y_test), partitions).cache()
         train.count()
         test.count()
-        self.build_s = time.perf_counter() - started
         self._cached = _Cached(spark, data, partitions, regression, train, test)
         return train, test
 

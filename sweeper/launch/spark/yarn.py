@@ -37,6 +37,7 @@ import psutil
 from sweeper.errors import error_text
 from sweeper.launch.base import Granted, LaunchError
 from sweeper.launch.hosts.container_logs import save_tagged_logs
+from sweeper.launch.hosts.containers import AM_MEMORY_MIB
 from sweeper.launch.hosts.node_managers import wait_containers_released
 from sweeper.launch.hosts.processes import kill_tree
 from sweeper.launch.hosts.staging import archive_upload, stage
@@ -56,7 +57,6 @@ from sweeper.launch.spark.conf import local_conf
 from sweeper.launch.spark.session import SparkAppSession, executor_heaps, uniform_shape, wait_registered
 from sweeper.launch.spark.yarn_jars import jars_upload, python_libs_uploads
 
-AM_MEMORY_MIB = 512
 YARN_EXECUTOR_CLASS = "org.apache.spark.executor.YarnCoarseGrainedExecutorBackend"
 
 
