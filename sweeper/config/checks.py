@@ -79,7 +79,7 @@ _INTERPRETED_PREFIXES = {
 _FIT_VARIABLES = {"PYTHONHASHSEED"}
 
 
-def interpreted_by(name: str) -> str | None:
+def _interpreted_by(name: str) -> str | None:
     """What interprets environment variable ``name`` beyond the fits (a shell, the loader, ...), or None."""
     if name in _FIT_VARIABLES:
         return None
@@ -557,7 +557,7 @@ def environment(check: Problems, value: Any) -> dict[str, str]:
         if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
             check.fail(key, f"must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*), got {shown(name)}")
             continue
-        who = interpreted_by(name)
+        who = _interpreted_by(name)
         if who is not None:
             check.fail(
                 key,

@@ -102,7 +102,7 @@ class Plan:
         return modes.mode(mode).fits(self.grid.workload, self.n_fits)
 
 
-def launch_for(index: int, engine: str, grid: Grid, shape: ExecutorShape) -> Launch:
+def _launch_for(index: int, engine: str, grid: Grid, shape: ExecutorShape) -> Launch:
     """A Spark or Dask launch of the given shape (the two are matched by construction)."""
     return Launch(
         index=index,
@@ -141,11 +141,11 @@ def make_plan(grid: Grid) -> Plan:
     and numbers them in. A run visits them in a random order per round, drawn from the grid's seed
     (:mod:`sweeper.search.interleaving`), so that a machine that drifts during a sweep favours no
     configuration. Refuses (:class:`UserError`)
-    a grid larger than the plan's limits (:func:`check_plan_size`) or whose ``exclude``/``only``
+    a grid larger than the plan's limits (:func:`_check_plan_size`) or whose ``exclude``/``only``
     leave no measurement; a rule that matches no measurement is a warning in ``plan.grid.warnings``.
     """
     axes = WorkloadAxes(grid.workload)
-    asked = check_plan_size(grid, axes)
+    asked = _check_plan_size(grid, axes)
     launches = _launches(grid)
     selection = Selection(grid, axes, launches)
     blocks = {
@@ -201,11 +201,11 @@ def _launches(grid: Grid) -> list[Launch]:
         shape = size_executors(grid.cluster, cores, grid.rule)
         engines = grid.engines if position % 2 == 0 else tuple(reversed(grid.engines))
         for engine in engines:
-            launches.append(launch_for(len(launches), engine, grid, shape))
+            launches.append(_launch_for(len(launches), engine, grid, shape))
     return launches
 
 
-def check_plan_size(grid: Grid, axes: WorkloadAxes) -> int:
+def _check_plan_size(grid: Grid, axes: WorkloadAxes) -> int:
     """The measurements a grid asks for (before exclude/only), refused above the plan's limits.
 
     Counted from the grid alone, before any launch, point or array is built: at most

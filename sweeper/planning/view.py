@@ -111,17 +111,17 @@ def _shape_text(launch: Launch) -> str:
     return shape_text_mib(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
 
 
-def estimator_text(estimator: Estimator) -> str:
+def _estimator_text(estimator: Estimator) -> str:
     """The estimator's class names (a pipeline's joined by ``+``), and its scorer where not accuracy.
 
-    >>> estimator_text(Estimator(("sklearn.linear_model.Ridge",), "regressor", None, "r2"))
+    >>> _estimator_text(Estimator(("sklearn.linear_model.Ridge",), "regressor", None, "r2"))
     'Ridge (scored by r2)'
     """
     names = " + ".join(step.rpartition(".")[2] for step in estimator.steps)
     return names if estimator.scoring == "accuracy" else f"{names} (scored by {estimator.scoring})"
 
 
-def work_axis_text(workload: Workload) -> str:
+def _work_axis_text(workload: Workload) -> str:
     """The work axis and its values: ``epochs 10, 100`` (MLPClassifier's max_iter), ``n_estimators 10, 50``."""
     parameter = workload.estimator.work_parameter
     if parameter is None:
@@ -143,9 +143,9 @@ def _show_workload(plan: Plan, console: Console) -> None:
     dataset = workload.dataset.path or workload.dataset.name
     console.print(
         plain(
-            f"Workload: {estimator_text(workload.estimator)} on {dataset}, "
+            f"Workload: {_estimator_text(workload.estimator)} on {dataset}, "
             + ", ".join(f"mode {mode} ({plan.fits(mode)} fits per batch)" for mode in workload.modes)
-            + f", {workload.threads_per_fit} thread(s) per fit; {work_axis_text(workload)}; "
+            + f", {workload.threads_per_fit} thread(s) per fit; {_work_axis_text(workload)}; "
             f"fraction {', '.join(map(str, workload.fractions))}; {trials_text}"
         )
     )
@@ -194,7 +194,7 @@ def _show_hand_commands(plan: Plan, console: Console) -> None:
                 console.print(plain(line), soft_wrap=True)
 
 
-def launch_json(launch: Launch, plan: Plan) -> dict[str, Any]:
+def _launch_json(launch: Launch, plan: Plan) -> dict[str, Any]:
     """The stable JSON object of ``sweeper plan --json`` for one launch."""
     shape: dict[str, Any] = {
         "engine": launch.engine,
@@ -225,14 +225,14 @@ def plan_json(plan: Plan) -> str:
     """``sweeper plan --json``: one object per launch (a dry run's: the planned launch and its shape ``here``)."""
     objects = []
     for launch in plan.launches:
-        shape = launch_json(launch.as_planned, plan)
+        shape = _launch_json(launch.as_planned, plan)
         if launch.dry_run:
-            shape.update(dry_run=True, here=here_json(launch))
+            shape.update(dry_run=True, here=_here_json(launch))
         objects.append(shape)
     return json_text(objects, indent=2)
 
 
-def here_json(launch: Launch) -> dict[str, Any]:
+def _here_json(launch: Launch) -> dict[str, Any]:
     """The shape a dry run's launch has on this machine."""
     return {
         "manager": launch.manager,

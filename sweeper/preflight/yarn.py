@@ -151,7 +151,7 @@ def rest(conf: HadoopConf, path: str, urls: list[str] | None = None) -> Any:
     raise LaunchError("no ResourceManager answered: " + "; ".join(errors))
 
 
-def largest_need_mib(launches: list[Launch]) -> tuple[int, Launch | None]:
+def _largest_need_mib(launches: list[Launch]) -> tuple[int, Launch | None]:
     """The most memory one launch holds at once: its containers and its ApplicationMaster."""
     needs = [
         (launch.executors * (launch.executor_memory_mib + launch.memory_overhead_mib) + am_mib(launch.engine), launch)
@@ -188,7 +188,7 @@ def _queue(
         found.add("queue", None, False, f"no queue {name} in the Capacity Scheduler (cluster.queue)")
         return None
     room_mib = int(total_mib * share)
-    need_mib, launch = largest_need_mib(launches)
+    need_mib, launch = _largest_need_mib(launches)
     detail = f"queue {name}: {room_mib} MiB at most; the largest launch holds {need_mib} MiB"
     if launch is not None and need_mib > room_mib:
         detail += f" (launch {launch.index}, {launch.engine}: it would wait ACCEPTED for ever)"
@@ -217,7 +217,7 @@ def probe_memory_mib(free_mib: list[int], step_mib: int, largest_mib: int, room_
     return size_mib if fits else PROBE_MEMORY_MIB
 
 
-def probe_command(archive: Path | None, driver: str, port: int) -> str:
+def _probe_command(archive: Path | None, driver: str, port: int) -> str:
     """The container's shell: the probe, run by the environment's Python (YARN unpacked a shipped one), with its
     node's id."""
     script = base64.b64encode(PROBE.encode()).decode()
@@ -289,8 +289,8 @@ def _nodes(
             found.add("environment", None, False, f"cannot stage {archive} on {conf.default_fs}: {error}")
             return
         command = containers_command(
-            conf, hadoop_lib(), name, probe_command(archive, driver, listener.port),
-            ContainerShape(len(names), memory_mib, 1), java_environment(options), archive=shipped, queue=options.queue,
+            conf, hadoop_lib(), name, _probe_command(archive, driver, listener.port),
+            ContainerShape(len(names), memory_mib, 1), _java_environment(options), archive=shipped, queue=options.queue,
         )  # fmt: skip
         try:
             shell = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
@@ -306,7 +306,7 @@ def _nodes(
         reports = {str(report.get("node")): report for report in listener.reports}
     _judge_nodes(found, names, reports, shell, driver, archive)
     for node in (node for node in names if "java_major" in reports.get(node, {})):
-        judge_java(found, node, reports[node], options.java_home)
+        _judge_java(found, node, reports[node], options.java_home)
 
 
 def _probe_memory_mib(conf: HadoopConf, nodes: list[dict[str, Any]], room_mib: int | None) -> int:
@@ -318,12 +318,12 @@ def _probe_memory_mib(conf: HadoopConf, nodes: list[dict[str, Any]], room_mib: i
     )
 
 
-def java_environment(options: YarnOptions) -> dict[str, str]:
+def _java_environment(options: YarnOptions) -> dict[str, str]:
     """What the probe's containers get, as Spark's do: ``JAVA_HOME`` from ``cluster.java_home`` (else the node's)."""
     return {"JAVA_HOME": options.java_home} if options.java_home else {}
 
 
-def judge_java(found: Preflight, node: str, report: dict[str, Any], java_home: str | None) -> None:
+def _judge_java(found: Preflight, node: str, report: dict[str, Any], java_home: str | None) -> None:
     """The Java Spark's ApplicationMaster and executors would run on ``node``: 17 or newer."""
     major, java = report.get("java_major"), report.get("java")
     whose = "cluster.java_home" if java_home else "the NodeManager's JAVA_HOME"

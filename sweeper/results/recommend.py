@@ -237,10 +237,10 @@ class Recommendation:
 # -- small statistics ---------------------------------------------------------------------------
 
 
-def holm(p_values: Sequence[float]) -> list[float]:
+def _holm(p_values: Sequence[float]) -> list[float]:
     """Holm's step-down adjusted p-values, in the order given (NaN stays NaN, counted as 1).
 
-    >>> [round(p, 6) for p in holm([0.01, 0.04, 0.03])]
+    >>> [round(p, 6) for p in _holm([0.01, 0.04, 0.03])]
     [0.03, 0.06, 0.06]
     """
     p = np.nan_to_num(np.asarray(p_values, dtype=float), nan=1.0)
@@ -525,7 +525,7 @@ def _answer(
         pairs=tuple(pairs),
         untested=untested,
         trials_needed=needed,
-        accuracy=accuracy_check(
+        accuracy=_accuracy_check(
             [(m.arm, m.accuracy) for m in arms],
             winner,
             options.accuracy_margin,
@@ -539,7 +539,7 @@ def _answer(
 
 def _pairs(best_values: np.ndarray, tested: list[tuple[Arm, np.ndarray]]) -> list[Pair]:
     tests = [statistics.mann_whitney(best_values, values) for _, values in tested]
-    adjusted = holm([p for _, p in tests])
+    adjusted = _holm([p for _, p in tests])
     return [
         Pair(arm, p, p_holm, bool(u < best_values.size * values.size / 2))
         for (arm, values), (u, p), p_holm in zip(tested, tests, adjusted, strict=True)
@@ -603,7 +603,7 @@ def _engine_pairs(
 # -- accuracy -----------------------------------------------------------------------------------------
 
 
-def accuracy_check(
+def _accuracy_check(
     samples: Sequence[tuple[Arm, np.ndarray]],
     winner: Arm,
     margin: float,

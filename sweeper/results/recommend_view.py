@@ -43,7 +43,7 @@ def _ci(low: float, high: float, digits: int = 2) -> str:
     return "[?]" if math.isnan(low) or math.isnan(high) else f"[{low:.{digits}f}, {high:.{digits}f}]"
 
 
-def arm_text(arm: Arm) -> str:
+def _arm_text(arm: Arm) -> str:
     """An arm with its median time and 95 % CI, e.g. ``dask 2 executors x 2 cores x 4 GiB: 7.12 s [6.9, 7.4]``."""
     interval = f"[{_seconds(arm.median_low_s)}, {_seconds(arm.median_high_s)}]"
     cost = "" if math.isnan(arm.median_cost) else f", cost {arm.median_cost:.4g}"
@@ -65,7 +65,7 @@ def _several_workloads(recommendation: Recommendation) -> bool:
 def answer_sentence(answer: Answer, score: str = DEFAULT_SCORE, axis: str = EPOCHS) -> str:
     """One value of the work axis (named ``axis``): its answer in a sentence: winner, runner-up and ratio, verdict,
     the check of ``score`` (the sweep's scorer: accuracy, or another such as r2)."""
-    text = f"{axis_text([answer.epochs], axis)}: {arm_text(answer.winner)}"
+    text = f"{axis_text([answer.epochs], axis)}: {_arm_text(answer.winner)}"
     if answer.runner_up is None:
         return f"{text}; the only configuration measured{_baseline_text(answer)}"
     slower = "dearer" if answer.objective == COST else "slower"
@@ -113,7 +113,7 @@ def accuracy_text(check: AccuracyCheck) -> str:
     )
 
 
-def engine_sentence(line: EngineAnswer, axis: str = EPOCHS) -> str:
+def _engine_sentence(line: EngineAnswer, axis: str = EPOCHS) -> str:
     """One engine against another (Spark vs Dask) for one value of the work axis (named ``axis``) in a sentence."""
     first, second = line.first.engine, line.second.engine
     return (
@@ -124,7 +124,7 @@ def engine_sentence(line: EngineAnswer, axis: str = EPOCHS) -> str:
     )
 
 
-def engines_heading(recommendation: Recommendation) -> str:
+def _engines_heading(recommendation: Recommendation) -> str:
     """``Spark vs Dask (each engine's best configuration):``, every engine compared named so."""
     names = figure_order({arm.engine for line in recommendation.engine_pairs for arm in (line.first, line.second)})
     shown = " vs ".join(display_name(name) for name in names or DEFAULT_ENGINES)
@@ -161,7 +161,7 @@ def answer_lines(recommendation: Recommendation, *, partial: bool = False) -> li
     ``partial``: the answer of a stopped run, marked so in its first and last line."""
     overall = f"Overall {PARTIAL}" if partial else "Overall"
     if not recommendation.answers:
-        return [*disturbed_lines(recommendation), f"{overall}: {recommendation.overall}"]
+        return [*_disturbed_lines(recommendation), f"{overall}: {recommendation.overall}"]
     several = _several_workloads(recommendation)
     best = "Cheapest" if recommendation.objective == COST else "Fastest"
     axis = recommendation.work_axis
@@ -170,11 +170,11 @@ def answer_lines(recommendation: Recommendation, *, partial: bool = False) -> li
         where = f"[{_workload_text(answer.workload)}] " if several else ""
         out.append(f"  {where}{answer_sentence(answer, recommendation.score, axis)}")
     if recommendation.engine_pairs or _one_engine_missing(recommendation):
-        out.append(engines_heading(recommendation))
-        out += [f"  {engine_sentence(line, axis)}" for line in recommendation.engine_pairs]
+        out.append(_engines_heading(recommendation))
+        out += [f"  {_engine_sentence(line, axis)}" for line in recommendation.engine_pairs]
         out += [f"  {line}" for line in _one_engine_missing(recommendation)]
     out += unmeasured_lines(recommendation, axis)
-    out += disturbed_lines(recommendation)
+    out += _disturbed_lines(recommendation)
     among = " (among what was measured; see what was not)" if recommendation.unmeasured else ""
     cost = ""
     if all(answer.baseline_wins for answer in recommendation.answers):
@@ -184,11 +184,11 @@ def answer_lines(recommendation: Recommendation, *, partial: bool = False) -> li
         )
     out.append(f"{overall}: {recommendation.overall}{among}{cost}")
     if any("settled" in line for line in out[-1:]):
-        out.append(f"  ({settled_means(axis)})")
+        out.append(f"  ({_settled_means(axis)})")
     return out
 
 
-def settled_means(axis: str = EPOCHS) -> str:
+def _settled_means(axis: str = EPOCHS) -> str:
     """What "settled" means, at a value of the work axis named ``axis``."""
     return (
         f"settled: the winner is faster than every other configuration at that {axis_point(axis)}, by Mann-Whitney "
@@ -196,10 +196,10 @@ def settled_means(axis: str = EPOCHS) -> str:
     )
 
 
-SETTLED_MEANS = settled_means()  # an MLP's (epochs)
+SETTLED_MEANS = _settled_means()  # an MLP's (epochs)
 
 
-def disturbed_lines(recommendation: Recommendation) -> list[str]:
+def _disturbed_lines(recommendation: Recommendation) -> list[str]:
     """How many measurements were taken under load and left out of every verdict, and where."""
     disturbed = recommendation.disturbed
     if disturbed is None:
@@ -255,7 +255,7 @@ def lines(recommendation: Recommendation, worth: Sequence[WorthMeasuring] = ()) 
         for answer in recommendation.answers:
             fits = answer.within_budget
             at = axis_text([answer.epochs], recommendation.work_axis)
-            out.append(f"  {at}: " + (arm_text(fits) if fits else "no configuration is within it"))
+            out.append(f"  {at}: " + (_arm_text(fits) if fits else "no configuration is within it"))
     out.append(f"Memory (granted vs measured peak; suggested = peak + {HEADROOM_TEXT}, rounded up to 0.5 GiB):")
     out += [f"  {memory_sentence(advice)}" for advice in recommendation.memory] or ["  no configuration measured"]
     if recommendation.idle:

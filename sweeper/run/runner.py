@@ -208,11 +208,11 @@ def _run_held(
         except KeyboardInterrupt as stop:
             result.interrupted = True
             result.exit_status = exit_status(stop)
-    result.notes.append(order_note(grid.workload.seed))
+    result.notes.append(_order_note(grid.workload.seed))
     return result
 
 
-def order_note(seed: int) -> str:
+def _order_note(seed: int) -> str:
     """The run's one line on its order of visits (the rows' ``visit_round`` and ``visit_position``)."""
     return (
         f"the baseline first, then the launches in a random order per round, drawn from workload.seed {seed} "

@@ -185,7 +185,7 @@ def to_frame(spark: Any, X: np.ndarray, labels: np.ndarray, partitions: int) -> 
     )
 
 
-def train_mllib(spark: Any, task: FitTask, data: Data, *, partitions: int | None, cache: DataCache) -> FitResult:
+def _train_mllib(spark: Any, task: FitTask, data: Data, *, partitions: int | None, cache: DataCache) -> FitResult:
     """Train and score one Spark ML model on the launch's executors (MLPClassifier: ``MultilayerPerceptronClassifier``,
     scored by accuracy; another estimator: its counterpart, scored by the grid's scorer).
 
@@ -283,7 +283,7 @@ class MllibSession:
 
     def run_batch(self, tasks: list[FitTask], data: Data) -> list[FitResult]:
         """Train one MLlib model per task, sequentially; the data is cached on the executors once."""
-        return [train_mllib(self.spark, task, data, partitions=self.partitions, cache=self.cache) for task in tasks]
+        return [_train_mllib(self.spark, task, data, partitions=self.partitions, cache=self.cache) for task in tasks]
 
     def jvm_peak_heap_gib(self) -> float | None:
         return self.spark_session.jvm_peak_heap_gib()
