@@ -27,7 +27,8 @@ def on_spark(engine: object) -> bool:
 
 
 DATA_PARALLEL = "data-parallel"  # the mode that trains one model across the launch
-MODES = ("replicas", "cv", "search", DATA_PARALLEL)  # how one measurement's batch is made
+REPLICAS, CV, SEARCH_MODE = "replicas", "cv", "search"
+MODES = (REPLICAS, CV, SEARCH_MODE, DATA_PARALLEL)  # how one measurement's batch is made (config/modes.py)
 
 
 class Status(StrEnum):
@@ -42,7 +43,8 @@ class Status(StrEnum):
 
 OK, FAILED, TIMEOUT, PRUNED = Status.OK, Status.FAILED, Status.TIMEOUT, Status.PRUNED
 
-OBJECTIVES = ("time", "cost")  # what sweeper recommend minimises
+TIME, COST = "time", "cost"
+OBJECTIVES = (TIME, COST)  # what sweeper recommend minimises (the first unless --objective says otherwise)
 ACCURACY_MARGIN = 0.005  # accuracy a recommended configuration may lose to the most accurate one
 
 CONFIG = ("cores_per_executor", "executors", "executor_memory_gib")  # the columns that name a configuration

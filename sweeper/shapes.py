@@ -52,7 +52,7 @@ def noun_for(number: Any, noun: str, plural: str = "") -> str:
     return noun if _whole(number) == "1" else plural or f"{noun}s"
 
 
-def gib_text(memory_gib: Any) -> str:
+def _gib_text(memory_gib: Any) -> str:
     """A memory size in GiB, as few digits as it needs (``13 GiB``, ``1.5 GiB``, ``? GiB``)."""
     try:
         value = float(memory_gib)
@@ -74,7 +74,7 @@ def shape_text(executors: Any, cores_per_executor: Any, memory_gib: Any = None, 
     if baseline:
         return BASELINE_TEXT
     text = f"{counted(executors, 'executor')} x {counted(cores_per_executor, 'core')}"
-    return text if memory_gib is None else f"{text} x {gib_text(memory_gib)}"
+    return text if memory_gib is None else f"{text} x {_gib_text(memory_gib)}"
 
 
 def shape_text_mib(executors: int, cores_per_executor: int, memory_mib: int) -> str:

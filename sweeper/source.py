@@ -13,7 +13,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent
 
 
-def source_files(package: Path = PACKAGE) -> list[Path]:
+def _source_files(package: Path = PACKAGE) -> list[Path]:
     """The package's Python files, in a fixed order."""
     return sorted(package.rglob("*.py"), key=lambda path: path.relative_to(package).as_posix())
 
@@ -22,7 +22,7 @@ def source_files(package: Path = PACKAGE) -> list[Path]:
 def source_hash(package: Path = PACKAGE) -> str:
     """SHA-256 over every ``*.py`` file's relative path and bytes, first 16 hex digits."""
     digest = hashlib.sha256()
-    for path in source_files(package):
+    for path in _source_files(package):
         digest.update(path.relative_to(package).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]

@@ -12,8 +12,9 @@ import pytest
 
 from sweeper.config.load import parse
 from sweeper.planning.plan import make_plan
-from sweeper.store.parquet import COLUMNS, load_results, write_rows
+from sweeper.store.parquet import COLUMNS, load_results
 from tests import bench
+from tests.support.stored_rows import write_test_rows
 
 
 def engine(batch_s: float, fit_s: float, **extra: Any) -> dict[str, Any]:
@@ -138,7 +139,7 @@ def test_the_launch_grid_plans_matched_two_by_one_launches() -> None:
 def test_synthetic_rows_fill_a_store(tmp_path: Path) -> None:
     rows = bench.synthetic_rows(50)
     assert set(rows[0]) <= set(COLUMNS)
-    write_rows(tmp_path, "bench", rows, "part-0")
+    write_test_rows(tmp_path, "bench", rows, "part-0")
     assert len(load_results(tmp_path)) == 50
 
 

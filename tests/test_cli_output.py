@@ -26,10 +26,11 @@ from sweeper.cli import main
 from sweeper.planning.view import warning_line
 from sweeper.run import launches, runner
 from sweeper.run.view import measurement_line, summary_table
-from sweeper.store.parquet import COLUMNS, SCHEMA_VERSION, write_rows
+from sweeper.store.parquet import COLUMNS, SCHEMA_VERSION
 from sweeper.store.row import Row
 from tests.conftest import minimal_grid
 from tests.fixtures.make_fixture_store import STORE, fixture_rows
+from tests.support.stored_rows import write_test_rows
 
 MARKUP = "[bold]n[red]:smile:"  # a tag, a style, an emoji code: all must show as written
 
@@ -177,7 +178,7 @@ def read_only_store(tmp_path: Path) -> Iterator[Path]:
     container volume is); otherwise a directory of mode 0555.
     """
     source = tmp_path / "source"
-    write_rows(source, "t", [fixture_rows()[0]], "part-old")
+    write_test_rows(source, "t", [fixture_rows()[0]], "part-old")
     target = tmp_path / "read-only"
     if os.geteuid() != 0:
         for path in (source / "t", source):
@@ -243,8 +244,8 @@ def test_a_sweep_named_dot_or_dot_dot_deletes_nothing_outside_its_sweep(
 ) -> None:
     store = tmp_path / "parent" / "store"
     planted = [
-        write_rows(tmp_path / "parent", "beside", [fixture_rows()[0]], "next-to-the-store"),
-        write_rows(store, "other", [fixture_rows()[0]], "another-sweep"),
+        write_test_rows(tmp_path / "parent", "beside", [fixture_rows()[0]], "next-to-the-store"),
+        write_test_rows(store, "other", [fixture_rows()[0]], "another-sweep"),
     ]
     shutil.copy(planted[0], tmp_path / "parent" / "in-the-parent.parquet")
     grid = write_grid(tmp_path / "g.yaml", name=name)
@@ -306,7 +307,7 @@ def test_a_broken_store_file_is_named_and_other_sweeps_still_report(
     store = tmp_path / "[s]"
     shutil.copytree(STORE, store)
     rows: list[Mapping[str, Any]] = [*fixture_rows(sweep="other")]
-    broken = write_rows(store, "other", rows, "part-other")
+    broken = write_test_rows(store, "other", rows, "part-other")
     problem = breakage(broken)
     report_other = ["report", str(store), "--sweep", "other", "--out", str(tmp_path / "no")]
     for argv in (["compare", str(store), "--sweep", "other"], report_other):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sweeper.cli import main
-from sweeper.store.parquet import write_rows
+from tests.support.stored_rows import write_test_rows
 from tests.support.synthetic_stores import ArmSpec, synthetic_rows
 
 REGRESSOR = "sklearn.ensemble.HistGradientBoostingRegressor"
@@ -35,7 +35,7 @@ def store(tmp_path: Path) -> Path:
     for row in rows:
         slower = (row["epochs"] / 50) ** 0.5  # more boosting iterations, longer fits
         row.update(estimator=REGRESSOR, work_axis="max_iter", scoring="r2", fit_wall_s=row["fit_wall_s"] * slower)
-    write_rows(tmp_path / "store", "regressor", rows, "part-0")
+    write_test_rows(tmp_path / "store", "regressor", rows, "part-0")
     return tmp_path / "store"
 
 

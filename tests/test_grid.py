@@ -444,8 +444,11 @@ def test_a_python_archive_is_kept_as_an_absolute_path(
     (tmp_path / name).write_bytes(b"")
     monkeypatch.chdir(tmp_path)
     grid = grid_file.load(write_grid(minimal_grid(cluster={**YARN_CLUSTER, "python_archive": name})))
-    assert grid.python_archive == str(tmp_path / name)
-    assert grid_file.load(write_grid(minimal_grid(cluster=YARN_CLUSTER), "plain.yaml")).python_archive is None
+    assert grid.cluster_key("python_archive") == str(tmp_path / name)
+    assert (
+        grid_file.load(write_grid(minimal_grid(cluster=YARN_CLUSTER), "plain.yaml")).cluster_key("python_archive")
+        is None
+    )
 
 
 # --- hardening (issue 12): every family of hostile input is refused by one mechanism ---------------------------------
@@ -540,7 +543,7 @@ def test_the_issues_remote_dir_injection_is_refused_before_anything_starts(
 def test_ordinary_paths_reach_the_grid_unchanged(section: str, key: str) -> None:
     value = "~/.ssh/id_ed25519" if section == "cluster.ssh" else "/opt/sweeper env/bin-3.11_x+y,z@1"
     grid = grid_file.parse(_with_shell_value(section, key, value), Path("g.yaml"))
-    assert (dict(grid.ssh) if section == "cluster.ssh" else {key: getattr(grid, key)})[key] == value
+    assert (dict(grid.cluster_key("ssh")) if section == "cluster.ssh" else {key: grid.cluster_key(key)})[key] == value
 
 
 # What OpenSSH itself refuses (ssh.c): a leading '-', whitespace, control and shell characters; a host has no '/',
@@ -587,7 +590,7 @@ GOOD_HOSTS = [
 @pytest.mark.parametrize("host", GOOD_HOSTS)
 def test_host_names_and_addresses_are_accepted(host: str) -> None:
     grid = grid_file.parse(_ssh_cluster(hosts=[host], ssh={"driver_host": host}), Path("g.yaml"))
-    assert grid.hosts == (host,) and dict(grid.ssh)["driver_host"] == host
+    assert grid.cluster_key("hosts") == (host,) and dict(grid.cluster_key("ssh"))["driver_host"] == host
 
 
 @pytest.mark.parametrize(
@@ -618,7 +621,7 @@ def test_the_ssh_user_refuses_what_ssh_or_a_shell_would_interpret(user: Any, rea
     "user", ["sweeper", "Admin_1", "_svc", "a.b-c", "x" * 32, "1ops", "john.doe@corp.example.com", "x" * 255, "jöns"]
 )
 def test_user_names_of_posix_sssd_and_active_directory_are_accepted(user: str) -> None:
-    assert dict(grid_file.parse(_ssh_cluster(ssh={"user": user}), Path("g.yaml")).ssh)["user"] == user
+    assert dict(grid_file.parse(_ssh_cluster(ssh={"user": user}), Path("g.yaml")).cluster_key("ssh"))["user"] == user
 
 
 @pytest.mark.parametrize(
@@ -652,7 +655,7 @@ def test_valid_ssh_settings_reach_the_ssh_options() -> None:
     from sweeper.launch.hosts.ssh import SshOptions
 
     ssh = {"port": 65535, "connect_timeout_s": 0.5, "strict_host_key_checking": False, "user": "sweeper"}
-    options = SshOptions.from_grid(grid_file.parse(_ssh_cluster(ssh=ssh), Path("g.yaml")).ssh)
+    options = SshOptions.from_grid(grid_file.parse(_ssh_cluster(ssh=ssh), Path("g.yaml")).cluster_key("ssh"))
     assert (options.port, options.connect_timeout_s, options.strict_host_key_checking) == (65535, 0.5, False)
     assert options.user == "sweeper"
 
@@ -1231,7 +1234,7 @@ def test_standalone_needs_the_address_of_each_listed_engines_cluster_and_only_th
     grid = grid_file.parse(
         minimal_grid(cluster={**cluster, "ray_address": "head:6379"}, engines=["ray"]), Path("g.yaml")
     )
-    assert grid.ray_address == "head:6379" and grid.spark_master is None and grid.dask_scheduler is None
+    assert dict(grid.cluster_keys) == {"ray_address": "head:6379"}
     assert options_for(grid) == StandaloneOptions(ray_address="head:6379")
     both = {**cluster, "spark_master": "spark://m:7077", "dask_scheduler": "tcp://s:8786"}
-    assert grid_file.parse(minimal_grid(cluster=both), Path("g.yaml")).spark_master == "spark://m:7077"
+    assert grid_file.parse(minimal_grid(cluster=both), Path("g.yaml")).cluster_key("spark_master") == "spark://m:7077"

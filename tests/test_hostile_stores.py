@@ -19,10 +19,10 @@ from sweeper.errors import UserError
 from sweeper.results import recommend as rec
 from sweeper.results import recommend_view as view
 from sweeper.search.adaptive import TrialPolicy
-from sweeper.store.parquet import write_rows
 from sweeper.store.validity import MAX_COUNT, MAX_ROWS, MAX_SECONDS, MIN_FIT_SECONDS, limits_text
 from sweeper.text import visible
 from tests.conftest import minimal_grid
+from tests.support.stored_rows import write_test_rows
 from tests.support.synthetic_stores import HOSTILE_ENGINE, HOSTILE_TEXT, ArmSpec, hostile_rows, synthetic_rows
 
 ARMS = [ArmSpec("spark", 2, 2, 4.0, median_s=10.0), ArmSpec("dask", 2, 2, 4.0, median_s=15.0)]
@@ -40,7 +40,7 @@ def test_an_ok_row_with_an_impossible_value_is_named_invalid_and_left_out(
 ) -> None:
     rows = synthetic_rows(ARMS, epochs=(5,), seed=1)
     rows[0][column] = value  # a spark row
-    write_rows(tmp_path, rows[0]["sweep"], rows, "part-hostile")
+    write_test_rows(tmp_path, rows[0]["sweep"], rows, "part-hostile")
     frame = load_results(tmp_path)
     bad = frame[frame["status"] == "invalid"]
     assert len(bad) == 1 and bad["error"].iloc[0].startswith(f"invalid value read from the store: {column}=")
@@ -53,7 +53,7 @@ def test_an_ok_row_with_an_impossible_value_is_named_invalid_and_left_out(
 def test_an_infinite_memory_peak_is_dropped_with_a_note_and_the_row_still_counts(tmp_path: Path) -> None:
     rows = synthetic_rows(ARMS, epochs=(5,), seed=1)
     rows[0]["worker_peak_rss_gib_max"] = math.inf
-    write_rows(tmp_path, rows[0]["sweep"], rows, "part-hostile")
+    write_test_rows(tmp_path, rows[0]["sweep"], rows, "part-hostile")
     frame = load_results(tmp_path)
     assert set(frame["status"]) == {"ok"} and frame["worker_peak_rss_gib_max"].isna().sum() == 1
     assert frame["resource_note"].str.contains("out of range in the store", na=False).sum() == 1
@@ -129,7 +129,7 @@ def store_with(root: Path, values: dict[str, Any], launches: tuple[int, ...] | N
     for row in rows:
         if launches is None or row["launch_index"] in launches:
             row.update(values)
-    write_rows(root / "store", "s", rows, "part-x")
+    write_test_rows(root / "store", "s", rows, "part-x")
     (root / "g.yaml").write_text(yaml.safe_dump(minimal_grid()))
     return root / "store", root / "g.yaml"
 
@@ -199,7 +199,7 @@ def test_every_command_copes_with_the_values_the_check_lets_through(
     rows = synthetic_rows(FOUR, epochs=(5, 10), seed=2, sweep="s")
     for row in rows:
         row.update(every_row, **extremes.get(row["launch_index"], {}))
-    write_rows(tmp_path / "store", "s", rows, "part-x")
+    write_test_rows(tmp_path / "store", "s", rows, "part-x")
     (tmp_path / "g.yaml").write_text(yaml.safe_dump(minimal_grid()))
     assert set(load_results(tmp_path / "store")["status"]) == {"ok"}
     for command in EVERY_COMMAND:
@@ -232,7 +232,7 @@ SHOWN = visible("x" + HOSTILE_TEXT)  # a text column's value, as every console l
 @pytest.fixture(scope="module")
 def hostile_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("hostile")
-    write_rows(root / "store", "s", hostile_rows(), "part-hostile")
+    write_test_rows(root / "store", "s", hostile_rows(), "part-hostile")
     (root / "g.yaml").write_text(yaml.safe_dump(minimal_grid()))
     return root / "store", root / "g.yaml"
 

@@ -17,6 +17,7 @@ from sweeper.cli import main
 from sweeper.config import load as grid_file
 from sweeper.errors import UserError
 from sweeper.planning.dry_run import shrink_plan
+from sweeper.planning.hand_commands import dask_commands, spark_command
 from sweeper.planning.plan import (
     MAX_MEASUREMENTS,
     MAX_RULES,
@@ -25,7 +26,6 @@ from sweeper.planning.plan import (
     Point,
     make_plan,
 )
-from sweeper.planning.view import dask_commands, spark_command
 from tests.conftest import REPO, minimal_grid, run_cli
 
 REPORT_TABLES = {4: (9, 11), 5: (7, 13), 6: (5, 19)}  # cores -> (executors, memory GiB), Tables 1 and 2
@@ -52,7 +52,10 @@ def test_plan_json_reproduces_the_report_tables_1_and_2() -> None:
 def test_plan_table_and_hand_commands() -> None:
     result = run_cli("plan", "grids/2node.yaml")
     assert result.returncode == 0, result.stderr
-    flat = " ".join(result.stdout.split())
+    hand = result.stdout.partition("by hand")[2].splitlines()[1:]
+    assert hand and all(len(line) <= 100 for line in hand), "a hand command's line runs past 100 columns (#35)"
+    assert any(line.endswith(" \\") for line in hand)  # a long command goes on, as a shell reads it
+    flat = " ".join(result.stdout.replace(" \\\n", " ").split())
     assert (
         "pyspark --master yarn --deploy-mode client --num-executors 7 --executor-cores 5 "
         "--executor-memory 13g --conf spark.executor.memoryOverhead=2g" in flat

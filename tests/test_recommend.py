@@ -18,7 +18,8 @@ from sweeper.commands import recommend as recommend_command
 from sweeper.errors import UserError
 from sweeper.results import recommend as rec
 from sweeper.results import recommend_view as view
-from sweeper.store.parquet import COLUMNS, write_rows
+from sweeper.store.parquet import COLUMNS
+from tests.support.stored_rows import write_test_rows
 from tests.support.synthetic_stores import ArmSpec, synthetic_frame, synthetic_rows, to_frame
 
 FAST = 500  # bootstrap resamples where the interval's last digit does not matter
@@ -213,14 +214,14 @@ def test_cost_objective_and_budget() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"objective": "speed"}, r"--objective 'speed' is not one of time, cost"),
+        ({"objective": "speed"}, r"--objective: must be one of time, cost, got 'speed'"),
         ({"objective": "cost"}, r"--objective cost needs --cost-per-node-hour"),
         ({"budget": 1.0}, r"--budget needs --cost-per-node-hour"),
-        ({"accuracy_margin": -0.1}, r"--accuracy-margin must be a number >= 0, got -0.1"),
-        ({"cost_per_node_hour": 0.0}, r"--cost-per-node-hour must be a positive number, got 0.0"),
+        ({"accuracy_margin": -0.1}, r"--accuracy-margin: must be a number in \[0, 1000000000\], got -0.1"),
+        ({"cost_per_node_hour": 0.0}, r"--cost-per-node-hour: must be a number in \(0, 1000000000\], got 0.0"),
     ],
     ids=["objective", "cost_without_price", "budget_without_price", "margin", "price"],
-)
+)  # each flag checked by its key's kind (sections.RECOMMEND), as replay's are
 def test_bad_options_are_user_errors(options: dict[str, Any], message: str) -> None:
     with pytest.raises(UserError, match=message):
         rec.recommend(synthetic_frame(CLEAR, seed=1), **options)
@@ -249,7 +250,7 @@ def run_command(store: Path, *argv: str) -> tuple[int, str]:
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
     arms = [*CLEAR, ArmSpec("dask", 4, 1, 4.0, median_s=25.0, peak_gib=None, slot_utilisation=0.2)]
-    write_rows(tmp_path / "store", "synthetic", synthetic_rows(arms, epochs=(5, 50), seed=1), "part-0")
+    write_test_rows(tmp_path / "store", "synthetic", synthetic_rows(arms, epochs=(5, 50), seed=1), "part-0")
     return tmp_path / "store"
 
 
@@ -363,7 +364,7 @@ def forest_rows(seed: int = 1) -> list[dict[str, Any]]:
 
 
 def test_the_answer_names_the_sweeps_work_axis_and_fits_100_columns(tmp_path: Path) -> None:
-    write_rows(tmp_path / "forest", "forest", forest_rows(), "part-0")
+    write_test_rows(tmp_path / "forest", "forest", forest_rows(), "part-0")
     code, text = run_command(tmp_path / "forest")  # a console 300 columns wide
     assert code == 0 and "Fastest configuration, per n_estimators value:" in text
     assert "\n  n_estimators 5: spark 2 executors x 2 cores x 4 GiB: " in text
@@ -385,7 +386,7 @@ def test_compare_against_names_the_work_axis_of_a_forests_sweeps(
     from sweeper.cli import main
 
     for name, seed in (("a", 1), ("b", 2)):
-        write_rows(tmp_path / name, "forest", forest_rows(seed), "part-0")
+        write_test_rows(tmp_path / name, "forest", forest_rows(seed), "part-0")
     assert main(["compare", str(tmp_path / "a"), "--against", str(tmp_path / "b")]) == 0
     header = next(line for line in capsys.readouterr().out.splitlines() if "agree" in line)
     assert " n_estimators " in header and "epochs" not in header

@@ -35,7 +35,6 @@ from sweeper.planning.plan import make_plan
 from sweeper.run import measure, runner
 from sweeper.run.signals import EXIT_LAUNCH_FAILED, EXIT_MEASUREMENT_FAILED
 from sweeper.store.lock import LOCK_NAME
-from sweeper.store.parquet import write_rows
 from sweeper.workload.environment import fit_environment
 from tests.conftest import REPO, minimal_grid
 from tests.support import launches
@@ -60,6 +59,7 @@ from tests.support.faults import (
 from tests.support.faults import (
     stop as stop_sweep,
 )
+from tests.support.stored_rows import write_test_rows
 from tests.support.visit_order import seed_in_plan_order
 
 pytestmark = pytest.mark.integration
@@ -484,7 +484,9 @@ def test_the_baseline_launch_listens_on_loopback_only(tmp_path: Path, monkeypatc
 
 
 def _truncated(directory: Path) -> Path:
-    path = write_rows(directory.parent, directory.name, [{"sweep": directory.name, "status": "ok"}], "part-x-000-0000")
+    path = write_test_rows(
+        directory.parent, directory.name, [{"sweep": directory.name, "status": "ok"}], "part-x-000-0000"
+    )
     content = path.read_bytes()
     path.write_bytes(content[: len(content) // 2])
     return path

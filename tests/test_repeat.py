@@ -8,7 +8,7 @@ from pathlib import Path
 from sweeper import cli
 from sweeper.results.recommend import recommend
 from sweeper.results.repeat import repetition
-from sweeper.store.parquet import write_rows
+from tests.support.stored_rows import write_test_rows
 from tests.support.synthetic_stores import ArmSpec, synthetic_rows, to_frame
 
 
@@ -49,8 +49,8 @@ def test_a_near_tie_and_two_unsettled_answers_agree_though_the_winners_differ() 
 
 
 def test_compare_against_a_second_store_prints_each_point_and_the_summary(tmp_path: Path, capsys: object) -> None:
-    write_rows(tmp_path / "a", "s", sweep(1, at_10=(10.0, 20.0), at_100=(50.0, 80.0)), "p")
-    write_rows(tmp_path / "b", "t", sweep(3, at_10=(10.0, 20.0), at_100=(90.0, 60.0), name="t"), "p")
+    write_test_rows(tmp_path / "a", "s", sweep(1, at_10=(10.0, 20.0), at_100=(50.0, 80.0)), "p")
+    write_test_rows(tmp_path / "b", "t", sweep(3, at_10=(10.0, 20.0), at_100=(90.0, 60.0), name="t"), "p")
     again = ["--against", str(tmp_path / "b"), "--against-sweep", "t"]  # the grid swept again under another name
     assert cli.main(["compare", str(tmp_path / "a"), *again]) == 0
     out = " ".join(capsys.readouterr().out.split())  # type: ignore[attr-defined]

@@ -19,8 +19,9 @@ import pytest
 from sweeper import load_results
 from sweeper.errors import UserError
 from sweeper.results import report
-from sweeper.store.parquet import load_sweep, write_rows
+from sweeper.store.parquet import load_sweep
 from tests.fixtures.make_fixture_store import STORE, fixture_rows
+from tests.support.stored_rows import write_test_rows
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 IMG_SRC = re.compile(r"<img\b[^>]*\bsrc=\"([^\"]*)\"", re.IGNORECASE)
@@ -104,7 +105,7 @@ def two_sweeps(tmp_path: Path) -> Path:
     rows: list[Mapping[str, Any]] = [
         {**row, "fit_wall_s": row["fit_wall_s"] and 2 * row["fit_wall_s"]} for row in fixture_rows(sweep="other")
     ]
-    write_rows(store, "other", rows, "part-other")
+    write_test_rows(store, "other", rows, "part-other")
     return store
 
 
@@ -147,7 +148,7 @@ def test_a_sparse_sweep_still_reports_and_escapes_error_text(tmp_path: Path) -> 
         {**base, "epochs": 5, "status": "ok", "fit_wall_s": 1.5, "accuracy": 0.8},
         {**base, "epochs": 50, "status": "failed", "error_type": "ValueError", "error": "bad <b>x</b> | y"},
     ]
-    write_rows(tmp_path / "store", "sparse", rows, "p")
+    write_test_rows(tmp_path / "store", "sparse", rows, "p")
     html_path, md_path, *pngs = report.write_report(tmp_path / "store", tmp_path / "out", cost_per_node_hour=1.0)
     md, page = md_path.read_text(encoding="utf-8"), html_path.read_text(encoding="utf-8")
     assert "Not both engines measured (engines: dask)." in md
@@ -170,7 +171,7 @@ def test_markdown_shows_store_strings_as_written(tmp_path: Path) -> None:
         {**row, "error": HOSTILE_ERROR, "error_type": "Bad|Type<i>"} if row["status"] != "ok" else row
         for row in fixture_rows(sweep="we[ir]d_name #")
     ]
-    write_rows(tmp_path / "store", "we[ir]d_name #", rows, "p")
+    write_test_rows(tmp_path / "store", "we[ir]d_name #", rows, "p")
     md = report.write_report(tmp_path / "store", tmp_path / "out")[1].read_text(encoding="utf-8")
     rendered = MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(md)
     for tag in ("<script", "<a ", "<code", "<em", "<s>", "<del", "<i>"):
@@ -187,7 +188,7 @@ def test_figures_draw_an_engine_name_with_dollar_signs_as_written(tmp_path: Path
     rows: list[Mapping[str, Any]] = [
         {**row, "engine": "$\\foo{$"} if row["engine"] == "dask" else row for row in fixture_rows()
     ]
-    write_rows(tmp_path / "store", "fixture", rows, "p")
+    write_test_rows(tmp_path / "store", "fixture", rows, "p")
     _, md_path, *pngs = report.write_report(tmp_path / "store", tmp_path / "out", cost_per_node_hour=1.0)
     assert len(pngs) == 6 and all(p.read_bytes().startswith(PNG_SIGNATURE) for p in pngs)
     assert "\\$\\\\foo{\\$" in md_path.read_text(encoding="utf-8")

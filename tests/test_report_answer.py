@@ -14,8 +14,9 @@ from sweeper.results import recommend_view as view
 from sweeper.results.report.content import Block, Bullets, Paragraph, Picture, Rows
 from sweeper.results.report.sections.answer import answer_blocks
 from sweeper.results.right_sizing import DRY_RUN_NOTE, memory_advice
-from sweeper.store.parquet import load_sweep, write_rows
+from sweeper.store.parquet import load_sweep
 from tests.fixtures.make_fixture_store import STORE
+from tests.support.stored_rows import write_test_rows
 from tests.support.synthetic_stores import ArmSpec, synthetic_frame, synthetic_rows, to_frame
 
 ARMS = [
@@ -29,7 +30,7 @@ ARMS = [
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     root = tmp_path_factory.mktemp("answer")
-    write_rows(root / "store", "synthetic", synthetic_rows(ARMS, epochs=(5, 50), seed=1), "part-0")
+    write_test_rows(root / "store", "synthetic", synthetic_rows(ARMS, epochs=(5, 50), seed=1), "part-0")
     return report.write_report(root / "store", root / "out")
 
 

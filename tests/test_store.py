@@ -29,8 +29,8 @@ from sweeper.store.parquet import (
     recorded_rows,
     remove_sweep,
     sweeps,
-    write_rows,
 )
+from tests.support.stored_rows import write_test_rows
 
 
 def row(key: str, status: str = "ok", **values: Any) -> dict[str, Any]:
@@ -49,7 +49,7 @@ def row(key: str, status: str = "ok", **values: Any) -> dict[str, Any]:
 
 
 def test_rows_round_trip_through_pandas_and_pyarrow_dataset(tmp_path: Path) -> None:
-    write_rows(tmp_path, "s", [row("a"), row("b", status="failed", error="boom")], "part-1")
+    write_test_rows(tmp_path, "s", [row("a"), row("b", status="failed", error="boom")], "part-1")
     frame = load_results(tmp_path)
     assert list(frame.columns) == list(COLUMNS)
     assert frame["measurement_key"].tolist() == ["a", "b"]
@@ -62,8 +62,8 @@ def test_rows_round_trip_through_pandas_and_pyarrow_dataset(tmp_path: Path) -> N
 
 
 def test_dry_run_rows_are_left_out_where_real_rows_are_read_with_them(tmp_path: Path) -> None:
-    write_rows(tmp_path, "2node", [row("real")], "part-1")
-    write_rows(tmp_path, "2node-dry-run", [row("dry", dry_run=True)], "part-1")
+    write_test_rows(tmp_path, "2node", [row("real")], "part-1")
+    write_test_rows(tmp_path, "2node-dry-run", [row("dry", dry_run=True)], "part-1")
     assert load_results(tmp_path)["measurement_key"].tolist() == ["real"]
     assert load_results(tmp_path, "2node-dry-run")["measurement_key"].tolist() == ["dry"]  # only dry: kept
     assert sorted(load_results(tmp_path, dry_runs=True)["measurement_key"]) == ["dry", "real"]
@@ -71,17 +71,17 @@ def test_dry_run_rows_are_left_out_where_real_rows_are_read_with_them(tmp_path: 
 
 
 def test_writes_are_atomic_and_leave_no_temporary_files(tmp_path: Path) -> None:
-    path = write_rows(tmp_path, "s", [row("a")], "part-1")
+    path = write_test_rows(tmp_path, "s", [row("a")], "part-1")
     assert [p.name for p in path.parent.iterdir()] == ["part-1.parquet"]
 
 
 def test_unknown_columns_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="fit_time"):
-        write_rows(tmp_path, "s", [row("a", fit_time=3)], "part-1")
+        write_test_rows(tmp_path, "s", [row("a", fit_time=3)], "part-1")
 
 
 def test_compact_merges_and_fills_teardown(tmp_path: Path) -> None:
-    parts = [write_rows(tmp_path, "s", [row(k)], f"part-x-{i}") for i, k in enumerate("abc")]
+    parts = [write_test_rows(tmp_path, "s", [row(k)], f"part-x-{i}") for i, k in enumerate("abc")]
     merged = compact(tmp_path, "s", parts, "part-x", teardown_s=2.5)
     assert merged is not None and [p.name for p in (tmp_path / "s").iterdir()] == ["part-x.parquet"]
     frame = load_results(tmp_path)
@@ -92,7 +92,7 @@ def test_compact_merges_and_fills_teardown(tmp_path: Path) -> None:
 @pytest.mark.parametrize("deleted", ["store", "sweep"])
 def test_compacting_a_deleted_store_is_a_user_error_naming_it(deleted: str, tmp_path: Path) -> None:
     store = tmp_path / "store"
-    parts = [write_rows(store, "s", [row(k)], f"part-x-{i}") for i, k in enumerate("ab")]
+    parts = [write_test_rows(store, "s", [row(k)], f"part-x-{i}") for i, k in enumerate("ab")]
     shutil.rmtree(store if deleted == "store" else store / "s")
     with pytest.raises(UserError) as raised:
         compact(store, "s", parts, "part-x", teardown_s=2.5)
@@ -133,9 +133,9 @@ def ok_keys(store: Path, sweep: str) -> set[str]:
 
 
 def test_recorded_rows_give_each_keys_status_an_ok_row_first_and_fresh_removes_one_sweep(tmp_path: Path) -> None:
-    write_rows(tmp_path, "s", [row("a"), row("b", status="failed"), row("c", status="timeout")], "p1")
-    write_rows(tmp_path, "s", [row("b", status="ok"), row("a", status="failed")], "p2")
-    write_rows(tmp_path, "other", [{**row("z"), "sweep": "other"}], "p1")
+    write_test_rows(tmp_path, "s", [row("a"), row("b", status="failed"), row("c", status="timeout")], "p1")
+    write_test_rows(tmp_path, "s", [row("b", status="ok"), row("a", status="failed")], "p2")
+    write_test_rows(tmp_path, "other", [{**row("z"), "sweep": "other"}], "p1")
     recorded = recorded_rows(tmp_path, "s")
     assert {key: row.status for key, row in recorded.items()} == {"a": "ok", "b": "ok", "c": "timeout"}
     assert recorded["a"][1] == row("a")["fit_wall_s"]
@@ -145,14 +145,14 @@ def test_recorded_rows_give_each_keys_status_an_ok_row_first_and_fresh_removes_o
 
 
 def test_load_results_of_one_sweep(tmp_path: Path) -> None:
-    write_rows(tmp_path, "s", [row("a")], "p1")
-    write_rows(tmp_path, "t", [{**row("b"), "sweep": "t"}], "p1")
+    write_test_rows(tmp_path, "s", [row("a")], "p1")
+    write_test_rows(tmp_path, "t", [{**row("b"), "sweep": "t"}], "p1")
     assert load_results(tmp_path, sweep="t")["measurement_key"].tolist() == ["b"]
     assert len(load_results(tmp_path)) == 2
 
 
 def test_a_sweep_directory_given_as_the_store_is_named_with_the_way_out(tmp_path: Path) -> None:
-    write_rows(tmp_path, "s", [row("a")], "p1")
+    write_test_rows(tmp_path, "s", [row("a")], "p1")
     with pytest.raises(UserError, match=r"s: holds store files itself.*pass its parent as the store, with --sweep s"):
         load_results(tmp_path / "s")
 
@@ -163,7 +163,7 @@ def test_an_empty_store_reads_as_an_empty_typed_frame(tmp_path: Path) -> None:
 
 
 def test_a_truncated_file_is_named_in_the_error(tmp_path: Path) -> None:
-    path = write_rows(tmp_path, "s", [row("a")], "p1")
+    path = write_test_rows(tmp_path, "s", [row("a")], "p1")
     path.write_bytes(path.read_bytes()[:100])
     with pytest.raises(UserError, match=r"p1\.parquet: not a readable Parquet file"):
         read_table(tmp_path)
@@ -181,7 +181,7 @@ def test_a_version_1_file_reads_with_the_later_columns_empty(tmp_path: Path) -> 
 
     from sweeper.store.parquet import ADDED_AFTER_VERSION_1
 
-    path = write_rows(tmp_path, "s", [row("a")], "p1")
+    path = write_test_rows(tmp_path, "s", [row("a")], "p1")
     old = pq.read_table(path).drop_columns(list(ADDED_AFTER_VERSION_1))
     pq.write_table(old, path)
     frame = load_results(tmp_path)
@@ -210,7 +210,7 @@ def test_a_version_1_file_reads_with_the_later_columns_empty(tmp_path: Path) -> 
 def test_an_unsafe_sweep_name_is_refused_by_every_store_function(tmp_path: Path, name: str) -> None:
     store = tmp_path / "store"
     for action in (
-        lambda: write_rows(store, name, [row("a")], "p1"),
+        lambda: write_test_rows(store, name, [row("a")], "p1"),
         lambda: remove_sweep(store, name),
         lambda: load_results(store, name),
         lambda: check_writable(store, name),
@@ -222,7 +222,7 @@ def test_an_unsafe_sweep_name_is_refused_by_every_store_function(tmp_path: Path,
 
 @pytest.mark.parametrize("name", ["2node", "a b", "x" * 100, "ü[bold]x", "v1.2"])
 def test_safe_sweep_names_are_direct_children_of_the_store(tmp_path: Path, name: str) -> None:
-    path = write_rows(tmp_path, name, [row("a", sweep=name)], "p1")
+    path = write_test_rows(tmp_path, name, [row("a", sweep=name)], "p1")
     assert path.parent.parent == tmp_path and path.parent.name == name
     assert load_results(tmp_path, name)["measurement_key"].tolist() == ["a"]
 
@@ -230,7 +230,7 @@ def test_safe_sweep_names_are_direct_children_of_the_store(tmp_path: Path, name:
 def plant(path: Path) -> Path:
     """A real store file (one row) at ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    written = write_rows(path.parent.parent, path.parent.name, [row("planted")], path.stem)
+    written = write_test_rows(path.parent.parent, path.parent.name, [row("planted")], path.stem)
     written.rename(path)
     return path
 
@@ -246,7 +246,7 @@ def test_fresh_never_deletes_a_file_outside_its_own_sweep(tmp_path: Path) -> Non
     (tmp_path / "parent" / "in-the-parent.parquet").write_bytes(outside[0].read_bytes())
     (store / "in-the-store-itself.parquet").write_bytes(outside[0].read_bytes())
     outside += [tmp_path / "parent" / "in-the-parent.parquet", store / "in-the-store-itself.parquet"]
-    mine = [write_rows(store, "s", [row("a")], "p1"), write_rows(store, "s", [row("b")], "p2")]
+    mine = [write_test_rows(store, "s", [row("a")], "p1"), write_test_rows(store, "s", [row("b")], "p2")]
     link = store / "s" / "link-out.parquet"
     link.symlink_to(outside[1])
     for name in ("..", ".", "s/..", "../parent"):
@@ -268,7 +268,7 @@ def test_fresh_refuses_a_sweep_directory_that_is_a_symbolic_link(tmp_path: Path)
 
 
 def test_reading_one_sweep_reads_only_its_directory(tmp_path: Path) -> None:
-    write_rows(tmp_path, "s", [row("a")], "p1")
+    write_test_rows(tmp_path, "s", [row("a")], "p1")
     plant(tmp_path / "s" / "sub" / "nested.parquet")
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "broken.parquet").write_bytes(b"not parquet")
@@ -287,7 +287,7 @@ def rewrite(path: Path, change: Callable[[pa.Table], pa.Table]) -> None:
 
 
 def test_a_column_of_the_wrong_type_is_named_with_its_file(tmp_path: Path) -> None:
-    path = write_rows(tmp_path, "s", [row("a")], "p1")
+    path = write_test_rows(tmp_path, "s", [row("a")], "p1")
     index = COLUMNS.index("fit_wall_s")
     rewrite(path, lambda t: t.set_column(index, "fit_wall_s", pa.array(["1.5"])))
     with pytest.raises(UserError, match=r"s/p1\.parquet: not a sweeper store file \(column fit_wall_s is string"):
@@ -298,7 +298,7 @@ def test_a_column_of_the_wrong_type_is_named_with_its_file(tmp_path: Path) -> No
 
 def test_wider_integers_and_other_time_units_still_read(tmp_path: Path) -> None:
     """What pandas or another tool writes back (int64, nanoseconds, an all-null column) reads as the store's types."""
-    path = write_rows(tmp_path, "s", [row("a")], "p1")
+    path = write_test_rows(tmp_path, "s", [row("a")], "p1")
     table = pq.read_table(path)
     table = table.set_column(COLUMNS.index("epochs"), "epochs", table.column("epochs").cast(pa.int64()))
     started = table.column("started_at").cast(pa.timestamp("ns", tz="UTC"))
@@ -311,14 +311,14 @@ def test_wider_integers_and_other_time_units_still_read(tmp_path: Path) -> None:
 
 
 def test_a_value_that_does_not_fit_the_column_is_named_with_its_file(tmp_path: Path) -> None:
-    path = write_rows(tmp_path, "s", [row("a")], "p1")
+    path = write_test_rows(tmp_path, "s", [row("a")], "p1")
     rewrite(path, lambda t: t.set_column(COLUMNS.index("epochs"), "epochs", pa.array([2**40])))
     with pytest.raises(UserError, match=r"p1\.parquet: values that do not fit the store's column types"):
         load_results(tmp_path)
 
 
 def test_a_file_of_a_newer_schema_is_refused(tmp_path: Path) -> None:
-    path = write_rows(tmp_path, "s", [row("a")], "p1")
+    path = write_test_rows(tmp_path, "s", [row("a")], "p1")
     newer = SCHEMA_VERSION + 1
     rewrite(path, lambda t: t.set_column(0, "schema_version", pa.array([newer], pa.int32())).drop_columns(["error"]))
     message = rf"p1\.parquet: written by a newer sweeper \(schema {newer}, this one reads up to {SCHEMA_VERSION}\)"
@@ -367,22 +367,22 @@ def test_the_probe_names_the_path_and_the_reason(tmp_path: Path) -> None:
 
 def test_a_quiet_ok_row_wins_over_a_disturbed_one_whose_time_is_not_counted(tmp_path: Path) -> None:
     loaded = {"disturbed": True, "interference_cpu_share": 0.9}
-    write_rows(tmp_path, "s", [{**row("a"), **loaded}, {**row("b"), **loaded, "fit_wall_s": 9.0}], "p1")
+    write_test_rows(tmp_path, "s", [{**row("a"), **loaded}, {**row("b"), **loaded, "fit_wall_s": 9.0}], "p1")
     later = pd.Timestamp("2026-01-01 00:01", tz="UTC")
     again = {"disturbed": False, "interference_cpu_share": 0.01, "started_at": later}
-    write_rows(tmp_path, "s", [{**row("b"), **again}], "p2")
+    write_test_rows(tmp_path, "s", [{**row("b"), **again}], "p2")
     recorded = recorded_rows(tmp_path, "s")
     assert recorded["a"] == ("ok", row("a")["fit_wall_s"], True)  # taken, under load
     assert recorded["b"] == ("ok", row("b")["fit_wall_s"], False)  # its quiet re-measurement
 
 
 def test_a_merge_stopped_before_removing_its_parts_never_counts_a_row_twice_and_is_finished(tmp_path: Path) -> None:
-    parts = [write_rows(tmp_path, "s", [row(key)], f"part-r-001-{n:04d}") for n, key in enumerate(("a", "b"))]
+    parts = [write_test_rows(tmp_path, "s", [row(key)], f"part-r-001-{n:04d}") for n, key in enumerate(("a", "b"))]
     merged = compact(tmp_path, "s", parts, "part-r-001", teardown_s=2.5)
     assert merged is not None
     for n, key in enumerate(("a", "b")):  # the parts again, as a kill -9 between the rename and the unlinks leaves them
         rows = [r for r in load_results(tmp_path, "s").to_dict("records") if r["measurement_key"] == key]
-        write_rows(tmp_path, "s", [{**rows[0], "teardown_s": None}], f"part-r-001-{n:04d}")
+        write_test_rows(tmp_path, "s", [{**rows[0], "teardown_s": None}], f"part-r-001-{n:04d}")
     frame = load_results(tmp_path, "s")
     assert sorted(frame["measurement_key"]) == ["a", "b"] and (frame["teardown_s"] == 2.5).all()  # the merged copy
     assert recorded_rows(tmp_path, "s") == {"a": ("ok", 1.5, False), "b": ("ok", 1.5, False)}
@@ -390,7 +390,7 @@ def test_a_merge_stopped_before_removing_its_parts_never_counts_a_row_twice_and_
     assert sorted(p.name for p in removed) == ["part-r-001-0000.parquet", "part-r-001-0001.parquet"]
     assert [p.name for p in (tmp_path / "s").iterdir()] == ["part-r-001.parquet"]
     # a part whose rows are not all in the merged file is not a copy: it stays
-    write_rows(tmp_path, "s", [row("c")], "part-r-001-0002")
+    write_test_rows(tmp_path, "s", [row("c")], "part-r-001-0002")
     assert finish_merges(tmp_path, "s") == [] and len(load_results(tmp_path, "s")) == 3
 
 
@@ -398,9 +398,9 @@ def test_parts_a_killed_run_never_merged_are_merged_by_the_next_run_once(tmp_pat
     """kill -9 before a launch's merge leaves one file per measurement; the next run merges them, one file per
     launch, every row kept once; the current run's own parts and merged files are left alone."""
     for n, key in enumerate(("a", "b", "c")):
-        write_rows(tmp_path, "s", [row(key)], f"part-killed-001-{n:04d}")
-    write_rows(tmp_path, "s", [row("d")], "part-killed-002-0000")
-    write_rows(tmp_path, "s", [row("e")], "part-done-001")  # a launch merged as usual
+        write_test_rows(tmp_path, "s", [row(key)], f"part-killed-001-{n:04d}")
+    write_test_rows(tmp_path, "s", [row("d")], "part-killed-002-0000")
+    write_test_rows(tmp_path, "s", [row("e")], "part-done-001")  # a launch merged as usual
     before = sorted(load_results(tmp_path, "s")["measurement_key"])
     merged = merge_leftovers(tmp_path, "s")
     assert len(merged) == 4 and not any(p.exists() for p in merged)

@@ -19,8 +19,9 @@ from sweeper.cli import main as sweeper_main
 from sweeper.results import report
 from sweeper.results.report.blocks import Heading, Paragraph, Rows
 from sweeper.results.report.sections.engines import engine_blocks, engine_pairs
-from sweeper.store.parquet import load_sweep, write_rows
+from sweeper.store.parquet import load_sweep
 from tests.conftest import minimal_grid, run_cli
+from tests.support.stored_rows import write_test_rows
 from tests.support.synthetic_stores import ArmSpec, synthetic_rows
 
 SHAPES = ((1, 2, 2.0), (2, 2, 4.0), (1, 4, 4.0))  # three configurations: predict validates each engine
@@ -31,7 +32,7 @@ def _store(tmp_path: Path, engines: tuple[str, ...]) -> Path:
     """A store of one sweep with every shape of :data:`SHAPES` on each of ``engines`` (ray the fastest)."""
     arms = [ArmSpec(engine, *shape, median_s=MEDIANS[engine] * shape[0]) for engine in engines for shape in SHAPES]
     store = tmp_path / "-".join(engines)
-    write_rows(store, "synthetic", synthetic_rows(arms, epochs=(5, 10), seed=3), "part-0")
+    write_test_rows(store, "synthetic", synthetic_rows(arms, epochs=(5, 10), seed=3), "part-0")
     return store
 
 

@@ -28,4 +28,8 @@ def add_kind_flag(parser: argparse.ArgumentParser, flag: str, kind: Kind, defaul
     elif isinstance(kind, (Integer, Number)):
         options["type"] = int if isinstance(kind, Integer) else float
         allowed = f"{kind.describe()}, "
-    parser.add_argument(flag, default=default, help=f"{help} ({allowed}default {default})", **options)
+    if default is None:  # an optional flag: its range alone
+        help += f", in {allowed.removesuffix(', ')}" if allowed else ""
+    else:
+        help += f" ({allowed}default {default})"
+    parser.add_argument(flag, default=default, help=help, **options)

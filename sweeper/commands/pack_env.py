@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
+from sweeper.launch.hosts.pack_env import GZIP_LEVEL
 from sweeper.text import plain
 
 
@@ -22,7 +23,9 @@ def add_parser(commands: Any) -> None:
         "--exclude", action="append", metavar="PATTERN",
         help="leave out site-packages entries matching this glob (repeatable), e.g. 'mypy*'",
     )  # fmt: skip
-    pack_env.add_argument("--level", type=int, default=6, choices=range(1, 10), help="gzip level (default 6)")
+    pack_env.add_argument(
+        "--level", type=int, default=GZIP_LEVEL, choices=range(1, 10), help=f"gzip level (default {GZIP_LEVEL})"
+    )
     pack_env.add_argument(
         "--spark-jars", action="store_true",
         help="keep pyspark's jars: for SSH hosts, which run Spark's daemons from the environment (YARN needs none)",

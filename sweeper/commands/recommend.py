@@ -7,7 +7,8 @@ from typing import Any
 
 from rich.console import Console
 
-from sweeper.names import ACCURACY_MARGIN, OBJECTIVES
+from sweeper.commands.flags import add_key_flag
+from sweeper.config.sections import RECOMMEND
 
 
 def add_parser(commands: Any) -> None:
@@ -17,19 +18,15 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("store", help="store directory")
     parser.add_argument("--sweep", help="sweep name (required when the store holds several)")
-    parser.add_argument("--objective", choices=OBJECTIVES, default="time", help="what to minimise (default time)")
-    parser.add_argument(
-        "--accuracy-margin", type=float, default=ACCURACY_MARGIN,
-        help=f"accuracy the choice may lose to the most accurate one (default {ACCURACY_MARGIN})",
-    )  # fmt: skip
-    parser.add_argument("--cost-per-node-hour", type=float, help="price of a node-hour (needed by --objective cost)")
-    parser.add_argument("--budget", type=float, help="most a measurement may cost: the fastest configuration within it")
+    for name in RECOMMEND.keys:
+        add_key_flag(parser, RECOMMEND, name)
     parser.add_argument("--json", action="store_true", help="print one JSON object (keys in the README)")
     parser.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace, console: Console) -> int:
     """``sweeper recommend STORE [--sweep NAME] [--objective time|cost] [--accuracy-margin M] [--json]``."""
+    from sweeper.results.predict.worth import worth_measuring
     from sweeper.results.recommend import recommend
     from sweeper.results.recommend_view import COLUMNS, lines, to_json
     from sweeper.results.report.sections.measured import dry_run_banner
@@ -44,10 +41,11 @@ def main(args: argparse.Namespace, console: Console) -> int:
         cost_per_node_hour=args.cost_per_node_hour,
         budget=args.budget,
     )
+    worth = worth_measuring(df)  # the what-if model's fit: only where it is shown
     if args.json:
-        print(json_text(to_json(recommendation), indent=2))
+        print(json_text(to_json(recommendation, worth), indent=2))
     else:
         banner = dry_run_banner(df)
-        for line in ([banner] if banner else []) + lines(recommendation):
+        for line in ([banner] if banner else []) + lines(recommendation, worth):
             console.print(wrapped(plain(line), min(console.width, COLUMNS)), soft_wrap=True)
     return 0

@@ -8,6 +8,8 @@ from typing import Any
 
 from rich.console import Console
 
+from sweeper.commands.flags import add_key_flag
+from sweeper.config.sections import RECOMMEND
 from sweeper.text import plain
 
 
@@ -19,7 +21,7 @@ def add_parser(commands: Any) -> None:
     report.add_argument("store", help="store directory")
     report.add_argument("--sweep", help="sweep name (required when the store holds several)")
     report.add_argument("--out", required=True, help="output directory")
-    report.add_argument("--cost-per-node-hour", type=float, help="price of a node-hour, for cost per measurement")
+    add_key_flag(report, RECOMMEND, "cost_per_node_hour", "price of a node-hour, for cost per measurement")
     report.set_defaults(func=main)
 
 

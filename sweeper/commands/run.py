@@ -10,6 +10,7 @@ from rich.console import Console
 
 from sweeper.config import load as grid_file
 from sweeper.config.grid import HALVING, RACE, Grid
+from sweeper.config.managers import descriptor
 from sweeper.errors import UserError
 from sweeper.names import OK, PRUNED
 from sweeper.planning.dry_run import shrink_plan
@@ -68,7 +69,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
     if args.dry_run:
         plan = shrink_plan(plan)
         grid = plan.grid  # its own sweep, NAME-dry-run
-    elif grid.manager != "local" and not args.skip_check:
+    elif not descriptor(grid.manager).on_this_machine and not args.skip_check:
         _check_first(plan, console)
     store = Path(args.store) if args.store else grid.store
     _print_opening(plan, "dry run" if args.dry_run else "sweep", store, console)
@@ -162,6 +163,7 @@ def _print_closing(
     from sweeper.results.recommend import recommend
     from sweeper.results.recommend_view import answer_lines, memory_sentence
     from sweeper.results.report.sections.measured import dry_run_banner
+    from sweeper.results.right_sizing import HEADROOM_TEXT
     from sweeper.search.accounting import cluster_seconds, full_grid_estimate
 
     lines = []
@@ -177,7 +179,7 @@ def _print_closing(
     recommendation = recommend(df)
     memory = [f"  {memory_sentence(advice)}" for advice in recommendation.memory]
     if memory:
-        memory.insert(0, "Memory (granted vs measured peak; suggested = peak + 25 %):")
+        memory.insert(0, f"Memory (granted vs measured peak; suggested = peak + {HEADROOM_TEXT}):")
     lines += [*([banner] if banner else []), *answer_lines(recommendation, partial=left is not None), *memory]
     if left:
         lines.append("Not measured before the stop (`sweeper run` again takes them):")

@@ -12,6 +12,7 @@ from sweeper.config.estimator import EstimatorProblem, prototype, steps_of
 from sweeper.config.grid import (
     AUTO,
     CLASSIFIER,
+    DEFAULT_DATASET,
     FULL_GRID,
     HALVING,
     RACE,
@@ -22,6 +23,7 @@ from sweeper.config.grid import (
     Search,
     Workload,
 )
+from sweeper.config.managers import SSH, STANDALONE, owners
 from sweeper.config.model import MLLIB_ONLY_PARAMS, model_axes, model_params, read_param_grid
 from sweeper.config.names import SSH_NAME_RULE, SSH_USER_UNSAFE, is_host, ssh_name_problem
 from sweeper.config.schema import Problems, file_kind, is_scalar, item_key, key_name
@@ -41,7 +43,6 @@ from sweeper.config.sections import (
     SEARCH,
     SIZING,
     SPARK_CONF_OWNED,
-    SSH,
     WORKLOAD,
     WORKLOAD_SETTINGS,
 )
@@ -78,7 +79,7 @@ _INTERPRETED_PREFIXES = {
 _FIT_VARIABLES = {"PYTHONHASHSEED"}
 
 
-def interpreted_by(name: str) -> str | None:
+def _interpreted_by(name: str) -> str | None:
     """What interprets environment variable ``name`` beyond the fits (a shell, the loader, ...), or None."""
     if name in _FIT_VARIABLES:
         return None
@@ -146,8 +147,8 @@ def cluster(check: Problems, value: Any) -> tuple[str | None, Cluster | None, li
     manager = CLUSTER.field("manager").read(section, CLUSTER.key, check)
     listed = section.get("hosts")
     hosts = _hosts(check, listed) if "hosts" in section else []
-    if manager == "ssh" and "hosts" not in section:
-        check.fail("cluster.hosts", "is required with manager: ssh (the first host runs the master)")
+    if manager in owners("hosts") and "hosts" not in section:
+        check.fail("cluster.hosts", f"is required with manager: {manager} (the first host runs the master)")
     ssh = SSH.open(section.get("ssh"), check) or {}
     _ssh_values(check, ssh)
     n_listed = len(listed) if isinstance(listed, list) and listed else None
@@ -200,7 +201,7 @@ STANDALONE_ADDRESSES = {
 
 def standalone_addresses(check: Problems, value: Any, manager: str | None, engines: list[str]) -> None:
     """With manager standalone, the address of the cluster of every engine listed (and only those)."""
-    if manager != "standalone" or not isinstance(value, dict):
+    if manager != STANDALONE or not isinstance(value, dict):
         return
     for key, form in dict(STANDALONE_ADDRESSES[engine] for engine in engines).items():
         address = value.get(key)
@@ -232,8 +233,8 @@ def python_archive(check: Problems, value: Any, manager: str | None) -> str | No
     if not isinstance(archive, str) or not archive:
         check.fail(key, f"must be the path of a packed environment (sweeper pack-env OUT.tar.gz), got {shown(archive)}")
         return None
-    if manager is not None and manager != "yarn":
-        check.fail(key, f"only applies to manager: yarn, got manager: {manager}")
+    if manager is not None and manager not in owners("python_archive"):
+        check.fail(key, f"only applies to manager: {', '.join(owners('python_archive'))}, got manager: {manager}")
         return None
     if check.text(archive, key, shell=True) is None:
         return None
@@ -306,7 +307,7 @@ def _dataset(check: Problems, value: Any) -> Dataset | None:
     section = DATASET.open(value, check)
     if section is None:
         return None
-    name = section.get("name", "digits")
+    name = section.get("name", DEFAULT_DATASET)
     path = section.get("path")
     if path is not None and check.text(path, path_key) is None:
         return None
@@ -556,7 +557,7 @@ def environment(check: Problems, value: Any) -> dict[str, str]:
         if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
             check.fail(key, f"must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*), got {shown(name)}")
             continue
-        who = interpreted_by(name)
+        who = _interpreted_by(name)
         if who is not None:
             check.fail(
                 key,

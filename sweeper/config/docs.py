@@ -17,19 +17,19 @@ BEGIN = "<!-- grid keys: begin (generated from sweeper/config/sections.py by `ma
 END = "<!-- grid keys: end -->"
 
 
-def key_rows(section: Section) -> Iterator[str]:
+def _key_rows(section: Section) -> Iterator[str]:
     """One table row per documented key of ``section``, in declared order; a key without a row has its
     section's rows instead."""
     for field in section.fields:
         if field.doc:
             yield f"| `{field.path(section.key)}` | {field.default_text()} | {field.meaning()} |"
         elif field.section is not None:
-            yield from key_rows(field.section)
+            yield from _key_rows(field.section)
 
 
 def key_table() -> str:
     """The Markdown table of every grid key: its default and meaning."""
-    return "\n".join(["| key | default | meaning |", "| --- | --- | --- |", *key_rows(TOP)]) + "\n"
+    return "\n".join(["| key | default | meaning |", "| --- | --- | --- |", *_key_rows(TOP)]) + "\n"
 
 
 def with_key_table(text: str) -> str:

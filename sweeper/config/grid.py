@@ -8,6 +8,9 @@ from typing import Any
 
 from sweeper.config.sizing import Cluster
 
+DEFAULT_DATASET = "digits"  # workload.dataset's default, and a dry run's when the grid's cannot be read here
+TEST_SIZE = 0.25  # workload.test_size's default: the held-out share of a dataset without its own test split
+
 
 @dataclass(frozen=True)
 class Dataset:
@@ -142,17 +145,13 @@ class Grid:
     store: Path
     environment: tuple[tuple[str, str], ...]
     spark_conf: tuple[tuple[str, str], ...] = ()
-    hosts: tuple[str, ...] = ()
-    ssh: tuple[tuple[str, Any], ...] = ()
-    python: str | None = None
-    java_home: str | None = None
-    remote_dir: str | None = None
-    queue: str | None = None
-    hadoop_conf_dir: str | None = None
-    python_archive: str | None = None
-    spark_master: str | None = None
-    dask_scheduler: str | None = None
-    ray_address: str | None = None
+    # the cluster keys the managers own (sweeper/config/managers.py) the grid gives, validated, by name:
+    # hosts a tuple, ssh its sorted key/value pairs, the others a text
+    cluster_keys: tuple[tuple[str, Any], ...] = ()
     search: Search = Search()
     grid_hash: str = field(default="", compare=False)
     warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    def cluster_key(self, name: str) -> Any:
+        """The validated value of the manager's ``cluster`` key ``name``; None where the grid gives none."""
+        return dict(self.cluster_keys).get(name)

@@ -88,11 +88,16 @@ def _read_grid(check: Problems, raw: dict[str, Any]) -> dict[str, Any] | None:
         "store": Path(store),
         "environment": tuple(sorted(variables.items())),
         "spark_conf": tuple(sorted(conf.items())),
-        "hosts": tuple(hosts),
-        "ssh": tuple(sorted(ssh.items())),
-        **paths,
-        "python_archive": archive,
+        "cluster_keys": _cluster_keys(hosts, ssh, paths, archive),
     }
+
+
+def _cluster_keys(
+    hosts: list[str], ssh: dict[str, Any], paths: dict[str, str], archive: str | None
+) -> tuple[tuple[str, Any], ...]:
+    """The managers' cluster keys the grid gives, by name (``Grid.cluster_keys``)."""
+    given = {"hosts": tuple(hosts), "ssh": tuple(sorted(ssh.items())), **paths, "python_archive": archive}
+    return tuple((name, value) for name, value in given.items() if value)
 
 
 def grid_hash(raw: dict[str, Any]) -> str:

@@ -30,7 +30,7 @@ MAX_LAYERS = 100
 MAX_LAYER_WIDTH = 100_000
 
 
-def mlp_params() -> tuple[str, ...]:
+def _mlp_params() -> tuple[str, ...]:
     """The MLPClassifier parameters a grid may set."""
     from sklearn.neural_network import MLPClassifier
 
@@ -39,7 +39,7 @@ def mlp_params() -> tuple[str, ...]:
 
 def model_params(model: Model) -> tuple[str, ...]:
     """The parameters a grid may set on ``model`` (MLPClassifier's: with ``mllib_solver``)."""
-    return mlp_params() + MLLIB_ONLY_PARAMS if model is None else estimator.settable(model)
+    return _mlp_params() + MLLIB_ONLY_PARAMS if model is None else estimator.settable(model)
 
 
 def model_axes(check: Problems, value: Any, model: Model = None) -> tuple[tuple[str, tuple[Any, ...]], ...]:
@@ -71,7 +71,7 @@ def _estimator_axes(check: Problems, section: dict[str, Any], model: Model) -> t
     check.known_keys({k: v for k, v in section.items() if not isinstance(k, str) or estimator.owned(k) is None},
                      "workload.model", allowed)  # fmt: skip
     return tuple(
-        (param, tuple(check.axis(raw, f"workload.model.{param}", param_check(check, param, model))[0]))
+        (param, tuple(check.axis(raw, f"workload.model.{param}", _param_check(check, param, model))[0]))
         for param, raw in section.items()
         if param in allowed
     )
@@ -81,11 +81,11 @@ def _model_values(check: Problems, param: str, raw: Any) -> list[Any]:
     """The values of one ``workload.model`` parameter (a list is an axis; a list of layer widths is one value)."""
     if param == "hidden_layer_sizes" and not (isinstance(raw, list) and raw and all(isinstance(x, list) for x in raw)):
         raw = [raw]
-    values, _ = check.axis(raw, f"workload.model.{param}", param_check(check, param))
+    values, _ = check.axis(raw, f"workload.model.{param}", _param_check(check, param))
     return values
 
 
-def param_check(check: Problems, param: str, model: Model = None) -> Callable[[Any, str], Any]:
+def _param_check(check: Problems, param: str, model: Model = None) -> Callable[[Any, str], Any]:
     """How one value of a model parameter is checked (see :meth:`Problems.axis`)."""
     if model is not None:
         return lambda value, key: _estimator_value(check, model, param, value, key)
@@ -156,12 +156,12 @@ def read_param_grid(
         return ()
     if mode != "search":
         check.fail("workload.param_grid", f"only applies to mode: search, not {mode!r}")
-    allowed = mlp_params() if model is None else estimator.settable(model)
+    allowed = _mlp_params() if model is None else estimator.settable(model)
     check.known_keys(section, "workload.param_grid", allowed)
     grid = []
     for param, raw in section.items():
         if param not in allowed:
             continue
-        values, _ = check.axis(raw, f"workload.param_grid.{param}", param_check(check, param, model))
+        values, _ = check.axis(raw, f"workload.param_grid.{param}", _param_check(check, param, model))
         grid.append((param, tuple(values)))
     return tuple(grid)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from sweeper.config.grid import (
+    DEFAULT_DATASET,
     ETA,
     INTERFERENCE_LIMIT,
     RACE_CONFIDENCE,
@@ -21,8 +22,10 @@ from sweeper.config.grid import (
     SEARCH_STRATEGIES,
     SEARCH_STRATEGY,
     START_TIMEOUT_S,
+    TEST_SIZE,
     TRIALS_LIMIT,
 )
+from sweeper.config.managers import LOCAL, MANAGER_FIELDS, manager_doc
 from sweeper.config.schema import (
     Boolean,
     Choice,
@@ -37,7 +40,7 @@ from sweeper.config.schema import (
     key_problems,
 )
 from sweeper.config.sizing import APPLICATION_MASTER_SLOTS, REPORT_RULE, RESERVE_CORES, RESERVE_MEMORY_MIB, RULES
-from sweeper.names import DEFAULT_ENGINES, MANAGERS, MODES
+from sweeper.names import ACCURACY_MARGIN, DEFAULT_ENGINES, MANAGERS, MODES, OBJECTIVES, TIME
 from sweeper.units import MIB_PER_GIB
 
 DATASETS = ("digits", "mnist", "fashion-mnist", "diabetes", "california_housing")
@@ -69,9 +72,8 @@ MAX_NODES = 10_000
 MAX_CORES_PER_NODE = 4096
 MAX_APPLICATION_MASTER = 1000
 MAX_EPOCHS = 1_000_000
-MAX_PORT = 65535
-MAX_CONNECT_TIMEOUT_S = 3600.0
 MAX_REPLAY_REPEATS = 100_000
+MAX_PRICE = 1e9  # a node-hour's price, a measurement's budget, an accuracy margin: beyond any real one
 TRIALS = Trials(TRIALS_LIMIT)  # workload.trials, and replay's trial flags
 # replay's flags of workload.trials' adaptive keys
 TRIAL_FLAGS = {"min": "--min-trials", "max": "--max-trials", "target_rel_ci": "--target-rel-ci"}
@@ -144,29 +146,14 @@ SIZING = Section(
 )
 
 
-SSH = Section(
-    "cluster.ssh",
-    (
-        Field("user"),
-        Field("port", Integer(MAX_PORT)),
-        Field("identity_file", Text(shell=True)),
-        Field("known_hosts", Text(shell=True)),
-        Field("strict_host_key_checking", Boolean()),
-        Field("connect_timeout_s", Number(0.0, MAX_CONNECT_TIMEOUT_S)),
-        Field("driver_host"),
-        Field("dask_tls", Boolean()),
-    ),
-)
-
-
 CLUSTER = Section(
     "cluster",
     (
         Field(
             "manager",
             Choice(MANAGERS),
-            default="local",
-            doc="`local` (this machine), `yarn`, `ssh`, `standalone` (existing master/scheduler)",
+            default=LOCAL,
+            doc=manager_doc(),
         ),
         Field("nodes", Integer(MAX_NODES), shown_default="number of `hosts`", doc="worker nodes, {kind}"),
         Field("cores_per_node", Integer(MAX_CORES_PER_NODE), shown_default="required", doc="cores of one node, {kind}"),
@@ -176,91 +163,7 @@ CLUSTER = Section(
             shown_default="required",
             doc="memory of one node, a size (below), at most 1 PiB (`1024T`)",
         ),
-        Field(
-            "hosts",
-            doc=(
-                "`ssh`: host names or IP addresses; the first runs the Spark master and Dask scheduler. A "
-                "name is refused only for what `ssh` or a shell would interpret, as OpenSSH itself checks: "
-                "1 to 255 characters, not starting with `-`, no whitespace, control characters, `'` `\"` `$` "
-                "`` ` `` `\\` `;` `&` `\\|` `<` `>` `(` `)` `{` `}`, nor `/` `@` `,` or `:` (but in an IPv6 "
-                "address such as `fe80::1%eth0`); `node_1.lan` and Docker names are fine"
-            ),
-        ),
-        Field(
-            "ssh",
-            doc=(
-                "`ssh`: `user` (as OpenSSH takes it: 1 to 255 characters, not starting with `-`, no "
-                "whitespace, control characters or the shell characters refused in a host name; `@` and `.` "
-                "are fine, as in `john.doe@corp.example.com` of SSSD or Active Directory), `port` (1 to "
-                "65535), `identity_file`, `known_hosts`, `strict_host_key_checking` (default true; a YAML "
-                'boolean, so `"false"` in quotes is refused), `connect_timeout_s` (10; in (0, 3600]); '
-                "`driver_host` (this machine's host name or IP address as the hosts reach it; default: its "
-                "address on the route to the first host), `dask_tls` (default false: TLS with a key pair "
-                "made per launch)"
-            ),
-            section=SSH,
-        ),
-        Field(
-            "python",
-            Text(shell=True),
-            shown_default="this interpreter's path",
-            doc="`ssh`: the sweeper environment's Python on every host",
-        ),
-        Field(
-            "java_home",
-            Text(shell=True),
-            shown_default="`java` on the remote PATH; yarn: the NodeManager's",
-            doc=(
-                "`ssh`: a JDK 17+ at the same path on every host; `yarn`: a JDK 17+ at this path on every node, "
-                "the `JAVA_HOME` of Spark's ApplicationMaster and executors (Hadoop 3.3 NodeManagers run Java 8 "
-                "or 11, too old for Spark 4)"
-            ),
-        ),
-        Field(
-            "remote_dir",
-            Text(shell=True),
-            shown_default="`/tmp`",
-            doc="`ssh`: where launches keep scratch files on the hosts",
-        ),
-        Field(
-            "queue", Text(shell=True), shown_default="`default`", doc="`yarn`: the queue applications are submitted to"
-        ),
-        Field(
-            "hadoop_conf_dir",
-            Text(shell=True),
-            shown_default="`HADOOP_CONF_DIR`",
-            doc="`yarn`: the cluster's client configuration",
-        ),
-        Field(
-            "python_archive",
-            doc=(
-                "`yarn`: a packed environment (`sweeper pack-env env.tar.gz`; `.tar.gz`, `.tgz`, `.tar`, "
-                "`.zip`) shipped with every application and unpacked in its containers; it carries its own "
-                "interpreter. Unset: this environment is packed at the first launch (cached by content under "
-                "`~/.cache/sweeper/envs`) unless the cluster's file system is `file:` (one machine)"
-            ),
-        ),
-        Field(
-            "spark_master",
-            Text(shell=True),
-            shown_default="required with `standalone`",
-            doc="`spark://HOST:PORT` of a Spark master already running",
-        ),
-        Field(
-            "dask_scheduler",
-            Text(shell=True),
-            shown_default="required with `standalone`",
-            doc="`tcp://HOST:PORT` of a Dask scheduler already running",
-        ),
-        Field(
-            "ray_address",
-            Text(shell=True),
-            shown_default="required with `standalone` and engine `ray`",
-            doc=(
-                "`HOST:PORT` of a running Ray cluster's head; this machine must be one of its nodes "
-                "(`ray start --address HOST:PORT --num-cpus 0` makes it one without work)"
-            ),
-        ),
+        *MANAGER_FIELDS,
     ),
 )
 
@@ -270,7 +173,7 @@ WORKLOAD = Section(
     (
         Field(
             "dataset",
-            default="digits",
+            default=DEFAULT_DATASET,
             doc=(
                 "`digits` (bundled with scikit-learn), `mnist`, `fashion-mnist`, `diabetes` (scikit-learn's bundled "
                 "regression set: 442 rows, 10 features), `california_housing` (scikit-learn's, 20,640 rows, 8 "
@@ -441,7 +344,7 @@ WORKLOAD = Section(
         Field(
             "test_size",
             Number(0.0, 0.9),
-            default=0.25,
+            default=TEST_SIZE,
             doc="held-out share for datasets without their own test split, in {kind}",
         ),
     ),
@@ -582,7 +485,6 @@ TOP = Section(
 )
 # cluster values that reach command lines, on the hosts too (checked only when given)
 CLUSTER_PATHS = tuple(field.name for field in CLUSTER.fields if field.kind == Text(shell=True))
-WORKLOAD_AXES = tuple(field.name for field in WORKLOAD.fields if field.axis)  # checked first, in this order
 # the workload's settings: integers, then numbers, then exact_epochs (the order their problems are listed in)
 WORKLOAD_SETTINGS = tuple(
     field.name
@@ -607,6 +509,23 @@ REPLAY = Section(
 )
 
 
+RECOMMEND = Section(
+    "recommend",  # `sweeper recommend`'s flags (and report's --cost-per-node-hour), no grid key standing for them
+    (
+        Field("objective", Choice(OBJECTIVES), default=TIME, doc="what to minimise"),
+        Field(
+            "accuracy_margin",
+            Number(0.0, MAX_PRICE, open_low=False),
+            default=ACCURACY_MARGIN,
+            doc="accuracy the choice may lose to the most accurate one",
+        ),
+        Field("cost_per_node_hour", Number(0.0, MAX_PRICE), doc="price of a node-hour (needed by --objective cost)"),
+        Field("budget", Number(0.0, MAX_PRICE), doc="most a measurement may cost: the fastest configuration within it"),
+    ),
+)
+COMMAND_SECTIONS = (REPLAY, RECOMMEND)  # a command's own flags: named by the flag alone
+
+
 def flag_name(name: str) -> str:
     """The command-line flag of key ``name``: ``rung_axis`` -> ``--rung-axis``."""
     return "--" + name.replace("_", "-")
@@ -617,7 +536,7 @@ def flag_problems(section: Section, **values: Any) -> list[str]:
     ranges and words, named ``search.delta (--delta)`` (``--repeats`` for a flag no grid key stands for)."""
 
     def label(name: str) -> str:
-        return flag_name(name) if section is REPLAY else f"{section.key}.{name} ({flag_name(name)})"
+        return flag_name(name) if section in COMMAND_SECTIONS else f"{section.key}.{name} ({flag_name(name)})"
 
     return key_problems([(section.field(name), value, label(name)) for name, value in values.items()])
 

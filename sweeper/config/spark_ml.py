@@ -3,7 +3,7 @@
 A mapped estimator's fit is built with the grid's parameters and the work axis's value, and every parameter
 with a Spark ML counterpart (:attr:`Counterpart.params`, the defaults included: scikit-learn's defaults are
 the model the grid means) is translated by :func:`spark_params`; a parameter the grid sets that has no
-counterpart is refused when the grid is read (:func:`unmapped`), as are the estimators not listed here.
+counterpart is refused when the grid is read (:func:`_unmapped`), as are the estimators not listed here.
 MLPClassifier keeps its own mapping (:mod:`sweeper.launch.spark.mllib`'s ``mllib_params``).
 """
 
@@ -138,7 +138,7 @@ def counterpart(steps: tuple[str, ...]) -> Counterpart | None:
     return MAPPED.get(steps[0]) if len(steps) == 1 else None
 
 
-def unmapped(steps: tuple[str, ...], names: tuple[str, ...]) -> list[str]:
+def _unmapped(steps: tuple[str, ...], names: tuple[str, ...]) -> list[str]:
     """The parameters among ``names`` (those a grid sets) without a counterpart in Spark ML."""
     found = counterpart(steps)
     return [] if found is None else [name for name in names if name not in found.params]
@@ -205,7 +205,7 @@ def check_workload(check: Problems, engine: str, workload: Workload) -> None:
         )
         return
     work = () if estimator.work_parameter is None else (estimator.work_parameter,)
-    for name in unmapped(estimator.steps, (*work, *(name for name, _ in workload.model_axes))):
+    for name in _unmapped(estimator.steps, (*work, *(name for name, _ in workload.model_axes))):
         check.fail(
             "workload.iterations.parameter" if name in work else f"workload.model.{name}",
             f"has no counterpart in Spark ML's {found.spark_class} ({engine} maps {', '.join(found.params)}): leave "

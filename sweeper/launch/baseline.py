@@ -19,7 +19,7 @@ from sweeper.workload.fit import FitResult, run_fit
 from sweeper.workload.tasks import FitTask
 
 
-def run_sequentially(tasks: list[FitTask], data: Data) -> list[FitResult]:
+def _run_sequentially(tasks: list[FitTask], data: Data) -> list[FitResult]:
     """All fits of a batch, one after the other."""
     return [run_fit(task, data) for task in tasks]
 
@@ -38,7 +38,7 @@ class BaselineSession:
         return get_reusable_executor(max_workers=1, env=self._environment, reuse=False)
 
     def run_batch(self, tasks: list[FitTask], data: Data) -> list[FitResult]:
-        return self._executor.submit(run_sequentially, tasks, data).result()
+        return self._executor.submit(_run_sequentially, tasks, data).result()
 
     def jvm_peak_heap_gib(self) -> float | None:
         return None  # no JVM

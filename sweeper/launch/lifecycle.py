@@ -164,7 +164,7 @@ def launched(backend_type: type[ManagerBackend], launch: Launch, context: Launch
         finally:
             in_flight = sys.exc_info()[1] is not None
             if in_flight:  # the containers' logs, while the cluster still has them (teardown ends the application)
-                save_logs_quietly(backend)
+                _save_logs_quietly(backend)
             _enter(launch, STOPPING)
             errors, problems = teardown.run()
             if not in_flight:  # the launch's (or the block's) own error matters more than a teardown one
@@ -174,7 +174,7 @@ def launched(backend_type: type[ManagerBackend], launch: Launch, context: Launch
                     raise LaunchError(f"{backend_type.engine} teardown: " + "; ".join(problems))
 
 
-def save_logs_quietly(backend: ManagerBackend) -> None:
+def _save_logs_quietly(backend: ManagerBackend) -> None:
     """The backend's logs saved, if it can; a failure to save them never hides the launch's own error."""
     try:
         backend.save_logs()

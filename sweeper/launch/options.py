@@ -12,15 +12,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweeper.config.managers import CONNECT_TIMEOUT_S, STRICT_HOST_KEY_CHECKING, descriptor, resolve
+
 if TYPE_CHECKING:
     from sweeper.config.grid import Grid
-
-DEFAULT_CONNECT_TIMEOUT_S = 10
 
 
 @dataclass(frozen=True)
 class LocalOptions:
     """``manager: local`` (and every dry-run launch): nothing beyond the plan."""
+
+    @classmethod
+    def from_grid(cls, grid: Grid) -> LocalOptions:
+        """Nothing of the grid: a local launch runs on the plan's shape alone."""
+        return cls()
 
 
 @dataclass(frozen=True)
@@ -35,8 +40,8 @@ class SshOptions:
     port: int | None = None
     identity_file: str | None = None
     known_hosts: str | None = None
-    strict_host_key_checking: bool = True
-    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+    strict_host_key_checking: bool = STRICT_HOST_KEY_CHECKING
+    connect_timeout_s: float = CONNECT_TIMEOUT_S
 
     @classmethod
     def from_grid(cls, ssh: Mapping[str, Any] | Iterable[tuple[str, Any]] | None) -> SshOptions:
@@ -47,8 +52,8 @@ class SshOptions:
             port=int(values["port"]) if values.get("port") is not None else None,
             identity_file=_expand(values.get("identity_file")),
             known_hosts=_expand(values.get("known_hosts")),
-            strict_host_key_checking=bool(values.get("strict_host_key_checking", True)),
-            connect_timeout_s=float(values.get("connect_timeout_s", DEFAULT_CONNECT_TIMEOUT_S)),
+            strict_host_key_checking=bool(values.get("strict_host_key_checking", STRICT_HOST_KEY_CHECKING)),
+            connect_timeout_s=float(values.get("connect_timeout_s", CONNECT_TIMEOUT_S)),
         )
 
     def ssh_arguments(self) -> list[str]:
@@ -123,11 +128,11 @@ class SshCluster:
     def from_grid(cls, grid: Grid) -> SshCluster:
         """From a validated grid: ``cluster.hosts``, ``cluster.ssh`` and, where the grid sets them,
         ``cluster.python``, ``cluster.java_home``, ``cluster.remote_dir`` (else this class's defaults)."""
-        ssh = dict(grid.ssh)
-        given = {"python": grid.python, "java_home": grid.java_home, "remote_dir": grid.remote_dir}
+        ssh = dict(grid.cluster_key("ssh") or ())
+        given = {name: grid.cluster_key(name) for name in ("python", "java_home", "remote_dir")}
         return cls(
-            hosts=tuple(grid.hosts),
-            options=SshOptions.from_grid(grid.ssh),
+            hosts=tuple(grid.cluster_key("hosts") or ()),
+            options=SshOptions.from_grid(ssh),
             driver_host=ssh.get("driver_host") or None,
             dask_tls=bool(ssh.get("dask_tls", False)),
             **{name: value for name, value in given.items() if value},
@@ -151,6 +156,17 @@ class YarnOptions:
     python_archive: Path | None = None  # cluster.python_archive (sweeper pack-env); None: packed at the first launch
     java_home: str | None = None  # cluster.java_home: a JDK 17+ at this path on every node, for Spark's containers
 
+    @classmethod
+    def from_grid(cls, grid: Grid) -> YarnOptions:
+        """From a validated grid: ``cluster.hadoop_conf_dir``, ``queue``, ``python_archive``, ``java_home``."""
+        conf_dir, archive = grid.cluster_key("hadoop_conf_dir"), grid.cluster_key("python_archive")
+        return cls(
+            conf_dir=Path(conf_dir) if conf_dir else None,
+            queue=grid.cluster_key("queue") or None,
+            python_archive=Path(archive) if archive else None,
+            java_home=grid.cluster_key("java_home") or None,
+        )
+
 
 @dataclass(frozen=True)
 class StandaloneOptions:
@@ -160,21 +176,16 @@ class StandaloneOptions:
     dask_scheduler: str | None = None  # tcp://HOST:PORT (engine dask)
     ray_address: str | None = None  # HOST:PORT of a Ray head (engine ray)
 
+    @classmethod
+    def from_grid(cls, grid: Grid) -> StandaloneOptions:
+        """From a validated grid: the addresses of ``cluster.spark_master``, ``dask_scheduler``, ``ray_address``."""
+        return cls(*(grid.cluster_key(name) for name in ("spark_master", "dask_scheduler", "ray_address")))
+
 
 ManagerOptions = LocalOptions | SshCluster | YarnOptions | StandaloneOptions
 
 
 def options_for(grid: Grid) -> ManagerOptions:
-    """The options of the grid's manager."""
-    if grid.manager == "ssh":
-        return SshCluster.from_grid(grid)
-    if grid.manager == "yarn":
-        return YarnOptions(
-            conf_dir=Path(grid.hadoop_conf_dir) if grid.hadoop_conf_dir else None,
-            queue=grid.queue or None,
-            python_archive=Path(grid.python_archive) if grid.python_archive else None,
-            java_home=grid.java_home or None,
-        )
-    if grid.manager == "standalone":
-        return StandaloneOptions(grid.spark_master, grid.dask_scheduler, grid.ray_address)
-    return LocalOptions()
+    """The options of the grid's manager, of the type its descriptor names (sweeper/config/managers.py)."""
+    options: ManagerOptions = resolve(descriptor(grid.manager).options).from_grid(grid)
+    return options

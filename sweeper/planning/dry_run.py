@@ -8,6 +8,7 @@ from dataclasses import replace
 import psutil
 
 from sweeper.config.grid import Search
+from sweeper.config.managers import LOCAL
 from sweeper.config.names import MAX_NAME_CHARS
 from sweeper.names import BASELINE_ENGINE
 from sweeper.planning.plan import Launch, Plan, batch_size
@@ -39,7 +40,7 @@ def shrink_launch(launch: Launch, local_cores: int, local_memory_mib: int) -> La
     memory_mib = max(MIB_PER_GIB, min(launch.executor_memory_mib, budget_gib * MIB_PER_GIB))
     return replace(
         launch,
-        manager="local",
+        manager=LOCAL,
         nodes=1,
         cores_per_executor=cores,
         executors=executors,
@@ -50,10 +51,10 @@ def shrink_launch(launch: Launch, local_cores: int, local_memory_mib: int) -> La
     )
 
 
-def dry_run_sweep(name: str) -> str:
+def _dry_run_sweep(name: str) -> str:
     """The sweep a dry run of sweep ``name`` writes to (never the real sweep's).
 
-    >>> dry_run_sweep("2node"), len(dry_run_sweep("x" * MAX_NAME_CHARS))
+    >>> _dry_run_sweep("2node"), len(_dry_run_sweep("x" * MAX_NAME_CHARS))
     ('2node-dry-run', 100)
     """
     return name[: MAX_NAME_CHARS - len(SWEEP_SUFFIX)] + SWEEP_SUFFIX
@@ -64,7 +65,7 @@ def shrink_plan(plan: Plan) -> Plan:
 
     A dry run previews the whole grid with a fixed number of trials: adaptive trials take their
     ``min``, and ``search: halving`` measures every configuration (times here decide nothing).
-    Its rows go to a sweep of their own (:func:`dry_run_sweep`), apart from the real sweep's.
+    Its rows go to a sweep of their own (:func:`_dry_run_sweep`), apart from the real sweep's.
     """
     local_cores = os.cpu_count() or 1
     local_memory_mib = psutil.virtual_memory().total // (1024 * 1024)
@@ -73,7 +74,7 @@ def shrink_plan(plan: Plan) -> Plan:
     trials = workload.adaptive.min_trials if workload.adaptive else workload.trials
     grid = replace(
         plan.grid,
-        name=dry_run_sweep(plan.grid.name),
+        name=_dry_run_sweep(plan.grid.name),
         workload=replace(workload, trials=trials, adaptive=None),
         search=Search(),
     )

@@ -72,7 +72,7 @@ def trained_epochs(plan: Plan, point: Point) -> int:
     return min(point.epochs, plan.epochs_cap) if plan.epochs_cap else point.epochs
 
 
-def shrunk_identity(plan: Plan, item: Todo) -> tuple[Any, ...]:
+def _shrunk_identity(plan: Plan, item: Todo) -> tuple[Any, ...]:
     """What a measurement is once shrunk: the launch as it runs here, the point as it trains, the trial."""
     launch, point = item.launch, item.point
     shape = (launch.manager, launch.cores_per_executor, launch.executors, launch.executor_memory_mib)
@@ -85,7 +85,7 @@ def split_reused(plan: Plan, todo: list[Todo]) -> tuple[list[Todo], dict[str, li
     first: dict[tuple[Any, ...], Todo] = {}
     stand_ins: dict[str, list[Todo]] = {}
     for item in todo:
-        measured = first.setdefault(shrunk_identity(plan, item), item)
+        measured = first.setdefault(_shrunk_identity(plan, item), item)
         stand_ins.setdefault(measured.key, [])
         if measured is not item:
             stand_ins[measured.key].append(item)

@@ -12,18 +12,19 @@ sweep will measure. How a plan is shown (the table, the hand commands, ``--json`
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from sweeper.config import modes
 from sweeper.config.grid import Grid
+from sweeper.config.managers import LOCAL
 from sweeper.config.model import MLLIB_ONLY_PARAMS
 from sweeper.config.sizing import ExecutorShape, size_executors
 from sweeper.errors import UserError
-from sweeper.names import BASELINE_ENGINE, ONE_MODEL_ENGINES
+from sweeper.names import BASELINE_ENGINE, ONE_MODEL_ENGINES, REPLICAS
 from sweeper.planning.selection import Selection, WorkloadAxes
 from sweeper.shapes import BASELINE_TEXT, ExecutorFigures, shape_text_mib
 
@@ -71,7 +72,7 @@ class Point:
     params: tuple[tuple[str, Any], ...]
     fraction: float
     epochs: int
-    mode: str = "replicas"
+    mode: str = REPLICAS
 
     @property
     def model_params(self) -> dict[str, Any]:
@@ -98,17 +99,10 @@ class Plan:
     def fits(self, mode: str) -> int:
         """Fits in one measurement's batch: ``cv`` one per fold, ``search`` one per combination and fold,
         ``replicas`` :attr:`n_fits`, ``data-parallel`` one model trained across the launch."""
-        workload = self.grid.workload
-        if mode == "cv":
-            return workload.folds
-        if mode == "search":
-            return math.prod(len(values) for _, values in workload.param_grid) * workload.folds
-        if mode == "data-parallel":
-            return 1
-        return self.n_fits
+        return modes.mode(mode).fits(self.grid.workload, self.n_fits)
 
 
-def launch_for(index: int, engine: str, grid: Grid, shape: ExecutorShape) -> Launch:
+def _launch_for(index: int, engine: str, grid: Grid, shape: ExecutorShape) -> Launch:
     """A Spark or Dask launch of the given shape (the two are matched by construction)."""
     return Launch(
         index=index,
@@ -129,7 +123,7 @@ def baseline_launch(index: int, grid: Grid) -> Launch:
     return Launch(
         index=index,
         engine=BASELINE_ENGINE,
-        manager="local",
+        manager=LOCAL,
         nodes=1,
         rule=grid.rule,
         cores_per_executor=1,
@@ -147,11 +141,11 @@ def make_plan(grid: Grid) -> Plan:
     and numbers them in. A run visits them in a random order per round, drawn from the grid's seed
     (:mod:`sweeper.search.interleaving`), so that a machine that drifts during a sweep favours no
     configuration. Refuses (:class:`UserError`)
-    a grid larger than the plan's limits (:func:`check_plan_size`) or whose ``exclude``/``only``
+    a grid larger than the plan's limits (:func:`_check_plan_size`) or whose ``exclude``/``only``
     leave no measurement; a rule that matches no measurement is a warning in ``plan.grid.warnings``.
     """
     axes = WorkloadAxes(grid.workload)
-    asked = check_plan_size(grid, axes)
+    asked = _check_plan_size(grid, axes)
     launches = _launches(grid)
     selection = Selection(grid, axes, launches)
     blocks = {
@@ -207,11 +201,11 @@ def _launches(grid: Grid) -> list[Launch]:
         shape = size_executors(grid.cluster, cores, grid.rule)
         engines = grid.engines if position % 2 == 0 else tuple(reversed(grid.engines))
         for engine in engines:
-            launches.append(launch_for(len(launches), engine, grid, shape))
+            launches.append(_launch_for(len(launches), engine, grid, shape))
     return launches
 
 
-def check_plan_size(grid: Grid, axes: WorkloadAxes) -> int:
+def _check_plan_size(grid: Grid, axes: WorkloadAxes) -> int:
     """The measurements a grid asks for (before exclude/only), refused above the plan's limits.
 
     Counted from the grid alone, before any launch, point or array is built: at most

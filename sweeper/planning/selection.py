@@ -79,7 +79,7 @@ class WorkloadAxes:
         for key, wanted in rule.items():
             if key in LAUNCH_AXES:
                 continue
-            options = rule_values(key, wanted)
+            options = _rule_values(key, wanted)
             if key not in self.names:  # a model parameter the grid does not sweep: not set, None
                 if None in options:
                     continue
@@ -92,13 +92,15 @@ class WorkloadAxes:
         return found
 
 
-def rule_values(key: str, wanted: Any) -> tuple[Any, ...]:
+def _rule_values(key: str, wanted: Any) -> tuple[Any, ...]:
     """The values an exclude/only rule accepts for one axis: a list is any of its values.
 
     For ``model.hidden_layer_sizes`` a list of widths is one value (the layers).
 
-    >>> rule_values("epochs", [10, 100]), rule_values("epochs", 10), rule_values("model.hidden_layer_sizes", [100, 50])
-    ((10, 100), (10,), ((100, 50),))
+    >>> _rule_values("epochs", [10, 100]), _rule_values("epochs", 10)
+    ((10, 100), (10,))
+    >>> _rule_values("model.hidden_layer_sizes", [100, 50])
+    ((100, 50),)
     """
     if not isinstance(wanted, list):
         return (wanted,)
@@ -138,11 +140,11 @@ class Selection:
     def _launches_matching(self, rule: dict[str, Any]) -> np.ndarray:
         """The launches (rows) whose engine and cores match the rule's (an engine rule never takes the baseline)."""
         engines = [
-            "engine" not in rule or (engine != BASELINE_ENGINE and engine in rule_values("engine", rule["engine"]))
+            "engine" not in rule or (engine != BASELINE_ENGINE and engine in _rule_values("engine", rule["engine"]))
             for engine in self.engines
         ]
         cores = [
-            "cores_per_executor" not in rule or value in rule_values("cores_per_executor", rule["cores_per_executor"])
+            "cores_per_executor" not in rule or value in _rule_values("cores_per_executor", rule["cores_per_executor"])
             for value in self.cores
         ]
         return np.array(engines, dtype=bool)[self.engine_of] & np.array(cores, dtype=bool)[self.cores_of]

@@ -13,14 +13,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from sweeper.config.grid import DEFAULT_ESTIMATOR, HALVING, Estimator, Grid, Workload
+from sweeper.config.grid import DEFAULT_ESTIMATOR, HALVING, Estimator, Workload
+from sweeper.config.managers import descriptor
 from sweeper.engines import DASK
 from sweeper.names import BASELINE_ENGINE, on_spark
+from sweeper.planning.hand_commands import dask_commands, spark_command, wrapped
 from sweeper.planning.measurements import pending, split_reused
 from sweeper.planning.plan import Launch, Plan
 from sweeper.shapes import BASELINE_TEXT, counted, noun_for, shape_text_mib
 from sweeper.text import json_text, plain
-from sweeper.units import MIB_PER_GIB, format_mib, spark_size
+from sweeper.units import MIB_PER_GIB, format_mib
 
 
 def warning_line(text: str) -> Text:
@@ -50,7 +52,7 @@ def show_plan(plan: Plan, console: Console) -> None:
 
 
 def beyond_this_machine(plan: Plan) -> list[str]:
-    """On ``manager: local``, what the grid asks of a node that this machine does not have.
+    """Where launches run on this machine (``manager: local``), what the grid asks of a node that it does not have.
 
     Dask's launch then fails (its workers' memory limits are checked against the machine) while Spark's
     over-commits: the comparison would not be fair. A dry run shrinks the launches to fit: no warning.
@@ -60,7 +62,7 @@ def beyond_this_machine(plan: Plan) -> list[str]:
     import psutil
 
     grid = plan.grid
-    if grid.manager != "local" or any(launch.dry_run for launch in plan.launches):
+    if not descriptor(grid.manager).on_this_machine or any(launch.dry_run for launch in plan.launches):
         return []
     cores, memory_mib = os.cpu_count() or 1, psutil.virtual_memory().total // 2**20
     found = []
@@ -109,17 +111,17 @@ def _shape_text(launch: Launch) -> str:
     return shape_text_mib(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
 
 
-def estimator_text(estimator: Estimator) -> str:
+def _estimator_text(estimator: Estimator) -> str:
     """The estimator's class names (a pipeline's joined by ``+``), and its scorer where not accuracy.
 
-    >>> estimator_text(Estimator(("sklearn.linear_model.Ridge",), "regressor", None, "r2"))
+    >>> _estimator_text(Estimator(("sklearn.linear_model.Ridge",), "regressor", None, "r2"))
     'Ridge (scored by r2)'
     """
     names = " + ".join(step.rpartition(".")[2] for step in estimator.steps)
     return names if estimator.scoring == "accuracy" else f"{names} (scored by {estimator.scoring})"
 
 
-def work_axis_text(workload: Workload) -> str:
+def _work_axis_text(workload: Workload) -> str:
     """The work axis and its values: ``epochs 10, 100`` (MLPClassifier's max_iter), ``n_estimators 10, 50``."""
     parameter = workload.estimator.work_parameter
     if parameter is None:
@@ -141,9 +143,9 @@ def _show_workload(plan: Plan, console: Console) -> None:
     dataset = workload.dataset.path or workload.dataset.name
     console.print(
         plain(
-            f"Workload: {estimator_text(workload.estimator)} on {dataset}, "
+            f"Workload: {_estimator_text(workload.estimator)} on {dataset}, "
             + ", ".join(f"mode {mode} ({plan.fits(mode)} fits per batch)" for mode in workload.modes)
-            + f", {workload.threads_per_fit} thread(s) per fit; {work_axis_text(workload)}; "
+            + f", {workload.threads_per_fit} thread(s) per fit; {_work_axis_text(workload)}; "
             f"fraction {', '.join(map(str, workload.fractions))}; {trials_text}"
         )
     )
@@ -180,64 +182,19 @@ def _show_workload(plan: Plan, console: Console) -> None:
 def _show_hand_commands(plan: Plan, console: Console) -> None:
     console.print("\nThe same shapes by hand (a PySpark shell; Dask's scheduler and workers; from .venv/bin):")
     for launch in (launch.as_planned for launch in plan.launches):
-        if on_spark(launch.engine):
-            console.print(plain(f"  [{launch.index + 1}] {spark_command(launch, plan.grid)}"), soft_wrap=True)
-        elif launch.engine == DASK:
-            for line in dask_commands(launch, plan.grid):
-                console.print(plain(f"  [{launch.index + 1}] {line}"), soft_wrap=True)
-
-
-def spark_command(launch: Launch, grid: Grid) -> str:
-    """The ``pyspark`` line that opens a PySpark shell on this launch's executors (its options are spark-submit's)."""
-    memory = spark_size(launch.executor_memory_mib)
-    overhead = spark_size(launch.memory_overhead_mib)
-    sized = (
-        f"--executor-cores {launch.cores_per_executor} --executor-memory {memory} "
-        f"--conf spark.executor.memoryOverhead={overhead}"
-    )
-    if launch.manager == "yarn":
-        return (
-            f"pyspark --master yarn --deploy-mode client --num-executors {launch.executors} "
-            f"{sized} --conf spark.dynamicAllocation.enabled=false"
+        commands = (
+            [spark_command(launch, plan.grid)]
+            if on_spark(launch.engine)
+            else dask_commands(launch, plan.grid)
+            if launch.engine == DASK
+            else []
         )
-    if launch.manager == "local":
-        worker_mib = launch.executor_memory_mib + launch.memory_overhead_mib
-        cluster = f"local-cluster[{launch.executors},{launch.cores_per_executor},{worker_mib}]"
-        return f"SPARK_LOCAL_IP=127.0.0.1 pyspark --master '{cluster}' {sized}"
-    master = grid.spark_master or f"spark://{_first_host(grid, 'MASTER_HOST')}:7077"
-    return f"pyspark --master {master} --total-executor-cores {launch.total_cores} {sized}"
+        for command in commands:
+            for line in wrapped(command, f"  [{launch.index + 1}] "):
+                console.print(plain(line), soft_wrap=True)
 
 
-def dask_commands(launch: Launch, grid: Grid) -> list[str]:
-    """The dask scheduler/worker lines a person would type, one worker line per node."""
-    host = _first_host(grid, "SCHEDULER_HOST")
-    lines = [f"dask scheduler --host {host}  # on {_node(grid, 0)}"]
-    for node, workers in enumerate(launch.workers_per_node):
-        if workers:
-            lines.append(
-                f"dask worker tcp://{host}:8786 --nworkers {workers} "
-                f"--nthreads {launch.cores_per_executor} "
-                f"--memory-limit {format_mib(launch.executor_memory_mib)}  # on {_node(grid, node)}"
-            )
-    return lines
-
-
-def _first_host(grid: Grid, placeholder: str) -> str:
-    """The host of the grid's first node: 127.0.0.1 on ``manager: local``, the first of ``hosts``, else
-    ``placeholder`` (YARN places containers where it likes)."""
-    if grid.manager == "local":
-        return "127.0.0.1"
-    return grid.hosts[0] if grid.hosts else placeholder
-
-
-def _node(grid: Grid, index: int) -> str:
-    """Where a hand command runs: ``this machine``, a host of the grid, or ``node N``."""
-    if grid.manager == "local":
-        return "this machine"
-    return grid.hosts[index] if index < len(grid.hosts) else f"node {index + 1}"
-
-
-def launch_json(launch: Launch, plan: Plan) -> dict[str, Any]:
+def _launch_json(launch: Launch, plan: Plan) -> dict[str, Any]:
     """The stable JSON object of ``sweeper plan --json`` for one launch."""
     shape: dict[str, Any] = {
         "engine": launch.engine,
@@ -268,14 +225,14 @@ def plan_json(plan: Plan) -> str:
     """``sweeper plan --json``: one object per launch (a dry run's: the planned launch and its shape ``here``)."""
     objects = []
     for launch in plan.launches:
-        shape = launch_json(launch.as_planned, plan)
+        shape = _launch_json(launch.as_planned, plan)
         if launch.dry_run:
-            shape.update(dry_run=True, here=here_json(launch))
+            shape.update(dry_run=True, here=_here_json(launch))
         objects.append(shape)
     return json_text(objects, indent=2)
 
 
-def here_json(launch: Launch) -> dict[str, Any]:
+def _here_json(launch: Launch) -> dict[str, Any]:
     """The shape a dry run's launch has on this machine."""
     return {
         "manager": launch.manager,

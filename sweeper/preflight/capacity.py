@@ -62,7 +62,7 @@ def node_capacity(node: dict[str, Any]) -> NodeCapacity | None:
     return NodeCapacity(str(node["id"]), memory_mib, vcores)
 
 
-def rounded_mib(mib: int, step_mib: int) -> int:
+def _rounded_mib(mib: int, step_mib: int) -> int:
     """A request as the scheduler grants it: rounded up to its minimum allocation."""
     return -(-mib // step_mib) * step_mib
 
@@ -71,19 +71,19 @@ def node_needs(launch: Launch, am_mib: int, step_mib: int) -> list[NodeNeed]:
     """Each planned node's need (nodes holding nothing left out); the ApplicationMaster on the first node whose
     slots the plan holds back (none when it holds none back: YARN then puts it where there is room)."""
     layout = launch.workers_per_node
-    container_mib = rounded_mib(launch.executor_memory_mib + launch.memory_overhead_mib, step_mib)
+    container_mib = _rounded_mib(launch.executor_memory_mib + launch.memory_overhead_mib, step_mib)
     am_node = next((index for index, executors in enumerate(layout) if executors < max(layout)), None)
     needs = []
     for index, executors in enumerate(layout):
         master = index == am_node
-        memory_mib = executors * container_mib + (rounded_mib(am_mib, step_mib) if master else 0)
+        memory_mib = executors * container_mib + (_rounded_mib(am_mib, step_mib) if master else 0)
         vcores = executors * launch.cores_per_executor + (AM_VCORES if master else 0)
         if memory_mib:
             needs.append(NodeNeed(executors, memory_mib, vcores, master))
     return needs
 
 
-def unplaced(needs: list[NodeNeed], capacities: list[NodeCapacity]) -> NodeNeed | None:
+def _unplaced(needs: list[NodeNeed], capacities: list[NodeCapacity]) -> NodeNeed | None:
     """The first planned node, the busiest first, that no NodeManager left holds (None: every one fits)."""
     free = sorted(capacities, key=lambda c: (c.memory_mib, c.vcores))
     for need in sorted(needs, key=lambda n: (n.memory_mib, n.vcores), reverse=True):
@@ -96,7 +96,7 @@ def unplaced(needs: list[NodeNeed], capacities: list[NodeCapacity]) -> NodeNeed 
 
 def capacity_problem(launch: Launch, needs: list[NodeNeed], capacities: list[NodeCapacity]) -> str | None:
     """Why the launch's nodes do not fit on the NodeManagers, naming the node, its need and what they have."""
-    need = unplaced(needs, capacities)
+    need = _unplaced(needs, capacities)
     if need is None:
         return None
     shape = shape_text_mib(need.executors, launch.cores_per_executor, launch.executor_memory_mib)

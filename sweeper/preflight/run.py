@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import socket
-from urllib.parse import urlsplit
-
+from sweeper.config.managers import descriptor, resolve
 from sweeper.launch.base import LaunchError
-from sweeper.launch.options import SshCluster, StandaloneOptions, YarnOptions, options_for
+from sweeper.launch.options import options_for
 from sweeper.names import on_spark
 from sweeper.planning.plan import Plan
 from sweeper.preflight.report import Preflight
@@ -26,21 +24,7 @@ def preflight(plan: Plan, kill_orphans: bool = False) -> Preflight:
             found.add("java", None, True, "Java for the Spark driver found here")
         except LaunchError as error:
             found.add("java", None, False, str(error))
-    if isinstance(options, SshCluster):
-        from sweeper.preflight.ssh import check_ssh
-
-        _merge(found, check_ssh(options, spark))
-    elif isinstance(options, YarnOptions):
-        from sweeper.preflight.yarn import check_yarn
-
-        _merge(found, check_yarn(options, list(plan.launches), kill_orphans))
-    elif isinstance(options, StandaloneOptions):
-        addresses = {"spark-master": options.spark_master, "dask-scheduler": options.dask_scheduler}
-        for kind, url in {**addresses, "ray-head": options.ray_address}.items():
-            if url:  # the grid names the address of each engine it lists
-                found.add(kind, None, *_reachable(url))
-    else:
-        found.add("manager", None, True, f"{plan.grid.manager}: everything runs on this machine")
+    _merge(found, resolve(descriptor(plan.grid.manager).preflight)(options, plan, kill_orphans))
     _check_load(found, plan)
     return found
 
@@ -59,12 +43,3 @@ def _merge(into: Preflight, other: Preflight) -> None:
     into.checks += other.checks
     into.resource_manager = other.resource_manager
     into.default_fs = other.default_fs
-
-
-def _reachable(url: str) -> tuple[bool, str]:
-    parts = urlsplit(url if "://" in url else f"//{url}")  # a Ray head's HOST:PORT has no scheme
-    try:
-        with socket.create_connection((parts.hostname or "", parts.port or 0), timeout=10):
-            return True, f"{url} accepts connections"
-    except OSError as error:
-        return False, f"{url} does not accept connections ({error})"

@@ -23,6 +23,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from sweeper.config.managers import YARN
+from sweeper.config.sizing import spark_overhead_mib
 from sweeper.launch.base import LaunchError
 from sweeper.launch.hosts.containers import AM_MEMORY_MIB, ContainerShape, containers_command, shipped_archive
 from sweeper.launch.hosts.hadoop_conf import HadoopConf, HadoopConfError, read_hadoop_conf
@@ -41,7 +43,13 @@ from sweeper.shapes import counted
 PROBE_MEMORY_MIB = 256
 DEFAULT_ALLOCATION_STEP_MIB = 1024  # yarn.scheduler.minimum-allocation-mb: requests are rounded up to it
 DEFAULT_LARGEST_CONTAINER_MIB = 8192  # yarn.scheduler.maximum-allocation-mb
-AM_MIB = {"spark": 512 + 384, "dask": AM_MEMORY_MIB}  # the ApplicationMaster each engine asks for (memory + overhead)
+# the ApplicationMaster each engine asks for (memory + overhead; Spark adds its own overhead to the AM's memory)
+AM_MIB = {"spark": AM_MEMORY_MIB + spark_overhead_mib(AM_MEMORY_MIB), "dask": AM_MEMORY_MIB}
+
+
+def am_mib(engine: str) -> int:
+    """The memory of the ApplicationMaster a launch of ``engine`` asks YARN for."""
+    return AM_MIB.get(engine, AM_MEMORY_MIB)
 
 
 def check_yarn(options: YarnOptions, launches: list[Launch], kill_orphans: bool = False) -> Preflight:
@@ -143,12 +151,11 @@ def rest(conf: HadoopConf, path: str, urls: list[str] | None = None) -> Any:
     raise LaunchError("no ResourceManager answered: " + "; ".join(errors))
 
 
-def largest_need_mib(launches: list[Launch]) -> tuple[int, Launch | None]:
+def _largest_need_mib(launches: list[Launch]) -> tuple[int, Launch | None]:
     """The most memory one launch holds at once: its containers and its ApplicationMaster."""
     needs = [
-        (launch.executors * (launch.executor_memory_mib + launch.memory_overhead_mib) + AM_MIB.get(launch.engine, 512),
-         launch)
-        for launch in launches if launch.manager == "yarn"
+        (launch.executors * (launch.executor_memory_mib + launch.memory_overhead_mib) + am_mib(launch.engine), launch)
+        for launch in launches if launch.manager == YARN
     ]  # fmt: skip
     return max(needs, key=lambda need: need[0], default=(0, None))
 
@@ -181,7 +188,7 @@ def _queue(
         found.add("queue", None, False, f"no queue {name} in the Capacity Scheduler (cluster.queue)")
         return None
     room_mib = int(total_mib * share)
-    need_mib, launch = largest_need_mib(launches)
+    need_mib, launch = _largest_need_mib(launches)
     detail = f"queue {name}: {room_mib} MiB at most; the largest launch holds {need_mib} MiB"
     if launch is not None and need_mib > room_mib:
         detail += f" (launch {launch.index}, {launch.engine}: it would wait ACCEPTED for ever)"
@@ -210,7 +217,7 @@ def probe_memory_mib(free_mib: list[int], step_mib: int, largest_mib: int, room_
     return size_mib if fits else PROBE_MEMORY_MIB
 
 
-def probe_command(archive: Path | None, driver: str, port: int) -> str:
+def _probe_command(archive: Path | None, driver: str, port: int) -> str:
     """The container's shell: the probe, run by the environment's Python (YARN unpacked a shipped one), with its
     node's id."""
     script = base64.b64encode(PROBE.encode()).decode()
@@ -229,8 +236,8 @@ def _capacity(found: Preflight, conf: HadoopConf, nodes: list[dict[str, Any]], l
     step_mib = _conf_mib(conf, "yarn.scheduler.minimum-allocation-mb", DEFAULT_ALLOCATION_STEP_MIB)
     busiest: tuple[int, int] = (0, 0)
     problems = 0
-    for launch in (launch for launch in launches if launch.manager == "yarn"):
-        needs = node_needs(launch, AM_MIB.get(launch.engine, 512), step_mib)
+    for launch in (launch for launch in launches if launch.manager == YARN):
+        needs = node_needs(launch, am_mib(launch.engine), step_mib)
         problem = capacity_problem(launch, needs, capacities)
         if problem is not None:
             found.add("node-capacity", None, False, problem)
@@ -282,8 +289,8 @@ def _nodes(
             found.add("environment", None, False, f"cannot stage {archive} on {conf.default_fs}: {error}")
             return
         command = containers_command(
-            conf, hadoop_lib(), name, probe_command(archive, driver, listener.port),
-            ContainerShape(len(names), memory_mib, 1), java_environment(options), archive=shipped, queue=options.queue,
+            conf, hadoop_lib(), name, _probe_command(archive, driver, listener.port),
+            ContainerShape(len(names), memory_mib, 1), _java_environment(options), archive=shipped, queue=options.queue,
         )  # fmt: skip
         try:
             shell = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
@@ -299,7 +306,7 @@ def _nodes(
         reports = {str(report.get("node")): report for report in listener.reports}
     _judge_nodes(found, names, reports, shell, driver, archive)
     for node in (node for node in names if "java_major" in reports.get(node, {})):
-        judge_java(found, node, reports[node], options.java_home)
+        _judge_java(found, node, reports[node], options.java_home)
 
 
 def _probe_memory_mib(conf: HadoopConf, nodes: list[dict[str, Any]], room_mib: int | None) -> int:
@@ -311,12 +318,12 @@ def _probe_memory_mib(conf: HadoopConf, nodes: list[dict[str, Any]], room_mib: i
     )
 
 
-def java_environment(options: YarnOptions) -> dict[str, str]:
+def _java_environment(options: YarnOptions) -> dict[str, str]:
     """What the probe's containers get, as Spark's do: ``JAVA_HOME`` from ``cluster.java_home`` (else the node's)."""
     return {"JAVA_HOME": options.java_home} if options.java_home else {}
 
 
-def judge_java(found: Preflight, node: str, report: dict[str, Any], java_home: str | None) -> None:
+def _judge_java(found: Preflight, node: str, report: dict[str, Any], java_home: str | None) -> None:
     """The Java Spark's ApplicationMaster and executors would run on ``node``: 17 or newer."""
     major, java = report.get("java_major"), report.get("java")
     whose = "cluster.java_home" if java_home else "the NodeManager's JAVA_HOME"

@@ -58,14 +58,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from sweeper.config.sections import RECOMMEND, flag_problems
 from sweeper.config.work import EPOCHS, NO_WORK_AXIS_NAME, axis_point, axis_text
 from sweeper.engines import descriptor, figure_order
 from sweeper.errors import UserError
-from sweeper.names import ACCURACY_MARGIN, BASELINE_ENGINE, CONFIG, OBJECTIVES, OK
+from sweeper.names import ACCURACY_MARGIN, BASELINE_ENGINE, CONFIG, COST, OK, TIME
 from sweeper.results import statistics
 from sweeper.results.groups import first_rows, group_ids, members
 from sweeper.results.predict.forecast import work_axis_name
-from sweeper.results.predict.worth import WorthMeasuring, worth_measuring
 from sweeper.results.right_sizing import (
     ARM,
     LOW_UTILISATION,
@@ -174,7 +174,7 @@ class Answer:
     @property
     def baseline_wins(self) -> bool:
         """Whether one thread, no cluster, beat every configuration (COST: neither engine pays off here)."""
-        return self.baseline_s is not None and self.objective == "time" and self.baseline_s < self.winner.median_s
+        return self.baseline_s is not None and self.objective == TIME and self.baseline_s < self.winner.median_s
 
     @property
     def arms(self) -> tuple[Arm, ...]:
@@ -222,7 +222,6 @@ class Recommendation:
     idle: tuple[IdleSlots, ...]
     idle_threshold: float = LOW_UTILISATION
     unmeasured: tuple[Unmeasured, ...] = ()  # configurations without an ok row at some epochs, and why
-    worth_measuring: tuple[WorthMeasuring, ...] = ()  # untested shapes the what-if model expects to be faster
     disturbed: Disturbed | None = None  # ok measurements taken under load, left out of every verdict
     score: str = DEFAULT_SCORE  # the scorer whose held-out score the accuracy check compares (workload.scoring)
     work_axis: str = EPOCHS  # what the answers' epochs count, as the views name it (n_estimators, ...)
@@ -238,10 +237,10 @@ class Recommendation:
 # -- small statistics ---------------------------------------------------------------------------
 
 
-def holm(p_values: Sequence[float]) -> list[float]:
+def _holm(p_values: Sequence[float]) -> list[float]:
     """Holm's step-down adjusted p-values, in the order given (NaN stays NaN, counted as 1).
 
-    >>> [round(p, 6) for p in holm([0.01, 0.04, 0.03])]
+    >>> [round(p, 6) for p in _holm([0.01, 0.04, 0.03])]
     [0.03, 0.06, 0.06]
     """
     p = np.nan_to_num(np.asarray(p_values, dtype=float), nan=1.0)
@@ -289,7 +288,7 @@ class _Options:
 
 def recommend(
     df: pd.DataFrame,
-    objective: str = "time",
+    objective: str = TIME,
     accuracy_margin: float = ACCURACY_MARGIN,
     cost_per_node_hour: float | None = None,
     budget: float | None = None,
@@ -339,7 +338,6 @@ def recommend(
         memory=tuple(memory_advice(df)),
         idle=tuple(idle_slots(df)),
         unmeasured=tuple(unmeasured(df)),
-        worth_measuring=tuple(worth_measuring(df)),
         disturbed=_disturbed(df),
         score=score_name(df),
         work_axis=work_axis_name(df),
@@ -387,16 +385,15 @@ def _held_back(verdict: str, loaded: bool) -> str:
 
 
 def _check(options: _Options) -> None:
-    problems = []
-    if options.objective not in OBJECTIVES:
-        problems.append(f"--objective {options.objective!r} is not one of {', '.join(OBJECTIVES)}")
-    if not (math.isfinite(options.accuracy_margin) and options.accuracy_margin >= 0):
-        problems.append(f"--accuracy-margin must be a number >= 0, got {options.accuracy_margin!r}")
-    for name, value in (("--cost-per-node-hour", options.cost_per_node_hour), ("--budget", options.budget)):
-        if value is not None and not (math.isfinite(value) and value > 0):
-            problems.append(f"{name} must be a positive number, got {value!r}")
-    if options.cost_per_node_hour is None and (options.objective == "cost" or options.budget is not None):
-        what = "--objective cost" if options.objective == "cost" else "--budget"
+    """The flags' values, each by its key's kind (sections.RECOMMEND), and a cost asked for without a price."""
+    problems = flag_problems(
+        RECOMMEND,
+        objective=options.objective,
+        accuracy_margin=options.accuracy_margin,
+        **{name: value for name in ("cost_per_node_hour", "budget") if (value := getattr(options, name)) is not None},
+    )
+    if options.cost_per_node_hour is None and (options.objective == COST or options.budget is not None):
+        what = f"--objective {COST}" if options.objective == COST else "--budget"
         problems.append(f"{what} needs --cost-per-node-hour (the price of one node for an hour)")
     if problems:
         raise UserError(problems)
@@ -491,7 +488,7 @@ def _arms(rows: pd.DataFrame, options: _Options) -> list[_Measured]:
         if options.cost_per_node_hour is not None:
             costs = times_s / 3600 * nodes[timed] * options.cost_per_node_hour  # as statistics.price
             arm = replace(arm, median_cost=float(np.median(costs)))
-            values = costs if options.objective == "cost" else times_s
+            values = costs if options.objective == COST else times_s
         accuracy = accuracies[positions]
         found.append((_Measured(arm, values, accuracy[~np.isnan(accuracy)]), cores * executors))
     found.sort(key=lambda item: (float(np.median(item[0].values)), item[1]))
@@ -528,7 +525,7 @@ def _answer(
         pairs=tuple(pairs),
         untested=untested,
         trials_needed=needed,
-        accuracy=accuracy_check(
+        accuracy=_accuracy_check(
             [(m.arm, m.accuracy) for m in arms],
             winner,
             options.accuracy_margin,
@@ -542,7 +539,7 @@ def _answer(
 
 def _pairs(best_values: np.ndarray, tested: list[tuple[Arm, np.ndarray]]) -> list[Pair]:
     tests = [statistics.mann_whitney(best_values, values) for _, values in tested]
-    adjusted = holm([p for _, p in tests])
+    adjusted = _holm([p for _, p in tests])
     return [
         Pair(arm, p, p_holm, bool(u < best_values.size * values.size / 2))
         for (arm, values), (u, p), p_holm in zip(tested, tests, adjusted, strict=True)
@@ -562,7 +559,7 @@ def _verdict(
         return TOO_FEW_TRIALS
     if untested or not all(_settled(pair, options.alpha) for pair in pairs):
         return INCONCLUSIVE
-    return CHEAPER if options.objective == "cost" else FASTER
+    return CHEAPER if options.objective == COST else FASTER
 
 
 def _needed(best_values: np.ndarray, unsettled: list[np.ndarray], pairs: int, options: _Options) -> int | None:
@@ -593,7 +590,7 @@ def _engine_pairs(
     for measured in arms:  # lowest median first
         best.setdefault(measured.arm.engine, (measured.arm, measured.values))
     compared = [name for name in figure_order(best) if (found := descriptor(name)) is not None and found.joblib]
-    word = CHEAPER if options.objective == "cost" else FASTER
+    word = CHEAPER if options.objective == COST else FASTER
     for left, right in combinations(compared, 2):
         (first, first_values), (second, second_values) = best[left], best[right]
         ratio, low, high = statistics.ratio_of_medians(first_values, second_values, options.n_bootstrap, options.seed)
@@ -606,7 +603,7 @@ def _engine_pairs(
 # -- accuracy -----------------------------------------------------------------------------------------
 
 
-def accuracy_check(
+def _accuracy_check(
     samples: Sequence[tuple[Arm, np.ndarray]],
     winner: Arm,
     margin: float,

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sweeper.config.work import EPOCHS, axis_point, axis_text
 from sweeper.engines import DESCRIPTORS, display_name, figure_order
-from sweeper.names import DEFAULT_ENGINES, on_spark
+from sweeper.names import COST, DEFAULT_ENGINES, on_spark
 from sweeper.results.recommend import DEFAULT_SCORE
+from sweeper.results.right_sizing import HEADROOM_TEXT
 from sweeper.results.unmeasured import UNFINISHED
 from sweeper.shapes import shape_text
 from sweeper.text import json_nulls
@@ -42,7 +43,7 @@ def _ci(low: float, high: float, digits: int = 2) -> str:
     return "[?]" if math.isnan(low) or math.isnan(high) else f"[{low:.{digits}f}, {high:.{digits}f}]"
 
 
-def arm_text(arm: Arm) -> str:
+def _arm_text(arm: Arm) -> str:
     """An arm with its median time and 95 % CI, e.g. ``dask 2 executors x 2 cores x 4 GiB: 7.12 s [6.9, 7.4]``."""
     interval = f"[{_seconds(arm.median_low_s)}, {_seconds(arm.median_high_s)}]"
     cost = "" if math.isnan(arm.median_cost) else f", cost {arm.median_cost:.4g}"
@@ -64,10 +65,10 @@ def _several_workloads(recommendation: Recommendation) -> bool:
 def answer_sentence(answer: Answer, score: str = DEFAULT_SCORE, axis: str = EPOCHS) -> str:
     """One value of the work axis (named ``axis``): its answer in a sentence: winner, runner-up and ratio, verdict,
     the check of ``score`` (the sweep's scorer: accuracy, or another such as r2)."""
-    text = f"{axis_text([answer.epochs], axis)}: {arm_text(answer.winner)}"
+    text = f"{axis_text([answer.epochs], axis)}: {_arm_text(answer.winner)}"
     if answer.runner_up is None:
         return f"{text}; the only configuration measured{_baseline_text(answer)}"
-    slower = "dearer" if answer.objective == "cost" else "slower"
+    slower = "dearer" if answer.objective == COST else "slower"
     text += (
         f"; runner-up {answer.runner_up.label}, {answer.ratio:.2f}x {slower} {_ci(answer.ratio_low, answer.ratio_high)}"
         f": {answer.verdict}"
@@ -112,7 +113,7 @@ def accuracy_text(check: AccuracyCheck) -> str:
     )
 
 
-def engine_sentence(line: EngineAnswer, axis: str = EPOCHS) -> str:
+def _engine_sentence(line: EngineAnswer, axis: str = EPOCHS) -> str:
     """One engine against another (Spark vs Dask) for one value of the work axis (named ``axis``) in a sentence."""
     first, second = line.first.engine, line.second.engine
     return (
@@ -123,7 +124,7 @@ def engine_sentence(line: EngineAnswer, axis: str = EPOCHS) -> str:
     )
 
 
-def engines_heading(recommendation: Recommendation) -> str:
+def _engines_heading(recommendation: Recommendation) -> str:
     """``Spark vs Dask (each engine's best configuration):``, every engine compared named so."""
     names = figure_order({arm.engine for line in recommendation.engine_pairs for arm in (line.first, line.second)})
     shown = " vs ".join(display_name(name) for name in names or DEFAULT_ENGINES)
@@ -160,20 +161,20 @@ def answer_lines(recommendation: Recommendation, *, partial: bool = False) -> li
     ``partial``: the answer of a stopped run, marked so in its first and last line."""
     overall = f"Overall {PARTIAL}" if partial else "Overall"
     if not recommendation.answers:
-        return [*disturbed_lines(recommendation), f"{overall}: {recommendation.overall}"]
+        return [*_disturbed_lines(recommendation), f"{overall}: {recommendation.overall}"]
     several = _several_workloads(recommendation)
-    best = "Cheapest" if recommendation.objective == "cost" else "Fastest"
+    best = "Cheapest" if recommendation.objective == COST else "Fastest"
     axis = recommendation.work_axis
     out = [f"{best} configuration{f' {PARTIAL}' if partial else ''}, per {axis_point(axis)}:"]
     for answer in recommendation.answers:
         where = f"[{_workload_text(answer.workload)}] " if several else ""
         out.append(f"  {where}{answer_sentence(answer, recommendation.score, axis)}")
     if recommendation.engine_pairs or _one_engine_missing(recommendation):
-        out.append(engines_heading(recommendation))
-        out += [f"  {engine_sentence(line, axis)}" for line in recommendation.engine_pairs]
+        out.append(_engines_heading(recommendation))
+        out += [f"  {_engine_sentence(line, axis)}" for line in recommendation.engine_pairs]
         out += [f"  {line}" for line in _one_engine_missing(recommendation)]
     out += unmeasured_lines(recommendation, axis)
-    out += disturbed_lines(recommendation)
+    out += _disturbed_lines(recommendation)
     among = " (among what was measured; see what was not)" if recommendation.unmeasured else ""
     cost = ""
     if all(answer.baseline_wins for answer in recommendation.answers):
@@ -183,11 +184,11 @@ def answer_lines(recommendation: Recommendation, *, partial: bool = False) -> li
         )
     out.append(f"{overall}: {recommendation.overall}{among}{cost}")
     if any("settled" in line for line in out[-1:]):
-        out.append(f"  ({settled_means(axis)})")
+        out.append(f"  ({_settled_means(axis)})")
     return out
 
 
-def settled_means(axis: str = EPOCHS) -> str:
+def _settled_means(axis: str = EPOCHS) -> str:
     """What "settled" means, at a value of the work axis named ``axis``."""
     return (
         f"settled: the winner is faster than every other configuration at that {axis_point(axis)}, by Mann-Whitney "
@@ -195,10 +196,10 @@ def settled_means(axis: str = EPOCHS) -> str:
     )
 
 
-SETTLED_MEANS = settled_means()  # an MLP's (epochs)
+SETTLED_MEANS = _settled_means()  # an MLP's (epochs)
 
 
-def disturbed_lines(recommendation: Recommendation) -> list[str]:
+def _disturbed_lines(recommendation: Recommendation) -> list[str]:
     """How many measurements were taken under load and left out of every verdict, and where."""
     disturbed = recommendation.disturbed
     if disturbed is None:
@@ -241,8 +242,10 @@ def _one_engine_missing(recommendation: Recommendation) -> list[str]:
     return out
 
 
-def lines(recommendation: Recommendation) -> list[str]:
-    """The whole text of ``sweeper recommend``: the answer, budget, memory and idle slots."""
+def lines(recommendation: Recommendation, worth: Sequence[WorthMeasuring] = ()) -> list[str]:
+    """The whole text of ``sweeper recommend``: the answer, budget, memory and idle slots; and ``worth``, the
+    untested shapes the what-if model expects to be faster (:func:`~sweeper.results.predict.worth.worth_measuring`,
+    fitted by the caller that shows them)."""
     out = [
         f"sweeper recommend: {recommendation.sweep} (objective: {recommendation.objective})",
         *answer_lines(recommendation),
@@ -252,17 +255,17 @@ def lines(recommendation: Recommendation) -> list[str]:
         for answer in recommendation.answers:
             fits = answer.within_budget
             at = axis_text([answer.epochs], recommendation.work_axis)
-            out.append(f"  {at}: " + (arm_text(fits) if fits else "no configuration is within it"))
-    out.append("Memory (granted vs measured peak; suggested = peak + 25 %, rounded up to 0.5 GiB):")
+            out.append(f"  {at}: " + (_arm_text(fits) if fits else "no configuration is within it"))
+    out.append(f"Memory (granted vs measured peak; suggested = peak + {HEADROOM_TEXT}, rounded up to 0.5 GiB):")
     out += [f"  {memory_sentence(advice)}" for advice in recommendation.memory] or ["  no configuration measured"]
     if recommendation.idle:
         out.append(f"Slots left idle (median slot utilisation below {recommendation.idle_threshold:.0%}):")
         for idle in recommendation.idle:
             label = f"{idle.engine} {shape_text(idle.executors, idle.cores_per_executor)}"
             out.append(f"  {label}: {idle.slot_utilisation:.0%} used; likely {'; '.join(idle.reasons)}")
-    if recommendation.worth_measuring:
+    if worth:
         out.append("Worth measuring next (the what-if model, `sweeper predict`, validates well on this sweep):")
-        out += [f"  {_worth_text(worth, recommendation.work_axis)}" for worth in recommendation.worth_measuring]
+        out += [f"  {_worth_text(shape, recommendation.work_axis)}" for shape in worth]
     return out
 
 
@@ -316,8 +319,8 @@ def _answer_json(answer: Answer) -> dict[str, Any]:
     }
 
 
-def to_json(recommendation: Recommendation) -> dict[str, Any]:
-    """The ``--json`` object: stable keys (README), NaN as null."""
+def to_json(recommendation: Recommendation, worth: Sequence[WorthMeasuring] = ()) -> dict[str, Any]:
+    """The ``--json`` object: stable keys (README), NaN as null; ``worth`` as :func:`lines` takes it."""
     document = {
         "sweep": recommendation.sweep,
         "objective": recommendation.objective,
@@ -363,7 +366,7 @@ def to_json(recommendation: Recommendation) -> dict[str, Any]:
                 "held_out_median_rel_error": worth.held_out_error,
                 "extrapolated_on": list(worth.extrapolated_on),
             }
-            for worth in recommendation.worth_measuring
+            for worth in worth
         ],
         "overall": recommendation.overall,
     }

@@ -26,6 +26,7 @@ from sweeper.units import MIB_PER_GIB
 
 ARM = ("engine", *CONFIG)
 HEADROOM = 1.25
+HEADROOM_TEXT = f"{round((HEADROOM - 1) * 100)} %"  # as the texts write it: 25 %
 ROUND_GIB = 0.5
 LOW_UTILISATION = 0.5
 STRAGGLER_RATIO = 2.0
@@ -42,7 +43,7 @@ class ConfigurationAdvice:
     executor_memory_gib: float
 
 
-def configuration_of(workload: dict[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
+def _configuration_of(workload: dict[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
     """The :class:`ConfigurationAdvice` fields of a configuration's (first) row, as keyword arguments."""
     return {
         "workload": workload,
@@ -90,10 +91,10 @@ def as_int(value: Any) -> int:
     return -1 if pd.isna(value) else int(value)
 
 
-def suggested_memory_gib(peak_gib: float) -> float:
+def _suggested_memory_gib(peak_gib: float) -> float:
     """The smallest limit with 25 % headroom over the peak, rounded up to 0.5 GiB, at least 1 GiB.
 
-    >>> suggested_memory_gib(1.0), suggested_memory_gib(3.3), suggested_memory_gib(0.2)
+    >>> _suggested_memory_gib(1.0), _suggested_memory_gib(3.3), _suggested_memory_gib(0.2)
     (1.5, 4.5, 1.0)
     """
     return max(MIN_EXECUTOR_MEMORY_MIB / MIB_PER_GIB, _round_up_gib(peak_gib * HEADROOM))
@@ -144,7 +145,7 @@ def memory_advice(df: pd.DataFrame) -> list[MemoryAdvice]:
     - ``peak_gib``: Dask, the largest ``worker_peak_rss_gib_max`` (one worker's resident set) over
       the configuration's ok rows and epochs; Spark, the largest ``jvm_peak_heap_gib`` (the heap
       alone; a store without it falls back to the executor's resident set, JVM and Python workers).
-    - ``suggested_gib``: :func:`suggested_memory_gib` of the peak (Dask: the memory limit; Spark:
+    - ``suggested_gib``: :func:`_suggested_memory_gib` of the peak (Dask: the memory limit; Spark:
       the heap). NaN when nothing was measured (stores before schema 4): ``limit`` is then
       ``not measured``.
     - Spark's ``spark.executor.memoryOverhead`` apart: ``overhead_gib`` granted, ``python_peak_gib``
@@ -260,7 +261,7 @@ def _advice(
     nodes = max(as_int(first["nodes"]), 1)
     per_node = max(math.ceil(executors / nodes), 1)
     base: dict[str, Any] = {
-        **configuration_of(workload, first),
+        **_configuration_of(workload, first),
         "granted_gib": granted,
         "peak_gib": peak,
         "overhead_gib": overhead_now if spark else math.nan,
@@ -276,7 +277,7 @@ def _advice(
         return _not_measured({**base, **planned}, DRY_RUN_NOTE)
     if math.isnan(peak):
         return _not_measured(base, "memory was not measured" + (f" ({'; '.join(notes)})" if notes else ""))
-    suggested = suggested_memory_gib(peak)
+    suggested = _suggested_memory_gib(peak)
     overhead = suggested_overhead_gib(suggested, python_peak) if spark else math.nan
     overhead_then = _overhead_gib(suggested, rule, first["memory_overhead_gib"]) if math.isnan(overhead) else overhead
     by_memory = math.floor(per_node * (granted + overhead_now) / (suggested + overhead_then))
@@ -368,7 +369,7 @@ def idle_slots(df: pd.DataFrame, threshold: float = LOW_UTILISATION) -> list[Idl
     straggle = (ok["fit_task_max_s"].astype(float) / mean_fit).groupby(ids).median().reindex(range(len(firsts)))
     return [
         IdleSlots(
-            **configuration_of(_workload(keys, first), first),
+            **_configuration_of(_workload(keys, first), first),
             slot_utilisation=float(median),
             reasons=_idle_reasons(first, float(straggle.iloc[group])),
         )

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from sweeper.config.sections import RECOMMEND, flag_problems
 from sweeper.engines import DASK, SPARK
 from sweeper.errors import UserError
 from sweeper.names import BASELINE_ENGINE, CONFIG, OK, PRUNED
@@ -94,10 +95,10 @@ def seconds(frame: pd.DataFrame, column: str = "fit_wall_s") -> np.ndarray:
     return values[~np.isnan(values)]
 
 
-def quartiles(values: Sequence[float] | np.ndarray) -> tuple[float, float, float]:
+def _quartiles(values: Sequence[float] | np.ndarray) -> tuple[float, float, float]:
     """First quartile, median and third quartile (NaN for no values).
 
-    >>> quartiles([10, 11, 12, 13, 14])
+    >>> _quartiles([10, 11, 12, 13, 14])
     (11.0, 12.0, 13.0)
     """
     array = np.asarray(values, dtype=float)
@@ -233,10 +234,10 @@ def pareto_front(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarra
     return front
 
 
-def lower_side(a: np.ndarray, b: np.ndarray, names: tuple[str, str], alpha: float = ALPHA) -> tuple[str | None, float]:
+def _lower_side(a: np.ndarray, b: np.ndarray, names: tuple[str, str], alpha: float = ALPHA) -> tuple[str | None, float]:
     """The name of the side with the lower values when Mann-Whitney tells them apart at ``alpha`` (else None), and p.
 
-    >>> lower_side(np.array([10, 11, 12, 13, 14.0]), np.array([5, 6, 7, 8, 9.0]), ("spark", "dask"))[0]
+    >>> _lower_side(np.array([10, 11, 12, 13, 14.0]), np.array([5, 6, 7, 8, 9.0]), ("spark", "dask"))[0]
     'dask'
     """
     u, p = mann_whitney(a, b)
@@ -260,7 +261,7 @@ def pair_verdict(
     >>> pair_verdict(np.array([10, 11.0]), np.array([5, 6.0]), ("spark", "dask"))[0]
     'too few trials'
     """
-    lower, p = lower_side(a, b, names, alpha)
+    lower, p = _lower_side(a, b, names, alpha)
     if min(a.size, b.size) < min_trials:
         return TOO_FEW_TRIALS, p
     return (INCONCLUSIVE if lower is None else f"{lower} {word}"), p
@@ -321,8 +322,8 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     for first, positions in zip(first_rows(df, ids), members(ids), strict=True):
         key = {name: first[name] for name in keys}
         times, accuracies = columns_of.ok_values(positions)
-        q1, median, q3 = quartiles(times)
-        a1, accuracy, a3 = quartiles(accuracies)
+        q1, median, q3 = _quartiles(times)
+        a1, accuracy, a3 = _quartiles(accuracies)
         rows.append(
             {
                 **key,
@@ -405,14 +406,14 @@ def engines(
         for name, side in sides.items():
             times, accuracies = columns_of.ok_values(side)
             values[name] = times
-            q1, median, q3 = quartiles(times)
+            q1, median, q3 = _quartiles(times)
             row.update(
                 {
                     f"{name}_n": times.size,
                     f"{name}_failed": columns_of.failed_count(side),
                     f"{name}_median_s": median,
                     f"{name}_iqr_s": q3 - q1,
-                    f"{name}_accuracy": quartiles(accuracies)[1],
+                    f"{name}_accuracy": _quartiles(accuracies)[1],
                 }
             )
         a, b = values[left], values[right]
@@ -549,8 +550,9 @@ def price(df: pd.DataFrame, cost_per_node_hour: float) -> pd.DataFrame:
     ``median_cost`` (median over ok trials) and ``pareto`` (True when no other configuration is
     both faster and cheaper).
     """
-    if not np.isfinite(cost_per_node_hour) or cost_per_node_hour <= 0:
-        raise UserError(f"cost per node hour must be a positive number, got {cost_per_node_hour!r}")
+    problems = flag_problems(RECOMMEND, cost_per_node_hour=cost_per_node_hour)
+    if problems:
+        raise UserError(problems)
     table = summary(df)
     nodes = table["nodes"].astype(float)
     table["cost_per_node_hour"] = float(cost_per_node_hour)

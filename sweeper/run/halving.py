@@ -39,10 +39,10 @@ BASELINE_VISIT = VisitColumns(visit_round=BASELINE_ROUND, visit_position=1)  # t
 
 def configuration(launch: Launch, point: Point, rung_axis: str) -> Configuration:
     """A launch and point, the rung axis left out."""
-    return (launch.index, at_rung(point, rung_axis, 0))
+    return (launch.index, _at_rung(point, rung_axis, 0))
 
 
-def at_rung(point: Point, rung_axis: str, value: Any) -> Point:
+def _at_rung(point: Point, rung_axis: str, value: Any) -> Point:
     """A configuration's point at one rung."""
     return replace(point, epochs=value) if rung_axis == "epochs" else replace(point, fraction=value)
 
@@ -117,7 +117,7 @@ class HalvingRun:
         """A ``pruned`` row for each (configuration, rung) never measured (one the store holds is not written again)."""
         rows = []
         for (index, point), rung in self.unmeasured:
-            launch, planned = self.launches[index], at_rung(point, self.axis, self.rungs[rung])
+            launch, planned = self.launches[index], _at_rung(point, self.axis, self.rungs[rung])
             key = measurement_key(self.plan.grid, self.plan, launch, planned, 0)
             if key in recorded or planned not in self.plan.points[index]:
                 continue

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+from sweeper.config.managers import LOCAL
 from sweeper.errors import error_text
 from sweeper.launch.base import LaunchContext
 from sweeper.launch.logs import containers_log, launch_log, log_note
@@ -116,4 +117,4 @@ class Launches:
 
 def _context_of(launch: Launch, context: LaunchContext) -> LaunchContext:
     """A launch's context: a launch on manager local (a dry run's) has no options of the grid's manager."""
-    return replace(context, options=LocalOptions()) if launch.manager == "local" else context
+    return replace(context, options=LocalOptions()) if launch.manager == LOCAL else context

@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColum
 from rich.table import Column
 from rich.text import Text
 
+from sweeper.config.managers import descriptor
 from sweeper.launch.lifecycle import STARTED, STARTING, STOPPING, WAITING
 from sweeper.names import BASELINE_ENGINE, on_spark
 from sweeper.planning.plan import Launch, Plan
@@ -48,9 +49,9 @@ def units(launch: Launch) -> str:
     return counted(launch.executors, "executor" if on_spark(launch.engine) else "worker")
 
 
-def stage_text(launch: Launch, stage: str) -> str:
+def _stage_text(launch: Launch, stage: str) -> str:
     """What a launch in ``stage`` does, in words: ``starting 2 executors``, ``waiting for 2 workers``."""
-    where = "" if launch.manager == "local" else f" on {launch.manager}"
+    where = "" if descriptor(launch.manager).on_this_machine else f" on {launch.manager}"
     return {
         STARTING: f"starting {units(launch)}{where}",
         WAITING: f"waiting for {units(launch)}{where}",
@@ -125,7 +126,9 @@ class RunProgress:
             )  # fmt: skip
             self.print(
                 plain(f"{self.ordinal(launch)}{again}: ", "bold")
-                + plain(f"{launch.engine} {shape}, {counted(max(rows, 0), 'measurement')}: {stage_text(launch, stage)}")
+                + plain(
+                    f"{launch.engine} {shape}, {counted(max(rows, 0), 'measurement')}: {_stage_text(launch, stage)}"
+                )
             )
         elif stage == STARTED:
             self.eta.started(launch.index, now_s)
@@ -160,7 +163,7 @@ class RunProgress:
         if current is None:
             return "preparing"
         launch, lasted = current.launch, _clock_text(self.clock() - current.since_s)
-        return f"{self.ordinal(launch)} {launch.engine}: {stage_text(launch, current.stage)} {lasted}"
+        return f"{self.ordinal(launch)} {launch.engine}: {_stage_text(launch, current.stage)} {lasted}"
 
     def remaining_s(self) -> float | None:
         return self.eta.remaining_s(self.clock())
@@ -182,7 +185,7 @@ class RunProgress:
         workload = self.plan.grid.workload
         head = f"{self.ordinal(launch)}: {launch.engine} still"
         if stage in (STARTING, WAITING):
-            return f"{head} {stage_text(launch, stage)} after {lasted_s:.0f} s (limit {workload.start_timeout_s:g} s)"
+            return f"{head} {_stage_text(launch, stage)} after {lasted_s:.0f} s (limit {workload.start_timeout_s:g} s)"
         if stage == MEASURING:
             taken = self.rows_of_launch.get(launch.index, 0)
             of = self.rows_planned.get(launch.index, taken + 1)

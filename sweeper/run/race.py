@@ -18,7 +18,7 @@ whole), so each decision sees the trials it saw the first time and decides the s
 all its trials (it compared its start's seconds, not kept, with the rest) is read from the round its next trial was
 taken in (the row's ``race_round``); where the store lacks that trial, and for ``auto``'s choice after the first
 round (from the same seconds), the run first replays the store without launching anything
-(:func:`resume_choices`) and keeps the choices under which every stored trial and recorded decision is explained
+(:func:`_resume_choices`) and keeps the choices under which every stored trial and recorded decision is explained
 (a configuration stopped by a decision has no trials after it). Once a trial the store lacks comes, the run
 measures on, deciding as a run that was never stopped; a visit it could not start a launch for (the store held
 all its trials) stays only where the store shows it did: its launch is down, and staying would cost the start that
@@ -122,7 +122,7 @@ class RaceRun:
     round's decisions (``pruned`` rows) through ``decisions`` as they are made.
 
     ``choices``: what to take at each point a replay of the store cannot decide from its times (see the module;
-    None: found by :func:`resume_choices`). ``dry``: a replay of the store only (:meth:`replayed`)."""
+    None: found by :func:`_resume_choices`). ``dry``: a replay of the store only (:meth:`replayed`)."""
 
     def __init__(
         self,
@@ -158,7 +158,7 @@ class RaceRun:
         self.dry, self.live = dry, False  # live: a trial the store lacks came (the replay of the store is over)
         self.wants: dict[int, list[Point]] = {}  # this round's
         self.chosen: list[bool] = []
-        self.given = tuple(choices) if choices is not None else resume_choices(self)
+        self.given = tuple(choices) if choices is not None else _resume_choices(self)
 
     def _key(self, index: int, point: Point, trial: int) -> str:
         return self.stored.key(index, point, trial)
@@ -328,7 +328,7 @@ class RaceRun:
         return lines
 
 
-def resume_choices(race: RaceRun) -> tuple[bool, ...]:
+def _resume_choices(race: RaceRun) -> tuple[bool, ...]:
     """The choices under which a replay of the store explains every trial and decision it holds (see the module):
     the store's own first (each point where it shows them), then histories with one of them flipped, fewest flips
     first; where none explains the store (a trial failed or was lost in the middle), the one that explains most."""

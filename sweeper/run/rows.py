@@ -52,7 +52,7 @@ class RunRecord:
             exact_epochs=grid.workload.exact_epochs,
             threads_per_fit=grid.workload.threads_per_fit,
             host=socket.gethostname(),
-            cluster_hosts=",".join(grid.hosts) or None,
+            cluster_hosts=",".join(grid.cluster_key("hosts") or ()) or None,
             search_strategy=grid.search.strategy,
             rung_axis=grid.search.rung_axis if grid.search.strategy == HALVING else None,
             race_delta=grid.search.delta if searching else None,
@@ -107,7 +107,7 @@ def measurement_row(
     return Row(
         **run.columns,
         **planned_columns(plan, item),
-        **batch_columns(plan, item, data),
+        **_batch_columns(plan, item, data),
         **(start or StartColumns()),
         **outcome,
         **(result or ResultColumns()),
@@ -136,7 +136,7 @@ def planned_columns(plan: Plan, item: Todo) -> PlannedColumns:
     )
 
 
-def batch_columns(plan: Plan, item: Todo, data: Data | None) -> BatchColumns:
+def _batch_columns(plan: Plan, item: Todo, data: Data | None) -> BatchColumns:
     """The batch's data, mode and model (``data`` None: the launch never started, the sizes unknown)."""
     params = item.point.model_params
     dry_run = item.launch.dry_run

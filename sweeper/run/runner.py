@@ -19,7 +19,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from sweeper.config.grid import FULL_GRID, HALVING, RACE, Grid
+from sweeper.config.grid import DEFAULT_DATASET, FULL_GRID, HALVING, RACE, Grid
+from sweeper.config.managers import descriptor
 from sweeper.errors import UserError
 from sweeper.launch.base import LaunchContext
 from sweeper.launch.options import options_for
@@ -97,7 +98,7 @@ def load_data(plan: Plan, warn: Callable[[str], None]) -> dict[float, Data]:
             if not dry_run:
                 raise
             warn(f"dry run: {error.problems[0]}; using the bundled digits instead")
-            dataset = replace(dataset, name="digits", path=None)
+            dataset = replace(dataset, name=DEFAULT_DATASET, path=None)
             loaded[fraction] = datasets.load(dataset, fraction=fraction, **split)
     return loaded
 
@@ -119,9 +120,9 @@ def run(
     Everything that can be checked is checked before the first launch: engines and managers,
     the dataset, the store (a probe file written and removed before ``fresh`` deletes anything), and
     that no other run writes the sweep (its lock is held until the run ends: :mod:`sweeper.store.lock`).
-    A dry run takes each shrunk measurement once and reuses its row for the planned measurements
-    that shrink to the same one (see :mod:`sweeper.run.reuse`), unless ``reuse`` is false. A run whose
-    measurements are decided before it starts tells ``planned`` the rows each launch it starts will write.
+    A dry run takes each shrunk measurement once and reuses its row for the planned measurements that shrink
+    to the same one (see :func:`sweeper.planning.measurements.split_reused`), unless ``reuse`` is false. A run
+    whose measurements are decided before it starts tells ``planned`` the rows each launch it starts will write.
     """
     _check_first(plan, store)
     with holding(sweep_dir(store, plan.grid.name), warn):  # one writer per sweep, from before --fresh deletes
@@ -207,11 +208,11 @@ def _run_held(
         except KeyboardInterrupt as stop:
             result.interrupted = True
             result.exit_status = exit_status(stop)
-    result.notes.append(order_note(grid.workload.seed))
+    result.notes.append(_order_note(grid.workload.seed))
     return result
 
 
-def order_note(seed: int) -> str:
+def _order_note(seed: int) -> str:
     """The run's one line on its order of visits (the rows' ``visit_round`` and ``visit_position``)."""
     return (
         f"the baseline first, then the launches in a random order per round, drawn from workload.seed {seed} "
@@ -252,7 +253,7 @@ def _done_s(recorded: dict[str, RecordedRow]) -> dict[str, float | None]:
 def _data_on_a_sampled_machine(plan: Plan, warn: Callable[[str], None]) -> dict[float, Data]:
     """:func:`load_data`, while this machine's load is sampled where launches run on it: a busy one is warned of."""
     limit = plan.grid.workload.interference_limit
-    here = any(launch.manager == "local" for launch in plan.launches)
+    here = any(descriptor(launch.manager).on_this_machine for launch in plan.launches)
     sample = LoadSample.start(limit) if here else None
     data = load_data(plan, warn)
     if sample is not None and (busy := sample.finish()) is not None:

@@ -134,8 +134,13 @@ class StoreWriteError(UserError):
     """A store file could not be written (a full disk, a quota, permissions)."""
 
 
-def write_rows(store: Path, sweep: str, rows: Sequence[Mapping[str, Any]], stem: str) -> Path:
+def write_rows(store: Path, sweep: str, rows: Sequence[Row], stem: str) -> Path:
     """Write rows as one Parquet file, atomically (temporary dot-name, then rename)."""
+    return _write_file(store, sweep, rows, stem)
+
+
+def _write_file(store: Path, sweep: str, rows: Sequence[Mapping[str, Any]], stem: str) -> Path:
+    """:func:`write_rows` of any mapping: the typed rows a run makes, and the stored rows :func:`compact` merges."""
     unknown = {key for row in rows for key in row} - set(COLUMNS)
     if unknown:
         raise ValueError(f"columns not in the store schema: {sorted(unknown)}")
@@ -169,7 +174,7 @@ def compact(store: Path, sweep: str, files: Iterable[Path], stem: str, **fill: A
     rows = [row for part in parts for row in _part_rows(store, part).to_pylist()]
     for row in rows:
         row.update(fill)
-    merged = write_rows(store, sweep, rows, stem)
+    merged = _write_file(store, sweep, rows, stem)
     for part in parts:
         if part != merged:
             part.unlink(missing_ok=True)

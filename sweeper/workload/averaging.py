@@ -53,7 +53,7 @@ class Outcome:
     shards: int
 
 
-def make_model(params: dict[str, Any], seed: int) -> Any:
+def _make_model(params: dict[str, Any], seed: int) -> Any:
     """The MLPClassifier every shard trains (``partial_fit`` needs no ``max_iter``)."""
     from sklearn.neural_network import MLPClassifier
 
@@ -70,7 +70,7 @@ class ShardTrainer:
         self.X = X
         self.y = y
         self.classes = classes
-        self.model = make_model(params, seed)
+        self.model = _make_model(params, seed)
 
     def train_round(self, weights: Weights | None, local_epochs: int) -> tuple[Weights, int]:
         """``local_epochs`` passes over the shard from ``weights``; returns the new weights and the shard size."""
@@ -139,7 +139,7 @@ def train(run_round: RoundFn, epochs: int, local_epochs: int, shards: int) -> Ou
 def accuracy(weights: Weights, params: dict[str, Any], data: Data, seed: int) -> float:
     """Test accuracy of the averaged weights."""
     classes = np.unique(data.y_train)
-    model = make_model(params, seed)
+    model = _make_model(params, seed)
     model.partial_fit(data.X_train[:1], data.y_train[:1], classes=classes)  # builds the layers; weights replaced
     weights.into(model)
     return float(model.score(data.X_test, data.y_test))

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from sweeper.config.grid import Dataset
+from sweeper.config.grid import TEST_SIZE, Dataset
 from sweeper.errors import UserError
 from sweeper.workload.arrays import (
     Floats,
@@ -131,7 +131,7 @@ def load(
     dataset: Dataset,
     *,
     fraction: float = 1.0,
-    test_size: float = 0.25,
+    test_size: float = TEST_SIZE,
     seed: int = 0,
     max_train_rows: int | None = None,
 ) -> Data:

@@ -30,7 +30,7 @@ def fit_environment(threads_per_fit: int, extra: Mapping[str, str]) -> dict[str,
     return environment
 
 
-def variables_to_unset(environment: Mapping[str, str]) -> tuple[str, ...]:
+def _variables_to_unset(environment: Mapping[str, str]) -> tuple[str, ...]:
     """Variables removed from fit processes because the grid does not ask for them."""
     return tuple(name for name in UNSET_BY_DEFAULT if name not in environment)
 
@@ -54,7 +54,7 @@ def variables_set(values: Mapping[str, str], unset: tuple[str, ...] = ()) -> Ite
 
 def applied(environment: Mapping[str, str]) -> AbstractContextManager[None]:
     """The fit environment in this process (the rest unset), so every child inherits it."""
-    return variables_set(environment, variables_to_unset(environment))
+    return variables_set(environment, _variables_to_unset(environment))
 
 
 def observed() -> dict[str, str]:

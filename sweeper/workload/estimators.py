@@ -18,7 +18,7 @@ from sweeper.workload.data import Data
 FIT_JOBS = 1  # every step's n_jobs: the engines are the parallelism
 
 
-def estimator_class(name: str) -> type:
+def _estimator_class(name: str) -> type:
     """The class of a dotted name: its module imported, then the attribute read."""
     module_name, _, attribute = name.rpartition(".")
     found = getattr(importlib.import_module(module_name), attribute)
@@ -30,7 +30,7 @@ def estimator_class(name: str) -> type:
 def build(estimator: Estimator, params: dict[str, Any], work: int, seed: int, *, exact_epochs: bool) -> Any:
     """The model one fit trains: ``params`` set, the work axis at ``work``, every step's ``random_state`` at
     ``seed`` and ``n_jobs`` at :data:`FIT_JOBS` (where its default is not already None: one job)."""
-    steps = [estimator_class(name)() for name in estimator.steps]
+    steps = [_estimator_class(name)() for name in estimator.steps]
     if len(steps) == 1:
         model = steps[0]
     else:

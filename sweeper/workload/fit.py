@@ -62,7 +62,7 @@ def run_fit(task: FitTask, data: Data | SharedData) -> FitResult:
     if not isinstance(data, Data):
         data = data.resolve()
     if one_model([task]):
-        return train_in_process_result(task, data)
+        return _train_in_process_result(task, data)
     from sklearn.exceptions import ConvergenceWarning
     from threadpoolctl import threadpool_limits
 
@@ -105,7 +105,7 @@ def fit_result(task: FitTask, data: Data, train_once: Callable[[dict[str, Any]],
     )
 
 
-def train_in_process_result(task: FitTask, data: Data) -> FitResult:
+def _train_in_process_result(task: FitTask, data: Data) -> FitResult:
     """The baseline's data-parallel measurement: P = 1, in the calling process."""
     return fit_result(
         task, data, lambda params: averaging.train_in_process(data, params, task.epochs, task.local_epochs, task.seed)

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from sweeper.config import modes
 from sweeper.config.grid import CLASSIFIER, DEFAULT_ESTIMATOR, Estimator
-from sweeper.names import DATA_PARALLEL
+from sweeper.names import REPLICAS
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class FitTask:
     exact_epochs: bool
     threads_per_fit: int
     train_rows: np.ndarray | None = None
-    mode: str = "replicas"
+    mode: str = REPLICAS
     local_epochs: int = 1
     shards: int = 1
     estimator: Estimator = DEFAULT_ESTIMATOR  # epochs: the value of its work parameter
@@ -38,10 +39,10 @@ class FitTask:
 def one_model(tasks: Sequence[FitTask]) -> bool:
     """Whether the batch trains one model across the launch (data-parallel) instead of independent fits.
 
-    >>> one_model([FitTask((), 5, 0, False, 1, mode=DATA_PARALLEL)]), one_model([FitTask((), 5, 0, False, 1)])
+    >>> one_model([FitTask((), 5, 0, False, 1, mode="data-parallel")]), one_model([FitTask((), 5, 0, False, 1)])
     (True, False)
     """
-    return bool(tasks) and tasks[0].mode == DATA_PARALLEL
+    return bool(tasks) and modes.mode(tasks[0].mode).one_model
 
 
 def make_batch(
@@ -72,31 +73,19 @@ def make_batch(
     [1000, 1001, 1002]
     """
     base_seed = seed + 1000 * trial
-    common = {
-        "epochs": epochs,
-        "exact_epochs": exact_epochs,
-        "threads_per_fit": threads_per_fit,
-        "estimator": estimator,
-    }
-    if mode == DATA_PARALLEL:  # one model, trained across the launch's shards
-        shard = {"mode": mode, "local_epochs": local_epochs, "shards": shards}
-        return [FitTask(params=tuple(params.items()), seed=base_seed, **shard, **common)]  # type: ignore[arg-type]
-    if mode == "replicas":
-        return [
-            FitTask(params=tuple(params.items()), seed=base_seed + i, **common)  # type: ignore[arg-type]
-            for i in range(n_fits)
-        ]
-    fold_rows = _fold_rows(estimator, folds, n_train, labels, base_seed)
-    combos = _combinations(param_grid) if mode == "search" else [{}]
+    batch = modes.mode(mode)
+    first = FitTask(
+        tuple(params.items()), epochs, base_seed, exact_epochs, threads_per_fit, mode=mode, estimator=estimator
+    )
+    if batch.one_model:  # one model, trained across the launch's shards
+        return [replace(first, local_epochs=local_epochs, shards=shards)]
+    fold_rows = _fold_rows(estimator, folds, n_train, labels, base_seed) if batch.folds else [None]
+    combos = _combinations(param_grid) if batch.combinations else [{}]
     return [
-        FitTask(
-            params=tuple({**params, **combo}.items()),
-            seed=base_seed,
-            train_rows=rows,
-            **common,  # type: ignore[arg-type]
-        )
+        replace(first, params=tuple({**params, **combo}.items()), seed=base_seed + replica, train_rows=rows)
         for combo in combos
         for rows in fold_rows
+        for replica in range(n_fits if batch.replicas else 1)
     ]
 
 

@@ -103,7 +103,7 @@ def node_busy_s() -> float | None:
 
     A process in the initial PID namespace is on the host: None. Elsewhere (a container, a namespaced test node)
     the node is what its ``/proc`` shows: the ``usage_usec`` of its own cgroup v2 (:func:`own_cgroup_cpu_stat`)
-    where it has one, else the CPU of its visible processes (:func:`visible_processes_cpu_s`)."""
+    where it has one, else the CPU of its visible processes (:func:`_visible_processes_cpu_s`)."""
     if not in_child_pid_namespace():
         return None
     cpu_stat = own_cgroup_cpu_stat()
@@ -113,10 +113,10 @@ def node_busy_s() -> float | None:
             return int(usage_line.split()[1]) / 1e6
         except (OSError, StopIteration, ValueError):
             pass
-    return visible_processes_cpu_s()
+    return _visible_processes_cpu_s()
 
 
-def visible_processes_cpu_s() -> float:
+def _visible_processes_cpu_s() -> float:
     """CPU seconds of every process this ``/proc`` shows: ``utime + stime`` (all its threads, dead ones included)
     plus ``cutime + cstime`` (its children that ended and that it reaped, with everything they had reaped).
 

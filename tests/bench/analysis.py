@@ -25,7 +25,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {  # what the bench calls it -> the comma
 
 def scale_store(configurations: int, directory: Path) -> int:
     """Write a store of ``configurations`` configurations x 2 trials into ``directory``; its rows."""
-    from sweeper.store.parquet import write_rows
+    from tests.support.stored_rows import write_test_rows
     from tests.support.synthetic_stores import ArmSpec, synthetic_rows
 
     arms = [
@@ -34,7 +34,7 @@ def scale_store(configurations: int, directory: Path) -> int:
         for i in range(configurations // 2)
     ]
     rows = synthetic_rows(arms, epochs=(10,), seed=1, sweep="scale")
-    write_rows(directory, "scale", rows, "part-scale")
+    write_test_rows(directory, "scale", rows, "part-scale")
     return len(rows)
 
 

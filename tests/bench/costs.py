@@ -110,13 +110,14 @@ def time_store(rows: int, files: int, directory: Path, runs: int = 5) -> dict[st
     ``pandas.read_parquet`` of the same files, taking turns (a busy machine slows both alike: their ratio holds)."""
     import pandas as pd
 
-    from sweeper.store.parquet import load_results, write_rows
+    from sweeper.store.parquet import load_results
+    from tests.support.stored_rows import write_test_rows
 
     per_file = -(-rows // files)
     started = time.perf_counter()
     for index in range(files):
         count = min(per_file, rows - index * per_file)
-        write_rows(directory, "bench", synthetic_rows(count, start=index * per_file), f"part-bench-{index:03d}")
+        write_test_rows(directory, "bench", synthetic_rows(count, start=index * per_file), f"part-bench-{index:03d}")
     write_s = time.perf_counter() - started
     load_s, parquet_s = [], []
     loaded = 0

@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from sweeper.store.parquet import SCHEMA, SCHEMA_VERSION, as_frame, write_rows
-from tests.support.stored_rows import stored_row
+from sweeper.store.parquet import SCHEMA, SCHEMA_VERSION, as_frame
+from tests.support.stored_rows import stored_row, write_test_rows
 from tests.support.synthetic_stores import START
 from tests.support.synthetic_stores import WORKLOAD as SYNTHETIC_WORKLOAD
 
@@ -135,7 +135,7 @@ def write_store(root: Path, rows: Sequence[dict[str, Any]]) -> Path:
     for row in rows:
         by_file.setdefault((row["sweep"], row["launch_index"]), []).append(row)
     for (sweep, launch), part in by_file.items():
-        write_rows(root, sweep, part, f"part-{RUN_ID}-{launch:03d}")
+        write_test_rows(root, sweep, part, f"part-{RUN_ID}-{launch:03d}")
     return root
 
 

@@ -7,9 +7,12 @@ record (as :func:`sweeper.run.versions.versions` would on a machine of fixed ver
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
 
-from sweeper.store.parquet import COLUMNS
+from sweeper.store.parquet import COLUMNS, write_rows
+from sweeper.store.row import Row
 
 VERSIONS: dict[str, str] = {
     "python_version": "3.11.2",
@@ -28,3 +31,9 @@ def stored_row(**values: Any) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"columns not in the store schema: {sorted(unknown)}")
     return {column: values.get(column) for column in COLUMNS}
+
+
+def write_test_rows(store: Path, sweep: str, rows: Sequence[Mapping[str, Any]], stem: str) -> Path:
+    """:func:`sweeper.store.parquet.write_rows` of rows a test makes as plain mappings (partial, hostile, or
+    :func:`stored_row`'s): the store checks their columns at run time, as it checks a run's typed rows."""
+    return write_rows(store, sweep, cast("Sequence[Row]", rows), stem)

@@ -30,7 +30,7 @@ ENDED_STATES = ("FINISHED", "FAILED", "KILLED")  # a start that failed often end
 _NUMBERED = re.compile(r"^(container_(?:e\d+_)?\d+_\d+_\d+_)(\d+)$")
 
 
-def save_container_logs(yarn: YarnClient, app_ids: Iterable[str], out: Path) -> Path | None:
+def _save_container_logs(yarn: YarnClient, app_ids: Iterable[str], out: Path) -> Path | None:
     """The logs of every container of ``app_ids`` the NodeManagers still have, written to ``out``; None if none."""
     scheme = yarn.conf.web_scheme
     try:
@@ -120,4 +120,4 @@ def save_tagged_logs(yarn: YarnClient, tag: str, out: Path | None) -> Path | Non
         app_ids = [app.app_id for app in yarn.applications(tag, states=(*LIVE_STATES, *ENDED_STATES))]
     except LaunchError:
         return None
-    return save_container_logs(yarn, app_ids, out)
+    return _save_container_logs(yarn, app_ids, out)

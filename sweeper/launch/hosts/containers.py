@@ -20,7 +20,7 @@ from sweeper.launch.hosts.yarn import ARCHIVE_LINK, application_tags
 from sweeper.launch.hosts.yarn_client import hadoop_java
 
 CONTAINERS_CLIENT = "sweeper.yarn.Containers"
-AM_MEMORY_MIB = 512  # the ApplicationMaster's container
+AM_MEMORY_MIB = 512  # the ApplicationMaster's container (Spark's spark.yarn.am.memory; its overhead: Spark's rule)
 
 
 @dataclass(frozen=True)

@@ -218,7 +218,7 @@ class HadoopConf:
         return found
 
 
-def site_properties(path: Path) -> tuple[dict[str, str], set[str]]:
+def _site_properties(path: Path) -> tuple[dict[str, str], set[str]]:
     """The ``<property>`` name/value pairs of one *-site.xml, and the names marked ``<final>``."""
     try:
         root = ElementTree.parse(path).getroot()
@@ -241,7 +241,7 @@ def merged(files: list[Path]) -> dict[str, str]:
     raw = dict(DEFAULTS)
     final: set[str] = set()
     for path in files:
-        values, finals = site_properties(path)
+        values, finals = _site_properties(path)
         for name, value in values.items():
             name = DEPRECATED.get(name, name)
             if name not in final:
@@ -250,7 +250,7 @@ def merged(files: list[Path]) -> dict[str, str]:
     return raw
 
 
-def locate(conf_dir: Path | None, environment: Mapping[str, str]) -> tuple[Path, Path | None]:
+def _locate(conf_dir: Path | None, environment: Mapping[str, str]) -> tuple[Path, Path | None]:
     """(directory of yarn-site.xml, directory of core-site.xml or None)."""
     if conf_dir is not None:
         if not (conf_dir / "yarn-site.xml").is_file():
@@ -270,7 +270,7 @@ def locate(conf_dir: Path | None, environment: Mapping[str, str]) -> tuple[Path,
 def read_hadoop_conf(conf_dir: Path | None = None, environment: Mapping[str, str] | None = None) -> HadoopConf:
     """The client configuration of ``conf_dir``, else of ``HADOOP_CONF_DIR``/``YARN_CONF_DIR``."""
     env = dict(os.environ if environment is None else environment)
-    yarn_dir, core_dir = locate(conf_dir, env)
+    yarn_dir, core_dir = _locate(conf_dir, env)
     refused = conf_dir_problems([yarn_dir] if core_dir is None else [yarn_dir, core_dir])
     if refused:  # before anything parses them, here or in a Java client
         raise HadoopConfError(*refused)

@@ -47,14 +47,14 @@ def base_binary() -> Path:
     return binary
 
 
-def stdlib_dir() -> Path:
+def _stdlib_dir() -> Path:
     """The base installation's standard library (``os.py`` is there)."""
     return Path(os.__file__).resolve().parent
 
 
 def stdlib_members(prefix: str = f"lib/python{VERSION}") -> Iterator[tuple[Path, str]]:
     """(path, name in the archive) of the standard library a node needs, directories first."""
-    root = stdlib_dir()
+    root = _stdlib_dir()
     for directory, subdirectories, names in os.walk(root):
         here = Path(directory)
         relative = here.relative_to(root).as_posix()
@@ -73,7 +73,7 @@ def shared_libraries(binary: Path) -> list[Path]:
     """The shared libraries (not glibc's) that ``binary`` and the standard library's extension modules load."""
     if shutil.which("ldd") is None:
         raise UserError("pack-env needs ldd (glibc's, package libc-bin) to find the interpreter's shared libraries")
-    objects = [binary, *sorted((stdlib_dir() / "lib-dynload").glob("*.so"))]
+    objects = [binary, *sorted((_stdlib_dir() / "lib-dynload").glob("*.so"))]
     objects = [path for path in objects if not path.name.startswith("_tkinter")]
     found: dict[str, Path] = {}
     for start in range(0, len(objects), 50):

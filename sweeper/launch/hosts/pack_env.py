@@ -41,6 +41,7 @@ ALWAYS_DROPPED = (
     "pyspark/jars/", "pyspark/work/", "pyspark/examples/", "pyspark/data/", "sweeper editable hooks",
     "pyvenv.cfg and the links to the base interpreter", "the standard library's tests, IDLE, Tk and distutils",
 )  # fmt: skip
+GZIP_LEVEL = 6  # `sweeper pack-env`'s gzip level: gzip's own default
 # What only compiles extensions against a package (never read by a running process); "include" is a directory.
 BUILD_SUFFIXES = (".c", ".cc", ".cpp", ".h", ".hpp", ".pyx", ".pxd", ".pxi", ".cmake")
 BUILD_NAMES = frozenset({"include", "CMakeLists.txt"})
@@ -72,7 +73,7 @@ def pack(
     *,
     prefix: Path | None = None,
     exclude: Sequence[str] = (),
-    compresslevel: int = 6,
+    compresslevel: int = GZIP_LEVEL,
     spark_jars: bool = False,
 ) -> Packed:
     """Write the venv at ``prefix`` (default: this one) to ``out`` (.tar.gz, .tgz or .tar); ``spark_jars`` keeps
@@ -86,7 +87,7 @@ def pack(
     site = site_packages(prefix)
     if not site.is_dir():
         raise UserError(f"{site}: no site-packages for Python {sys.version_info.major}.{sys.version_info.minor}")
-    source = sweeper_source()
+    source = _sweeper_source()
     foreign = [p.name for p in site.iterdir() if _is_editable(p.name) and "sweeper" not in p.name]
     if foreign:
         raise UserError(f"{site}: editable installs cannot be shipped to nodes: {', '.join(sorted(foreign))}")
@@ -132,7 +133,7 @@ def _add_generated(
     archive.addfile(info, io.BytesIO(data) if data else None)
 
 
-def sweeper_source() -> Path:
+def _sweeper_source() -> Path:
     """The directory of the ``sweeper`` package this process imported (a source tree when editable)."""
     return Path(__file__).resolve().parents[2]
 
@@ -143,7 +144,7 @@ def _is_editable(name: str) -> bool:
 
 def members(prefix: Path, exclude: Sequence[str] = ()) -> Iterator[tuple[Path, str]]:
     """(path, name in the archive) of what :func:`pack` reads from the venv at ``prefix`` and sweeper's package."""
-    yield from _members(prefix, site_packages(prefix), sweeper_source(), exclude)
+    yield from _members(prefix, site_packages(prefix), _sweeper_source(), exclude)
 
 
 def _members(
@@ -151,7 +152,7 @@ def _members(
 ) -> Iterator[tuple[Path, str]]:
     """(path, name in the archive) of everything packed, sweeper's package copied into site-packages."""
     site_name = site.relative_to(prefix).as_posix()
-    scripts = installed_scripts(prefix, site, exclude)
+    scripts = _installed_scripts(prefix, site, exclude)
     for directory, subdirectories, names in os.walk(prefix):
         here = Path(directory)
         relative = here.relative_to(prefix).as_posix()
@@ -183,7 +184,7 @@ def _members(
                 yield here / name, f"{inner}/{name}"
 
 
-def installed_scripts(prefix: Path, site: Path, exclude: Sequence[str]) -> frozenset[str]:
+def _installed_scripts(prefix: Path, site: Path, exclude: Sequence[str]) -> frozenset[str]:
     """The files (as named in the archive: ``bin/ruff``) that the distributions ``exclude`` names installed outside
     site-packages, as their ``*.dist-info/RECORD`` lists them (``../../../bin/ruff``)."""
     names: set[str] = set()

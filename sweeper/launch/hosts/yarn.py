@@ -20,7 +20,7 @@ ARCHIVE_LINK = "environment"  # where YARN unpacks cluster.python_archive in eve
 SWEEPER_TAG = "sweeper"  # every application a sweep starts carries it, besides its own name
 
 
-def yarn_options(context: LaunchContext) -> YarnOptions:
+def _yarn_options(context: LaunchContext) -> YarnOptions:
     """The launch's YARN options (a YARN launch of a grid of another manager has none)."""
     if not isinstance(context.options, YarnOptions):
         raise LaunchError(f"manager yarn needs the grid's yarn options, got {type(context.options).__name__}")
@@ -132,7 +132,7 @@ class YarnSite:
     @classmethod
     def of(cls, context: LaunchContext) -> YarnSite:
         """The site of a launch's context."""
-        options = yarn_options(context)
+        options = _yarn_options(context)
         conf = hadoop_conf(options)
         host = driver_address(conf)
         archive, packed_s = shipped_environment(options, conf)

@@ -97,12 +97,10 @@ class DataCache:
     """The training and test DataFrames of one :class:`Data`, built, cached and counted once per launch.
 
     A fit on other data (or with another partition count) unpersists the old frames first.
-    ``build_s`` is the wall time of the last build: Arrow transfer, repartition, cache and count.
     """
 
     def __init__(self) -> None:
         self._cached: _Cached | None = None
-        self.build_s: float | None = None
 
     @property
     def current(self) -> tuple[Any, Any] | None:
@@ -122,7 +120,6 @@ class DataCache:
         ):
             return cached.train, cached.test
         self.close()
-        started = time.perf_counter()
         classes = np.unique(data.y_train)
 
         def labels(y: np.ndarray) -> np.ndarray:
@@ -132,7 +129,6 @@ class DataCache:
         test = to_frame(spark, data.X_test, labels(data.y_test), partitions).cache()
         train.count()
         test.count()
-        self.build_s = time.perf_counter() - started
         self._cached = _Cached(spark, data, partitions, regression, train, test)
         return train, test
 
@@ -189,7 +185,7 @@ def to_frame(spark: Any, X: np.ndarray, labels: np.ndarray, partitions: int) -> 
     )
 
 
-def train_mllib(spark: Any, task: FitTask, data: Data, *, partitions: int | None, cache: DataCache) -> FitResult:
+def _train_mllib(spark: Any, task: FitTask, data: Data, *, partitions: int | None, cache: DataCache) -> FitResult:
     """Train and score one Spark ML model on the launch's executors (MLPClassifier: ``MultilayerPerceptronClassifier``,
     scored by accuracy; another estimator: its counterpart, scored by the grid's scorer).
 
@@ -287,7 +283,7 @@ class MllibSession:
 
     def run_batch(self, tasks: list[FitTask], data: Data) -> list[FitResult]:
         """Train one MLlib model per task, sequentially; the data is cached on the executors once."""
-        return [train_mllib(self.spark, task, data, partitions=self.partitions, cache=self.cache) for task in tasks]
+        return [_train_mllib(self.spark, task, data, partitions=self.partitions, cache=self.cache) for task in tasks]
 
     def jvm_peak_heap_gib(self) -> float | None:
         return self.spark_session.jvm_peak_heap_gib()

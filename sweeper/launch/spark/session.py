@@ -69,7 +69,7 @@ class SparkAppSession:
         return fit_result(task, data, lambda params: shards.train(params, task.epochs, task.local_epochs, task.seed))
 
     def jvm_peak_heap_gib(self) -> float | None:
-        return peak_heap_gib(self.spark)
+        return _peak_heap_gib(self.spark)
 
     def abort(self, restart: bool = True) -> None:
         for process in executor_processes(self.spark):
@@ -114,7 +114,7 @@ def granted_executors(spark: Any, expected: int, timeout_s: float) -> Granted:
     return uniform_shape(summaries, {heap_mib(p.cmdline()) for p in executor_processes(spark)})
 
 
-def own_executor_heap(_: Iterable[int]) -> Iterator[tuple[str, str, int, int]]:
+def _own_executor_heap(_: Iterable[int]) -> Iterator[tuple[str, str, int, int]]:
     """In a Spark task: (node, machine, pid, heap MiB) of the executor JVM running it, read on its own node.
 
     The node is the container's NodeManager on YARN (:func:`sweeper.workload.usage.node_manager`).
@@ -139,7 +139,7 @@ def executor_heaps(spark: Any, executors: int, cores: int, rounds: int = 3) -> d
     seen: dict[tuple[str, str, int], int] = {}
     tasks = 2 * executors * cores
     for _ in range(rounds):
-        found = spark.sparkContext.parallelize(range(tasks), tasks).mapPartitions(own_executor_heap).collect()
+        found = spark.sparkContext.parallelize(range(tasks), tasks).mapPartitions(_own_executor_heap).collect()
         seen.update({(node, where, pid): heap for node, where, pid, heap in found})
         if len(seen) >= executors:
             break
@@ -169,7 +169,7 @@ def uniform_shape(summaries: list[tuple[int, int]], heaps_mib: set[int]) -> Gran
     )
 
 
-def peak_heap_gib(spark: Any) -> float | None:
+def _peak_heap_gib(spark: Any) -> float | None:
     """The largest peak ``JVMHeapMemory`` of the application's executors, from Spark's executor metrics.
 
     The metrics reach the driver with the executors' heartbeats (every ``spark.executor.heartbeatInterval``),
@@ -219,10 +219,10 @@ def get_or_create(builder: Any) -> Any:
     try:
         return builder.getOrCreate()
     except Exception as error:
-        raise LaunchError(f"spark: {java_message(error)}") from None
+        raise LaunchError(f"spark: {_java_message(error)}") from None
 
 
-def java_message(error: BaseException) -> str:
+def _java_message(error: BaseException) -> str:
     """The Java exception behind a py4j error (``java.net.BindException: ...``), else the error's own text."""
     java = getattr(error, "java_exception", None)
     if java is not None:

@@ -21,7 +21,7 @@ from sweeper.launch.spark.session import wait_registered
 from sweeper.planning.plan import Launch
 
 
-def wait_for_executors(spark: Any, launch: Launch, timeout_s: float) -> Granted:
+def _wait_for_executors(spark: Any, launch: Launch, timeout_s: float) -> Granted:
     """The executors the master granted, once the planned number registered (or the time is up)."""
     summaries = wait_registered(spark, launch.executors, timeout_s)
     cores = {c for c, _ in summaries}
@@ -58,4 +58,4 @@ class StandaloneSpark(SparkBackend):
         )
 
     def granted(self) -> Granted:
-        return wait_for_executors(self.spark, self.launch, self.context.start_timeout_s)
+        return _wait_for_executors(self.spark, self.launch, self.context.start_timeout_s)

@@ -37,6 +37,7 @@ import psutil
 from sweeper.errors import error_text
 from sweeper.launch.base import Granted, LaunchError
 from sweeper.launch.hosts.container_logs import save_tagged_logs
+from sweeper.launch.hosts.containers import AM_MEMORY_MIB
 from sweeper.launch.hosts.node_managers import wait_containers_released
 from sweeper.launch.hosts.processes import kill_tree
 from sweeper.launch.hosts.staging import archive_upload, stage
@@ -56,11 +57,10 @@ from sweeper.launch.spark.conf import local_conf
 from sweeper.launch.spark.session import SparkAppSession, executor_heaps, uniform_shape, wait_registered
 from sweeper.launch.spark.yarn_jars import jars_upload, python_libs_uploads
 
-AM_MEMORY_MIB = 512
 YARN_EXECUTOR_CLASS = "org.apache.spark.executor.YarnCoarseGrainedExecutorBackend"
 
 
-def yarn_executor_processes(app_id: str) -> list[psutil.Process]:
+def _yarn_executor_processes(app_id: str) -> list[psutil.Process]:
     """This application's executor JVMs running on this machine (all of them on a MiniYARNCluster)."""
     found = []
     for process in psutil.process_iter(["cmdline"]):
@@ -73,7 +73,7 @@ def yarn_executor_processes(app_id: str) -> list[psutil.Process]:
     return found
 
 
-def granted_yarn_executors(spark: Any, expected: int, timeout_s: float) -> tuple[Granted, list[str]]:
+def _granted_yarn_executors(spark: Any, expected: int, timeout_s: float) -> tuple[Granted, list[str]]:
     """Wait for the executors; cores from the status store, heaps (-Xmx) and NodeManagers read by tasks on them."""
     app_id = spark.sparkContext.applicationId
     summaries = wait_registered(spark, expected, timeout_s)
@@ -111,11 +111,11 @@ class SparkYarnSession(SparkAppSession):
             self.yarn.kill_tagged(self.tag)
         except LaunchError as error:
             logging.getLogger(__name__).warning("could not kill YARN application %s: %s", self.tag, error)
-        for process in yarn_executor_processes(self.app_id):  # on a one-machine cluster, at once
+        for process in _yarn_executor_processes(self.app_id):  # on a one-machine cluster, at once
             kill_tree(process.pid)
 
 
-def wait_released(yarn: YarnClient, tag: str, app_id: str | None, timeout_s: float = 60.0) -> None:
+def _wait_released(yarn: YarnClient, tag: str, app_id: str | None, timeout_s: float = 60.0) -> None:
     """After the application stopped: YARN ends it (killed if it still runs) and every NodeManager
     released its containers (:mod:`sweeper.launch.hosts.node_managers`)."""
     deadline = time.monotonic() + timeout_s
@@ -236,7 +236,7 @@ class YarnSpark(SparkBackend):
 
     def start_cluster(self, teardown: Teardown) -> None:
         # runs after stop_spark, also when the application never started (an orphan waiting ACCEPTED)
-        teardown.add(lambda: wait_released(self.site.client, self.tag, self.app_id))
+        teardown.add(lambda: _wait_released(self.site.client, self.tag, self.app_id))
         if self.site.archive is not None and not self.site.local_file_system:  # once per cluster in a sweep
             started = time.monotonic()  # hashing the archive (once a process) is staging too
             uploads = [jars_upload(), archive_upload(self.site.archive), *python_libs_uploads()]
@@ -265,7 +265,7 @@ class YarnSpark(SparkBackend):
 
     def granted(self) -> Granted:
         remaining_s = max(self.deadline - time.monotonic(), 1.0)  # the time in the queue counts too
-        granted, self.node_managers = granted_yarn_executors(self.spark, self.launch.executors, remaining_s)
+        granted, self.node_managers = _granted_yarn_executors(self.spark, self.launch.executors, remaining_s)
         return granted
 
     def check_placement(self) -> None:

@@ -24,7 +24,7 @@ REPORT_HTML = "report.html"
 REPORT_MD = "report.md"
 
 
-def this_machine() -> str:
+def _this_machine() -> str:
     """Where the report is made: host, CPUs, OS, Python, time."""
     now = datetime.now(UTC)
     return (
@@ -49,7 +49,7 @@ def write_report(
     """
     df = load_sweep(store, sweep)
     out = _report_directory(Path(out_dir))
-    blocks = build_report(df, machine=this_machine(), cost_per_node_hour=cost_per_node_hour)
+    blocks = build_report(df, machine=_this_machine(), cost_per_node_hour=cost_per_node_hour)
     files = {block.name: block.png for block in blocks if isinstance(block, Picture)}
     files[REPORT_MD] = to_markdown(blocks).encode("utf-8")
     files[REPORT_HTML] = to_html(blocks).encode("utf-8")

@@ -33,6 +33,7 @@ from sweeper.config.work import EPOCHS, axis_text
 from sweeper.engines import DESCRIPTORS
 from sweeper.names import BASELINE_ENGINE, CONFIG
 from sweeper.results.report.selection import engine_order, shape_order, with_note
+from sweeper.results.right_sizing import HEADROOM_TEXT
 from sweeper.results.statistics import NEVER, pareto_front
 from sweeper.shapes import BASELINE_TEXT, shape_text
 from sweeper.text import visible
@@ -405,7 +406,7 @@ def memory_vs_granted(memory: pd.DataFrame, note: str = "") -> Figure:
     axis.set_yticks(y, [f"{shown(e)} {c}" for e, c in zip(measured["engine"], measured["config"], strict=True)])
     axis.set_ylim(len(measured) - 0.5, -0.5)  # the first configuration on top
     axis.set_xlabel("memory per executor or worker (GiB)")
-    axis.set_title(with_note("Peak memory vs granted memory (suggested: peak + 25 %)", note, "\n"))
+    axis.set_title(with_note(f"Peak memory vs granted memory (suggested: peak + {HEADROOM_TEXT})", note, "\n"))
     axis.grid(axis="x", alpha=0.3)
     axis.legend()
     return figure

@@ -37,7 +37,7 @@ HORIZONTAL: dict[str, Any] = (
 )
 
 
-def configuration_panels(titles: Sequence[str], labels: Sequence[str], engines: int) -> tuple[Figure, list[Axes]]:
+def _configuration_panels(titles: Sequence[str], labels: Sequence[str], engines: int) -> tuple[Figure, list[Axes]]:
     """One panel per title, :data:`PANELS_A_ROW` a row, sharing a y axis of ``labels`` from the top down.
 
     Each configuration is one unit of y, its height room for ``engines`` boxes side by side.
@@ -84,7 +84,7 @@ def box_fit_time(rows: pd.DataFrame, note: str = "", work_axis: str = EPOCHS) ->
     order = shape_order(ok, "_label")
     engines = [engine for engine in engines_drawn(ok["engine"].unique()) if engine != BASELINE_ENGINE]
     epochs = sorted(ok["epochs"].dropna().unique())
-    figure, axes = configuration_panels([axis_text([epoch], work_axis) for epoch in epochs], order, len(engines))
+    figure, axes = _configuration_panels([axis_text([epoch], work_axis) for epoch in epochs], order, len(engines))
     place = {label: index for index, label in enumerate(order)}
     for axis, epoch in zip(axes, epochs, strict=False):
         at = ok[ok["epochs"] == epoch]
@@ -125,7 +125,7 @@ def time_by_configuration(arms: pd.DataFrame, note: str = "") -> Figure:
     panels = list(dict.fromkeys(arms["panel"]))
     order = shape_order(arms, "config")
     engines = engines_drawn(arms["engine"].unique())
-    figure, axes = configuration_panels([shown(panel) for panel in panels], order, len(engines))
+    figure, axes = _configuration_panels([shown(panel) for panel in panels], order, len(engines))
     place = {label: index for index, label in enumerate(order)}
     for axis, panel in zip(axes, panels, strict=False):
         group = arms[arms["panel"] == panel]

@@ -14,6 +14,7 @@ import pandas as pd
 from sweeper.config.work import axis_point, axis_text
 from sweeper.names import CONFIG
 from sweeper.results import recommend, recommend_view
+from sweeper.results.predict.worth import worth_measuring
 from sweeper.results.report import plots, selection, shape_plots
 from sweeper.results.report.blocks import Block, Heading, Paragraph, Picture, Rows
 from sweeper.results.report.formatting import axis_header, ratio_text, score_header, seconds_text, value_text
@@ -29,7 +30,7 @@ def answer_blocks(df: pd.DataFrame, cost_per_node_hour: float | None = None) -> 
     blocks: list[Block] = [Heading("The answer"), Paragraph(recommend_text.headline(found))]
     if found.answers:
         blocks.append(_answer_table(found))
-    blocks += recommend_text.said_blocks(found)
+    blocks += recommend_text.said_blocks(found, worth_measuring(df))
     blocks += [Paragraph(text) for text in _memory_paragraphs(found, named)]
     if not found.answers:
         return blocks

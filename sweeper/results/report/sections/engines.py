@@ -27,7 +27,7 @@ Pair = tuple[str, str]
 DEFAULT_PAIR: Pair = (DEFAULT_ENGINES[0], DEFAULT_ENGINES[1])
 
 
-def compared_engines(df: pd.DataFrame) -> list[str]:
+def _compared_engines(df: pd.DataFrame) -> list[str]:
     """The joblib engines ``df`` measured, in the descriptors' order (one-model engines, the baseline and names
     no descriptor has aside)."""
     return [e for e in figure_order(df["engine"].dropna().unique()) if (d := descriptor(e)) is not None and d.joblib]
@@ -36,7 +36,7 @@ def compared_engines(df: pd.DataFrame) -> list[str]:
 def engine_pairs(df: pd.DataFrame) -> list[Pair]:
     """Every pair of the joblib engines ``df`` measured, in the descriptors' order; the grid's default pair
     (Spark, Dask) when fewer than two are, so that its table still shows, empty."""
-    pairs = list(combinations(compared_engines(df), 2))
+    pairs = list(combinations(_compared_engines(df), 2))
     return pairs or [DEFAULT_PAIR]
 
 
@@ -89,7 +89,7 @@ def pair_title(engines: Sequence[str]) -> str:
 def engine_blocks(rows: pd.DataFrame) -> list[Block]:
     """Engine against engine of one workload: a table per pair of joblib engines (one for Spark and Dask), or
     why there is none (fewer than two engines measured)."""
-    measured = compared_engines(rows)
+    measured = _compared_engines(rows)
     if len(measured) < 2:
         present = sorted(set(rows["engine"].dropna()))
         heading = Heading(pair_title(DEFAULT_PAIR), level=3)

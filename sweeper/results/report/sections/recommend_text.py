@@ -9,9 +9,11 @@ in the same sentences and counts them beyond a few configurations. A group of mo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sweeper.results import recommend, recommend_view
+from sweeper.results.predict.worth import WorthMeasuring
 from sweeper.results.report.blocks import Block, Bullets, Paragraph
 
 OVERALL = "Overall: "
@@ -27,10 +29,10 @@ class Group:
     items: tuple[str, ...]
 
 
-def groups(found: recommend.Recommendation) -> list[Group]:
+def groups(found: recommend.Recommendation, worth: Sequence[WorthMeasuring] = ()) -> list[Group]:
     """recommend's lines (its title left out) as groups: a line that is not indented and those indented under it."""
     found_groups: list[Group] = []
-    for line in recommend_view.lines(found)[1:]:
+    for line in recommend_view.lines(found, worth)[1:]:
         if line.startswith(" ") and found_groups:
             last = found_groups[-1]
             found_groups[-1] = Group(last.line, (*last.items, line.strip()))
@@ -46,10 +48,11 @@ def headline(found: recommend.Recommendation) -> str:
     return f"{text[:1].upper()}{text[1:]}."
 
 
-def said_blocks(found: recommend.Recommendation) -> list[Block]:
-    """The rest of recommend's text, group by group, but the headline and what :mod:`.memory` says."""
+def said_blocks(found: recommend.Recommendation, worth: Sequence[WorthMeasuring] = ()) -> list[Block]:
+    """The rest of recommend's text (``worth`` as :func:`~sweeper.results.recommend_view.lines` takes it), group by
+    group, but the headline and what :mod:`.memory` says."""
     blocks: list[Block] = []
-    for group in groups(found):
+    for group in groups(found, worth):
         if group.line.startswith((OVERALL, *SAID_BY_MEMORY)):
             continue
         blocks.append(Paragraph(group.line))
