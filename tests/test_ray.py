@@ -53,6 +53,35 @@ def test_a_grid_with_ray_is_refused_with_the_install_hint_when_ray_is_missing(wr
     assert not list((tmp_path / "store").rglob("*.parquet"))
 
 
+def test_rows_record_the_ray_version_its_descriptor_names_and_a_schema_12_store_reads_it_as_null(
+    tmp_path: Path,
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import ray
+
+    from sweeper import load_results
+    from sweeper.engines import VERSION_PACKAGES, descriptor
+    from sweeper.results.report.sections.measured import provenance
+    from sweeper.run.versions import versions
+    from sweeper.store.parquet import COLUMNS, SCHEMA_VERSION, write_rows
+    from tests.support.stored_rows import stored_row
+
+    ray_descriptor = descriptor("ray")
+    assert ray_descriptor is not None and ray_descriptor.version_column == "ray_version"
+    assert VERSION_PACKAGES["ray_version"] == "ray" and set(VERSION_PACKAGES) <= set(COLUMNS)
+    assert versions()["ray_version"] == ray.__version__
+    assert SCHEMA_VERSION == 13
+    # a store written before schema 13: no ray_version column, schema_version 12
+    path = write_rows(tmp_path, "s", [stored_row(measurement_key="a", engine="dask", **versions())], "p1")
+    old = pq.read_table(path).drop_columns(["ray_version"])
+    pq.write_table(old.set_column(0, "schema_version", pa.array([12], pa.int32())), path)
+    frame = load_results(tmp_path)
+    assert list(frame.columns) == list(COLUMNS) and frame["ray_version"].isna().all()
+    versions_line = next(line for line in provenance(frame, "") if line.startswith("Versions: "))
+    assert "dask " in versions_line and "ray" not in versions_line  # not 'ray ?': the old store's report unchanged
+
+
 def _one_model_across_the_nodes(session: Any, digits: Data) -> None:
     """Data-parallel: a trainer on each node's shard, the shards put once for the launch, only weights travel."""
 
