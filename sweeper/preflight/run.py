@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 from urllib.parse import urlsplit
 
+from sweeper.engines import RAY
 from sweeper.launch.base import LaunchError
 from sweeper.launch.options import SshCluster, StandaloneOptions, YarnOptions, options_for
 from sweeper.names import on_spark
@@ -29,7 +30,7 @@ def preflight(plan: Plan, kill_orphans: bool = False) -> Preflight:
     if isinstance(options, SshCluster):
         from sweeper.preflight.ssh import check_ssh
 
-        _merge(found, check_ssh(options, spark))
+        _merge(found, check_ssh(options, spark, ray=any(launch.engine == RAY for launch in plan.launches)))
     elif isinstance(options, YarnOptions):
         from sweeper.preflight.yarn import check_yarn
 
