@@ -18,7 +18,8 @@ class EngineDescriptor:
     """An engine as the analysis sees it.
 
     ``name`` as grids and rows spell it; ``display`` as tables and figures write it; ``colour`` its lines and
-    points in figures; ``version_column`` the row's column recording its library's version (None: not recorded);
+    points in figures; ``version_column`` the row's column recording the version of its library, the installed
+    distribution ``version_package`` (None: not recorded);
     ``one_model``: one model per measurement across the executors (else a joblib engine: many fits per batch);
     ``predicted``: ``sweeper predict`` models it; ``threads_share_interpreter``: an executor's cores are
     threads of one Python interpreter (GIL-bound for pure-Python work).
@@ -28,6 +29,7 @@ class EngineDescriptor:
     display: str
     colour: str
     version_column: str | None
+    version_package: str | None
     one_model: bool = False
     predicted: bool = True
     threads_share_interpreter: bool = False
@@ -41,12 +43,18 @@ class EngineDescriptor:
 SPARK, DASK, RAY, SPARK_MLLIB = "spark", "dask", "ray", "spark-mllib"
 
 DESCRIPTORS = (  # in the order of tables and figures
-    EngineDescriptor(SPARK, "Spark", "#e8710a", "pyspark_version"),
-    EngineDescriptor(DASK, "Dask", "#1f77b4", "dask_version", threads_share_interpreter=True),
-    EngineDescriptor(RAY, "Ray", "#2ca02c", None),
-    EngineDescriptor(SPARK_MLLIB, "Spark ML", "#8c564b", "pyspark_version", one_model=True, predicted=False),
+    EngineDescriptor(SPARK, "Spark", "#e8710a", "pyspark_version", "pyspark"),
+    EngineDescriptor(DASK, "Dask", "#1f77b4", "dask_version", "dask", threads_share_interpreter=True),
+    EngineDescriptor(RAY, "Ray", "#2ca02c", "ray_version", "ray"),
+    EngineDescriptor(SPARK_MLLIB, "Spark ML", "#8c564b", "pyspark_version", "pyspark", one_model=True, predicted=False),
 )
 BY_NAME = {engine.name: engine for engine in DESCRIPTORS}
+# the row's version columns of the engines' libraries: column -> installed distribution
+VERSION_PACKAGES = {
+    engine.version_column: engine.version_package
+    for engine in DESCRIPTORS
+    if engine.version_column and engine.version_package
+}
 PREDICTED_ENGINES = tuple(engine.name for engine in DESCRIPTORS if engine.predicted and engine.joblib)
 
 

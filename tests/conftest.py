@@ -24,6 +24,7 @@ from sweeper.config.environment_defaults import INTERFERENCE_LIMIT_VARIABLE
 from sweeper.config.grid import Dataset
 from sweeper.workload.data import Data, load
 from tests.support.leftovers import mark_this_run, shared_cluster
+from tests.support.netns_hosts import NetnsHosts, netns_hosts, netns_unavailable
 from tests.support.ns_cluster import NsCluster, namespaced_yarn
 from tests.support.ns_cluster import unavailable as ns_cluster_unavailable
 from tests.support.sshd import Sshd, sshd_running, sshd_unavailable
@@ -32,9 +33,11 @@ from tests.support.yarn_cluster import BUILD_HINT, YarnCluster, built, mini_yarn
 
 REPO = Path(__file__).resolve().parent.parent
 # the shared clusters' fixtures, in the order their tests run (last)
-SHARED_CLUSTERS = ("sshd", "existing_clusters", "yarn", "ns_yarn")
+SHARED_CLUSTERS = ("netns_ssh_hosts", "sshd", "existing_clusters", "yarn", "ns_yarn")
 # the shared cluster of each manager, for tests parametrized over managers (tests/test_engine_contract.py)
 CLUSTER_OF_MANAGER = {"ssh": "sshd", "standalone": "existing_clusters", "yarn": "yarn"}
+# an (engine, manager) pair on another shared cluster than its manager's
+CLUSTER_OF_PAIR = {("ray", "ssh"): "netns_ssh_hosts"}
 
 
 # Every sweep a test runs judges no measurement disturbed (unless its grid sets workload.interference_limit): a
@@ -117,6 +120,16 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
 
 
 @pytest.fixture(scope="session")
+def netns_ssh_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetnsHosts]:
+    """Two SSH hosts made of Linux namespaces behind a bridge here (tests/support/netns_hosts.py)."""
+    reason = netns_unavailable()
+    if reason:
+        pytest.skip(reason)
+    with netns_hosts(tmp_path_factory.mktemp("netns")) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
 def existing_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneClusters]:
     """A Spark master + worker and a Dask scheduler + 2 workers, started as a user would (``manager: standalone``)."""
     with standalone_clusters(tmp_path_factory.mktemp("standalone")) as clusters, shared_cluster(clusters.pids):
@@ -185,9 +198,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
     def rank(item: pytest.Item) -> int:
         callspec = getattr(item, "callspec", None)
-        manager = callspec.params.get("manager") if callspec is not None else None
+        params = callspec.params if callspec is not None else {}
+        manager = params.get("manager")
         if manager is not None:
-            return shared_cluster_rank({CLUSTER_OF_MANAGER.get(manager, "")})
+            pair = (str(params.get("engine")), str(manager))
+            return shared_cluster_rank({CLUSTER_OF_PAIR.get(pair, CLUSTER_OF_MANAGER.get(manager, ""))})
         return module_rank[item.nodeid.split("::")[0]]
 
     if os.environ.get("PYTEST_XDIST_WORKER") is None:

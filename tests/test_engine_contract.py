@@ -3,13 +3,15 @@
 A launch is granted its plan, runs a batch of fits in the cluster's worker processes (not in this
 process), lets a raising fit's exception through with its type and message, and leaves nothing running.
 Each manager adds its own checks: ssh a hostile ``remote_dir``, fits over SSH, an abort and a batch on
-new workers, no session left; yarn one application of an AM and the executors' containers, none left;
+new workers, no session left (ray: on the session's two namespaced hosts, each node on its host's address, per
+host as planned, nothing left there); yarn one application of an AM and the executors' containers, none left;
 standalone the clusters, still up. On ``local`` a launch has one slot, where joblib would run a one-job
 ``Parallel`` call in the calling process whatever the backend.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -26,17 +28,25 @@ from sweeper.launch.base import Granted, LaunchContext, Session
 from sweeper.launch.hosts.hadoop_conf import read_hadoop_conf
 from sweeper.launch.hosts.node_managers import containers_left
 from sweeper.launch.hosts.yarn_client import YarnClient
-from sweeper.launch.options import LocalOptions, ManagerOptions, StandaloneOptions, YarnOptions
+from sweeper.launch.options import (
+    LocalOptions,
+    ManagerOptions,
+    SshCluster,
+    SshOptions,
+    StandaloneOptions,
+    YarnOptions,
+)
 from sweeper.launch.registry import LAUNCHERS, starter
 from sweeper.names import BASELINE_ENGINE
 from sweeper.planning.plan import Launch
 from sweeper.workload.data import Data
 from sweeper.workload.fit import FitResult
 from sweeper.workload.tasks import FitTask
-from tests.conftest import CLUSTER_OF_MANAGER
+from tests.conftest import CLUSTER_OF_MANAGER, CLUSTER_OF_PAIR
 from tests.support import launches
 from tests.support.batches import replicas
 from tests.support.leftovers import assert_no_launch_processes
+from tests.support.netns_hosts import NetnsHosts, wait_until_empty
 from tests.support.ray_cluster import RayCluster, assert_no_ray_processes, ray_cluster
 from tests.support.sshd import assert_nothing_left, cluster_for, hostile
 from tests.support.standalone_clusters import DASK_WORKERS
@@ -49,10 +59,13 @@ MLLIB = "spark-mllib"
 # the spark pairs cover those launches; the local pair covers MLlib's own batches and errors
 PAIRS = [(engine, manager) for engine, manager in LAUNCHERS if engine != MLLIB or manager == "local"]
 BAD_SOLVER = "no-such-solver"
+RAY_DEFAULT_GCS_PORT = 6379  # a head's port unless it is given one: a second head on the host could not start
 
 
 class OnManager:
     """A launch on one manager for the contract, and the manager's own checks. ``cluster``: its shared cluster."""
+
+    distinct_pids = True  # the fits' pids are of one PID namespace: two fits on two executors have two pids
 
     def __init__(self, cluster: Any, tmp_path: Path) -> None:
         self.cluster = cluster
@@ -149,6 +162,67 @@ class OnRayStandalone(OnManager):
         assert self.cluster.alive()  # the cluster is the user's: still there
 
 
+class OnRaySsh(OnManager):
+    """The session's two namespaced SSH hosts: 3 worker nodes, 1 on the first host (beside the head), 2 on the other.
+
+    Each host has its own PID namespace: a fit's pid is its host's, so fits on two hosts may share a number."""
+
+    distinct_pids = False
+
+    def launch(self, engine: str) -> Launch:
+        return launches.launch(engine, "ssh", executors=3, nodes=2)
+
+    def options(self) -> ManagerOptions:
+        hosts = self.cluster
+        return SshCluster(hosts=tuple(hosts.addresses), options=SshOptions.from_grid(hosts.ssh_options()))
+
+    def while_running(self, engine: str, session: Session, pids: set[int], again: Callable[[], set[int]]) -> None:
+        hosts: NetnsHosts = self.cluster
+        raylets = [commands_with(hosts, namespace, "/raylet") for namespace in hosts.namespaces]
+        # the head's raylet and one worker node on the first host, two worker nodes on the other, each node named
+        # by its host's address (Ray's gRPC servers listen on every interface: Ray 2.60 binds them to 0.0.0.0)
+        assert [len(found) for found in raylets] == [2, 2], raylets
+        for found, address in zip(raylets, hosts.addresses, strict=True):
+            assert all(f"--node_ip_address={address} " in f"{command} " for command in found), found
+        assert len(commands_with(hosts, hosts.namespaces[0], "/gcs_server")) == 1  # the head on the first host
+        ports = {int(local.rsplit(":", 1)[1]) for local, _ in hosts.listening(hosts.namespaces[0])}
+        assert RAY_DEFAULT_GCS_PORT not in ports, ports
+        assert not commands_with(hosts, hosts.namespaces[1], "/gcs_server")
+        # the fits ran in the hosts' processes (their pids in the hosts' PID namespaces), not here
+        on_hosts = {local for namespace in hosts.namespaces for local in namespaced_pids(hosts, namespace)}
+        assert pids <= on_hosts, (pids, on_hosts)
+        session.abort()  # a batch past its time limit is aborted: the next one runs on new actors
+        assert not pids & again()
+
+    def after(self) -> None:
+        hosts: NetnsHosts = self.cluster
+        assert not wait_until_empty(hosts)  # nothing of the launch on any host
+        left = [path for index in range(len(hosts.names)) for path in (hosts.root_of(index) / "tmp").glob("sweeper-*")]
+        assert not left, left
+
+
+def commands_with(hosts: NetnsHosts, namespace: str, marker: str) -> list[str]:
+    """The command lines holding ``marker`` of the processes in ``namespace``."""
+    found = []
+    for pid in hosts.pids(namespace):
+        with contextlib.suppress(psutil.Error):
+            command = " ".join(psutil.Process(pid).cmdline())
+            if marker in command:
+                found.append(command)
+    return found
+
+
+def namespaced_pids(hosts: NetnsHosts, namespace: str) -> set[int]:
+    """The pids the processes in ``namespace`` have in their own PID namespace (/proc/PID/status, NSpid's last)."""
+    found = set()
+    for pid in hosts.pids(namespace):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("NSpid:"):
+                    found.add(int(line.split()[-1]))
+    return found
+
+
 class OnStandalone(OnManager):
     """The shared Spark master (one worker of 2 cores) and Dask scheduler (2 workers of 1 thread and 1 GiB)."""
 
@@ -172,6 +246,7 @@ MANAGERS: dict[str, type[OnManager]] = {
 }
 ON_ENGINE_AND_MANAGER: dict[tuple[str, str], tuple[type[OnManager], str]] = {
     ("ray", "standalone"): (OnRayStandalone, "ray_standalone"),  # an existing Ray cluster, not Spark's or Dask's
+    ("ray", "ssh"): (OnRaySsh, CLUSTER_OF_PAIR[("ray", "ssh")]),  # hosts with addresses and PIDs of their own
 }
 
 
@@ -203,7 +278,7 @@ def raising(engine: str, task: FitTask) -> tuple[FitTask, type[Exception], str]:
     return failing, InvalidParameterError, message
 
 
-def assert_ran_on_the_cluster(engine: str, session: Any, results: list[FitResult]) -> None:
+def assert_ran_on_the_cluster(engine: str, session: Any, results: list[FitResult], distinct_pids: bool) -> None:
     """The fits ran in the launch's worker processes; MLlib's, driven from here, in the executors' tasks."""
     pids = {r.pid for r in results}
     if engine == MLLIB:
@@ -212,7 +287,7 @@ def assert_ran_on_the_cluster(engine: str, session: Any, results: list[FitResult
         assert len(tasks) == session.granted.executors and all(tasks), tasks
         return
     assert os.getpid() not in pids
-    if session.granted.executors > 1:  # a fit on each executor (Dask: worker)
+    if session.granted.executors > 1 and distinct_pids:  # a fit on each executor (Dask: worker)
         assert len(pids) == len(results)
 
 
@@ -249,7 +324,7 @@ def test_a_launch_is_granted_its_plan_runs_fits_on_the_cluster_keeps_a_fits_erro
         assert session.granted == Granted(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
         results = session.run_batch(tasks, digits)
         assert len(results) == len(tasks) and all(0 < r.accuracy <= 1 for r in results)
-        assert_ran_on_the_cluster(engine, session, results)
+        assert_ran_on_the_cluster(engine, session, results, on.distinct_pids)
 
         def again() -> set[int]:
             return {r.pid for r in session.run_batch(tasks, digits)}

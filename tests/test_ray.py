@@ -2,7 +2,8 @@
 whose pool of actors lives from batch to batch, takes the fit environment, is aborted, trains one model
 across its nodes (data-parallel) and leaves nothing.
 
-The engine contract (tests/test_engine_contract.py) covers ray on local and standalone like every engine.
+The engine contract (tests/test_engine_contract.py) covers ray on local, ssh and standalone like every engine;
+``sweeper check`` of a Ray grid over SSH probes Ray on each namespaced host (tests/support/netns_hosts.py).
 """
 
 from __future__ import annotations
@@ -51,6 +52,52 @@ def test_a_grid_with_ray_is_refused_with_the_install_hint_when_ray_is_missing(wr
     assert "Traceback" not in done.stdout + done.stderr
     # no row was written
     assert not list((tmp_path / "store").rglob("*.parquet"))
+
+
+def test_rows_record_the_ray_version_its_descriptor_names_and_a_schema_12_store_reads_it_as_null(
+    tmp_path: Path,
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import ray
+
+    from sweeper import load_results
+    from sweeper.engines import VERSION_PACKAGES, descriptor
+    from sweeper.results.report.sections.measured import provenance
+    from sweeper.run.versions import versions
+    from sweeper.store.parquet import COLUMNS, SCHEMA_VERSION, write_rows
+    from tests.support.stored_rows import stored_row
+
+    ray_descriptor = descriptor("ray")
+    assert ray_descriptor is not None and ray_descriptor.version_column == "ray_version"
+    assert VERSION_PACKAGES["ray_version"] == "ray" and set(VERSION_PACKAGES) <= set(COLUMNS)
+    assert versions()["ray_version"] == ray.__version__
+    assert SCHEMA_VERSION == 13
+    # a store written before schema 13: no ray_version column, schema_version 12
+    path = write_rows(tmp_path, "s", [stored_row(measurement_key="a", engine="dask", **versions())], "p1")
+    old = pq.read_table(path).drop_columns(["ray_version"])
+    pq.write_table(old.set_column(0, "schema_version", pa.array([12], pa.int32())), path)
+    frame = load_results(tmp_path)
+    assert list(frame.columns) == list(COLUMNS) and frame["ray_version"].isna().all()
+    versions_line = next(line for line in provenance(frame, "") if line.startswith("Versions: "))
+    assert "dask " in versions_line and "ray" not in versions_line  # not 'ray ?': the old store's report unchanged
+
+
+def test_every_node_of_every_manager_takes_free_ports_not_rays_fixed_ones() -> None:
+    """Two launches on one host (two sweeps, two test runs) never collide: no port Ray would fix by default (GCS
+    6379, workers 10002-19999, the dashboard agent 52365) is on a node's command line, every one is 0 (free)."""
+    from sweeper.launch.ray.nodes import head_arguments, worker_arguments
+    from sweeper.launch.ray.ssh import driver_node_arguments
+
+    lines = {
+        "head": head_arguments("/tmp/t", "10.0.0.2"),
+        "worker": worker_arguments("10.0.0.2:40000", 1, 512, "10.0.0.3", "/tmp/t"),
+        "driver": driver_node_arguments("10.0.0.2:40000", "10.0.0.1", "/tmp/t"),
+    }
+    for role, arguments in lines.items():
+        ports = dict(a.removeprefix("--").split("=", 1) for a in arguments if "port" in a.split("=", 1)[0])
+        expected = {"min-worker-port": "0", "max-worker-port": "0", "dashboard-agent-listen-port": "0"}
+        assert ports == ({**expected, "port": "0"} if role == "head" else expected), (role, ports)
 
 
 def _one_model_across_the_nodes(session: Any, digits: Data) -> None:
@@ -116,3 +163,78 @@ def test_a_local_ray_launch_keeps_its_actors_sets_the_fit_environment_aborts_sha
     head_log = (tmp_path / "run" / "ray-0" / "ray-head.log").read_text()
     temp_dir = re.search(r"(/\S*sweeper-ray-[^/\s]+)/session_", head_log)
     assert temp_dir and not Path(temp_dir[1]).exists()
+
+
+@pytest.mark.integration
+def test_check_of_a_ray_grid_over_ssh_probes_ray_on_each_host_and_names_a_host_with_another_version(
+    netns_ssh_hosts: Any, write_grid: Any
+) -> None:
+    import json
+    import shlex
+    import subprocess
+    import sys
+
+    import ray
+
+    from sweeper.launch.base import LaunchError
+    from sweeper.launch.options import SshCluster, SshOptions
+    from sweeper.launch.ray.remote import check_ray_version
+    from tests.conftest import REPO
+
+    hosts = netns_ssh_hosts
+    grid = write_grid(
+        {
+            "name": "ray-ssh",
+            "cluster": {
+                "manager": "ssh",
+                "hosts": list(hosts.names),
+                "cores_per_node": 1,
+                "memory_per_node": "3GiB",
+                "ssh": hosts.ssh_options(),
+            },
+            "sizing": {"cores_per_executor": [1], "reserve": {"cores": 0, "memory": "1GiB"}, "application_master": 0},
+            "engines": ["ray"],
+            "workload": {"dataset": "digits", "epochs": [5], "trials": 1},
+        }
+    )
+    check = hosts.edge_command([sys.executable, "-m", "sweeper", "check", str(grid), "--json"])
+    healthy = subprocess.run(check, capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert healthy.returncode == 0, healthy.stdout[-3000:] + healthy.stderr[-3000:]
+    probed = {c["node"]: c["detail"] for c in json.loads(healthy.stdout)["checks"] if c["check"] == "ray" and c["ok"]}
+    assert probed == {name: f"Ray {ray.__version__}, as here" for name in hosts.names}
+    # the second host's own copy of Ray (its environment's overlay) says it is another version: named, with both
+    site = Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    init = shlex.quote(str(site / "ray" / "__init__.py"))
+    second = hosts.servers[1]
+    plant = f"cp {init} {init}.kept && echo '__version__ = \"0.0.1\"' >> {init}"
+    cluster = SshCluster(hosts=tuple(hosts.addresses), options=SshOptions.from_grid(hosts.ssh_options()))
+    try:
+        subprocess.run(second.ssh_command("sh", "-c", shlex.quote(plant)), check=True, timeout=60)
+        assert check_ray_version(hosts.addresses[0], cluster) == ray.__version__
+        with pytest.raises(LaunchError, match=rf"Ray 0\.0\.1 there, {re.escape(ray.__version__)} here"):
+            check_ray_version(hosts.addresses[1], cluster)
+    finally:
+        restore = subprocess.run(second.ssh_command("sh", "-c", shlex.quote(f"mv {init}.kept {init}")), timeout=60)
+        assert restore.returncode == 0
+
+
+@pytest.mark.integration
+def test_a_ray_launch_over_ssh_that_fails_while_starting_leaves_nothing_on_the_hosts(
+    netns_ssh_hosts: Any, tmp_path: Path
+) -> None:
+    """The head is started on the first host, then the start times out: the launch's teardown ends it there."""
+    from sweeper.launch.base import LaunchError
+    from sweeper.launch.options import SshCluster, SshOptions
+    from tests.support.netns_hosts import wait_until_empty
+
+    hosts = netns_ssh_hosts
+    cluster = SshCluster(hosts=tuple(hosts.addresses), options=SshOptions.from_grid(hosts.ssh_options()))
+    context = launches.context(tmp_path / "run", cluster, start_timeout_s=0.5)
+    start = starter("ray", "ssh")(launches.launch("ray", "ssh", nodes=2), context)
+    timed_out = rf"ray: the head on {re.escape(hosts.addresses[0])} did not start within"
+    with pytest.raises(LaunchError, match=timed_out), start:
+        pass
+    assert not wait_until_empty(hosts)
+    left = [path for index in range(len(hosts.names)) for path in (hosts.root_of(index) / "tmp").glob("sweeper-*")]
+    assert not left, left
+    assert_no_ray_processes()

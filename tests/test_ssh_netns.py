@@ -43,7 +43,7 @@ from tests.support import launches
 from tests.support.batches import replicas
 from tests.support.figures import assert_resource_figures
 from tests.support.leftovers import assert_no_launch_processes
-from tests.support.netns_hosts import NetnsHosts, netns_hosts, netns_unavailable, wait_until_empty
+from tests.support.netns_hosts import NetnsHosts, wait_until_empty
 
 pytestmark = pytest.mark.integration
 
@@ -130,12 +130,9 @@ def watching(hosts: NetnsHosts, period_s: float = 0.3) -> Iterator[Seen]:
 
 
 @pytest.fixture(scope="module")
-def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetnsHosts]:
-    reason = netns_unavailable()
-    if reason:
-        pytest.skip(reason)
-    with netns_hosts(tmp_path_factory.mktemp("netns")) as running:
-        yield running
+def hosts(netns_ssh_hosts: NetnsHosts) -> NetnsHosts:
+    """The session's namespaced hosts (tests/conftest.py), shared with the ray-ssh engine contract."""
+    return netns_ssh_hosts
 
 
 def netns_grid(hosts: NetnsHosts) -> dict[str, Any]:

@@ -55,7 +55,7 @@ def test_rows_round_trip_through_pandas_and_pyarrow_dataset(tmp_path: Path) -> N
     assert frame["measurement_key"].tolist() == ["a", "b"]
     assert frame["epochs"].dtype == pd.Int32Dtype()
     assert frame["fit_wall_s"].dtype == pd.Float64Dtype()
-    assert frame["schema_version"].tolist() == [SCHEMA_VERSION, SCHEMA_VERSION] == [12, 12]
+    assert frame["schema_version"].tolist() == [SCHEMA_VERSION, SCHEMA_VERSION] == [13, 13]
     assert frame["accuracy"].isna().all()  # missing values stay missing, typed
     assert pd.read_parquet(tmp_path / "s").shape[0] == 2
     assert ds.dataset(tmp_path, format="parquet").to_table().num_rows == 2

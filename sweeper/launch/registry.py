@@ -36,6 +36,7 @@ LAUNCHERS: dict[tuple[str, str], tuple[str, str]] = {
     ("dask", "standalone"): ("sweeper.launch.dask.standalone:StandaloneDask", "dask[distributed]"),
     ("spark", "standalone"): ("sweeper.launch.spark.standalone:StandaloneSpark", "pyspark joblibspark"),
     ("ray", "local"): ("sweeper.launch.ray.local:LocalRay", "'sweeper[ray]'"),
+    ("ray", "ssh"): ("sweeper.launch.ray.ssh:SshRay", "'sweeper[ray]'"),
     ("ray", "standalone"): ("sweeper.launch.ray.standalone:StandaloneRay", "'sweeper[ray]'"),
     # Spark ML's own MLP on the same Spark launches: one model per measurement across the executors
     **{("spark-mllib", manager): ("sweeper.launch.spark.mllib:start", "pyspark") for manager in MANAGERS},

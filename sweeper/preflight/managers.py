@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 from urllib.parse import urlsplit
 
+from sweeper.engines import RAY
 from sweeper.launch.options import ManagerOptions, SshCluster, StandaloneOptions, YarnOptions
 from sweeper.names import on_spark
 from sweeper.planning.plan import Plan
@@ -24,7 +25,8 @@ def ssh(options: ManagerOptions, plan: Plan, kill_orphans: bool) -> Preflight:
     from sweeper.preflight.ssh import check_ssh
 
     assert isinstance(options, SshCluster)
-    return check_ssh(options, any(on_spark(launch.engine) for launch in plan.launches))
+    engines = {launch.engine for launch in plan.launches}
+    return check_ssh(options, any(on_spark(engine) for engine in engines), ray=RAY in engines)
 
 
 def yarn(options: ManagerOptions, plan: Plan, kill_orphans: bool) -> Preflight:

@@ -8,6 +8,7 @@ import time
 from sweeper.launch.base import LaunchError
 from sweeper.launch.hosts.ssh import address_towards, on_hosts, remote_java_major, resolve, run_remote
 from sweeper.launch.options import SshCluster
+from sweeper.launch.ray.remote import check_ray_version
 from sweeper.preflight.nodes import judge_node
 from sweeper.preflight.probe import PROBE, DriverListener, parse_probe
 from sweeper.preflight.report import Preflight
@@ -16,8 +17,9 @@ PROBE_TIMEOUT_S = 60.0
 FIX_DRIVER = "set cluster.ssh.driver_host to this machine's address as the hosts reach it"
 
 
-def check_ssh(cluster: SshCluster, spark: bool) -> Preflight:
-    """Reachability, the environment, Python, sweeper code, names and the way back on every host; Java for Spark.
+def check_ssh(cluster: SshCluster, spark: bool, ray: bool = False) -> Preflight:
+    """Reachability, the environment, Python, sweeper code, names and the way back on every host; Java for Spark,
+    Ray's version (the driver's) for Ray.
 
     Where the driver's address cannot be had (no host resolves, or it is not this machine's), every host is still
     checked, all but the way back."""
@@ -46,6 +48,11 @@ def check_ssh(cluster: SshCluster, spark: bool) -> Preflight:
                 found.add("java", host, True, f"Java {remote_java_major(host, cluster.options, cluster.java)}")
             except LaunchError as error:
                 found.add("java", host, False, str(error))
+        if ray:
+            try:
+                found.add("ray", host, True, f"Ray {check_ray_version(host, cluster)}, as here")
+            except LaunchError as error:
+                found.add("ray", host, False, str(error))
     return found
 
 

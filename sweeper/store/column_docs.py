@@ -101,6 +101,7 @@ GROUPS: tuple[tuple[tuple[str, ...], str], ...] = (  # (columns, what they mean)
             "joblib_version",
             "dask_version",
             "pyspark_version",
+            "ray_version",
             "java_version",
         ),
         "provenance: the driver's host name, the grid's `cluster.hosts` (comma-separated; empty unless `ssh`)",

@@ -32,7 +32,7 @@ from sweeper.errors import UserError
 from sweeper.names import OK, PRUNED
 from sweeper.store.row import INT64, Row
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 # Columns added after version 1: files written before them read with them empty.
 ADDED_AFTER_VERSION_1 = (
     "shards",  # version 2: data-parallel
@@ -71,6 +71,7 @@ ADDED_AFTER_VERSION_1 = (
     "scoring",
     "visit_round",  # version 12: randomized interleaving, the round and place of each launch visit
     "visit_position",
+    "ray_version",  # version 13: engine ray's library, as its descriptor records it (sweeper.engines)
 )
 
 _ARROW_TYPES = {

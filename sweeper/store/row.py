@@ -22,13 +22,15 @@ class StoreColumns(TypedDict, total=False):
 
 
 class VersionColumns(TypedDict):
-    """The interpreter's, the libraries' and the JVM's versions (:func:`sweeper.run.versions.versions`)."""
+    """The interpreter's, the libraries' and the JVM's versions (:func:`sweeper.run.versions.versions`); each
+    engine's library is its descriptor's ``version_column`` (:data:`sweeper.engines.VERSION_PACKAGES`)."""
 
     python_version: str
     sklearn_version: str
     joblib_version: str
     dask_version: str
     pyspark_version: str
+    ray_version: str  # schema 13
     java_version: str
 
 

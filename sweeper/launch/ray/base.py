@@ -20,6 +20,7 @@ class RayBackend(ManagerBackend):
     """The driver connected to a Ray cluster; a manager says where the head and the worker nodes come from."""
 
     engine = "ray"
+    driver_ip: str | None = None  # the address of the driver's node, when other nodes of the cluster run here too
 
     @abstractmethod
     def connect(self, teardown: Teardown) -> str:
@@ -34,7 +35,13 @@ class RayBackend(ManagerBackend):
         if ray.is_initialized():  # a launch before this one left its connection: never reuse another cluster
             ray.shutdown()
         try:
-            ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False, configure_logging=False)
+            ray.init(
+                address=address,
+                logging_level=logging.ERROR,
+                log_to_driver=False,
+                configure_logging=False,
+                _node_ip_address=self.driver_ip,
+            )
         except (ConnectionError, RuntimeError, ValueError) as error:
             raise LaunchError(f"ray: could not connect to {address}: {error}") from error
         teardown.add(ray.shutdown)

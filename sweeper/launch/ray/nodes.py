@@ -2,7 +2,8 @@
 
 The head runs no fits (``--num-cpus 0 --memory 0``); each worker node is one executor: ``--num-cpus`` its
 cores and ``--memory`` its memory (a resource Ray schedules by, not a limit it enforces). Every port is
-Ray's choice (``--port 0``, the agents' ports 0) so that clusters of two runs on one machine never meet;
+Ray's choice of a free one (``--port 0``, the agents' ports 0, its workers' ports 0 rather than the range
+10002-19999 every node would share) so that clusters of two runs on one machine never meet;
 the object store is small and explicit (a quarter of a node's memory, at least Ray's minimum).
 """
 
@@ -16,6 +17,8 @@ from sweeper.names import UNSET_BY_DEFAULT
 BYTES_PER_MIB = 1024 * 1024
 OBJECT_STORE_MIN_MIB = 80  # Ray refuses an object store under 75 MiB
 HEAD_OBJECT_STORE_MIB = 128  # the head holds what the driver puts (the training data), then the nodes copy it
+# ports every node takes free (0): its workers' (else the range 10002-19999 of every node), the dashboard agent's
+FREE_PORTS = ("--min-worker-port=0", "--max-worker-port=0", "--dashboard-agent-listen-port=0")
 ADDRESS_FILE = "ray_current_cluster"  # in the head's temp dir: HOST:PORT of its GCS once it is up
 
 
@@ -35,22 +38,26 @@ def head_arguments(temp_dir: str, node_ip: str | None = None) -> list[str]:
         f"--object-store-memory={HEAD_OBJECT_STORE_MIB * BYTES_PER_MIB}",
         f"--temp-dir={temp_dir}",
         "--include-dashboard=false",
-        "--dashboard-agent-listen-port=0",
+        *FREE_PORTS,
     ]
     return arguments + ([f"--node-ip-address={node_ip}"] if node_ip else [])
 
 
-def worker_arguments(address: str, cores: int, memory_mib: int, node_ip: str | None = None) -> list[str]:
-    """One executor: a worker node of ``cores`` CPUs and ``memory_mib`` of memory, joining the head at ``address``."""
+def worker_arguments(
+    address: str, cores: int, memory_mib: int, node_ip: str | None = None, temp_dir: str | None = None
+) -> list[str]:
+    """One executor: a worker node of ``cores`` CPUs and ``memory_mib`` of memory, joining the head at ``address``
+    (its sessions and sockets under ``temp_dir``, else Ray's default)."""
     arguments = [
         f"--address={address}",
         f"--num-cpus={cores}",
         "--num-gpus=0",
         f"--memory={memory_mib * BYTES_PER_MIB}",
         f"--object-store-memory={object_store_mib(memory_mib) * BYTES_PER_MIB}",
-        "--dashboard-agent-listen-port=0",
+        *FREE_PORTS,
     ]
-    return arguments + ([f"--node-ip-address={node_ip}"] if node_ip else [])
+    arguments += [f"--node-ip-address={node_ip}"] if node_ip else []
+    return arguments + ([f"--temp-dir={temp_dir}"] if temp_dir else [])
 
 
 def object_store_mib(memory_mib: int) -> int:

@@ -15,6 +15,7 @@ from sweeper.launch.ray.nodes import ADDRESS_FILE
 STOP_GRACE_S = 20.0  # after SIGTERM, how long ``ray start`` may take to end its node's processes
 POLL_S = 0.1
 LOG_TAIL_CHARS = 2000
+STARTED_LINE = "Ray runtime started."  # what ray start prints once its node joined the cluster
 
 
 class NodeProcess:
@@ -46,6 +47,17 @@ def head_address(head: NodeProcess, temp_dir: Path, timeout_s: float) -> str:
             raise LaunchError(f"ray: the head did not start within {timeout_s:.0f} s (log: {head.log})")
         time.sleep(POLL_S)
     return address
+
+
+def wait_started(node: NodeProcess, timeout_s: float) -> None:
+    """Until ``ray start`` says its node joined the cluster; a LaunchError if it ends or the time passes."""
+    deadline = time.monotonic() + timeout_s
+    while STARTED_LINE not in node.log.read_text(errors="replace"):
+        if (why := node.ended()) is not None:
+            raise LaunchError(f"ray: a node did not start: {why}")
+        if time.monotonic() > deadline:
+            raise LaunchError(f"ray: a node did not start within {timeout_s:.0f} s (log: {node.log})")
+        time.sleep(POLL_S)
 
 
 def stop_nodes(nodes: list[NodeProcess]) -> list[str]:

@@ -42,8 +42,8 @@ def provenance(df: pd.DataFrame, machine: str) -> list[str]:
     versions = [
         f"{column.removesuffix('_version')} {'/'.join(distinct(df, column)) or '?'}"
         for column in df.columns
-        if column.endswith("_version") and column != "schema_version"
-    ]
+        if column.endswith("_version") and column != "schema_version" and df[column].notna().any()
+    ]  # a version column newer than every row's schema (ray_version before 13) is left out, not shown as '?'
     status = df["status"].fillna("unknown").value_counts()
     dry = df["dry_run"].fillna(False).astype(bool)
     baseline_ok = int((statistics.ok_mask(df) & (df["engine"] == BASELINE_ENGINE)).sum())
