@@ -65,8 +65,8 @@ def test_rows_record_the_ray_version_its_descriptor_names_and_a_schema_12_store_
     from sweeper.engines import VERSION_PACKAGES, descriptor
     from sweeper.results.report.sections.measured import provenance
     from sweeper.run.versions import versions
-    from sweeper.store.parquet import COLUMNS, SCHEMA_VERSION, write_rows
-    from tests.support.stored_rows import stored_row
+    from sweeper.store.parquet import COLUMNS, SCHEMA_VERSION
+    from tests.support.stored_rows import stored_row, write_test_rows
 
     ray_descriptor = descriptor("ray")
     assert ray_descriptor is not None and ray_descriptor.version_column == "ray_version"
@@ -74,7 +74,7 @@ def test_rows_record_the_ray_version_its_descriptor_names_and_a_schema_12_store_
     assert versions()["ray_version"] == ray.__version__
     assert SCHEMA_VERSION == 13
     # a store written before schema 13: no ray_version column, schema_version 12
-    path = write_rows(tmp_path, "s", [stored_row(measurement_key="a", engine="dask", **versions())], "p1")
+    path = write_test_rows(tmp_path, "s", [stored_row(measurement_key="a", engine="dask", **versions())], "p1")
     old = pq.read_table(path).drop_columns(["ray_version"])
     pq.write_table(old.set_column(0, "schema_version", pa.array([12], pa.int32())), path)
     frame = load_results(tmp_path)
