@@ -7,7 +7,8 @@ node would; the Spark master and Dask scheduler on the first host, the workers o
 really talk across addresses, and a daemon that bound the address its own name resolves to on its host
 (loopback, #20 defect 8) would be unreachable. While the sweep runs, a watcher records which namespace every
 launch process runs in and where it listens; the tests then check placement, binding and the driver's
-address against what the store says, and that nothing is left anywhere.
+address against what the store says, and that nothing is left anywhere. A busy loop inside one host's namespaces
+during a Dask batch is attributed to that host (issue #34).
 """
 
 from __future__ import annotations
@@ -31,16 +32,18 @@ import pytest
 import yaml
 
 from sweeper import load_results
-from sweeper.config.grid import Dataset
 from sweeper.launch.base import LaunchError
 from sweeper.launch.dask import ssh as dask_ssh
 from sweeper.launch.options import SshCluster, SshOptions
 from sweeper.launch.registry import starter
+from sweeper.run.interference import interference_columns
 from sweeper.store.parquet import COLUMNS
-from sweeper.workload.data import load
+from sweeper.store.row import InterferenceColumns
+from sweeper.workload.data import Data
 from tests.conftest import REPO, minimal_grid
 from tests.support import launches
 from tests.support.batches import replicas
+from tests.support.busy import busy_loop_in_node
 from tests.support.figures import assert_resource_figures
 from tests.support.leftovers import assert_no_launch_processes
 from tests.support.netns_hosts import NetnsHosts, wait_until_empty
@@ -238,20 +241,57 @@ def test_nothing_is_left_in_the_namespaces_here_or_in_the_remote_dir(swept: Swep
     assert not launch_dirs(hosts)
 
 
-def test_dask_over_tls_across_the_namespaced_hosts(hosts: NetnsHosts, tmp_path: Path) -> None:
+HOG_LIMIT = 0.1  # as the namespaced YARN cluster's hog test (tests/test_ns_interference.py)
+HOG_EPOCHS = 300  # a fit of seconds on each host: longer than interference.MIN_SPAN_S on a quiet fast machine
+
+
+@dataclass
+class TlsLaunch:
+    """What one Dask launch over TLS across the hosts showed: its scheduler's and workers' addresses, a short batch's
+    accuracies, a long batch's interference figures (a busy loop in the second host throughout), what was left."""
+
+    scheduler: str
+    workers: list[str]
+    accuracies: list[float]
+    hogged: InterferenceColumns
+    left_in_namespaces: list[str]
+    left_dirs: list[str]
+
+
+@pytest.fixture(scope="module")
+def over_tls(hosts: NetnsHosts, digits: Data, tmp_path_factory: pytest.TempPathFactory) -> TlsLaunch:
+    """The launch, its two batches (the second beside a shell busy loop in the second host's PID, mount, network and
+    UTS namespaces: one of that host's processes; the first host also runs the scheduler), then its teardown."""
     cluster = SshCluster(hosts=tuple(hosts.addresses), options=SshOptions.from_grid(hosts.ssh_options()), dask_tls=True)
     launch = launches.launch("dask", "ssh", nodes=2)
-    digits = load(Dataset("digits"))
-    tasks = replicas(digits)
-    context = launches.context(tmp_path / "run", cluster)
+    context = launches.context(tmp_path_factory.mktemp("tls") / "run", cluster)
+    hog_host = hosts.servers[1].listener()
+    assert hog_host is not None
     with starter("dask", "ssh")(launch, context) as session:
         assert isinstance(session, dask_ssh.DaskSshSession)
-        assert session.client.scheduler.address.startswith(f"tls://{hosts.addresses[0]}:")
-        workers = session.client.scheduler_info(n_workers=-1)["workers"]
-        assert sorted(w.removeprefix("tls://").rsplit(":", 1)[0] for w in workers) == sorted(hosts.addresses)
-        assert all(0 < r.accuracy <= 1 for r in session.run_batch(tasks, digits))
-    assert not wait_until_empty(hosts)
-    assert not launch_dirs(hosts)
+        workers = list(session.client.scheduler_info(n_workers=-1)["workers"])
+        accuracies = [r.accuracy for r in session.run_batch(replicas(digits), digits)]
+        long_batch = replicas(digits, epochs=HOG_EPOCHS, hidden=(64,), exact_epochs=True)
+        with busy_loop_in_node(hog_host.pid):
+            usages = [r.usage for r in session.run_batch(long_batch, digits) if r.usage is not None]
+        scheduler = session.client.scheduler.address
+    hogged = interference_columns(usages, launch.cores_per_executor, HOG_LIMIT)  # what the batch's row holds
+    return TlsLaunch(scheduler, workers, accuracies, hogged, wait_until_empty(hosts), launch_dirs(hosts))
+
+
+def test_dask_over_tls_across_the_namespaced_hosts(over_tls: TlsLaunch, hosts: NetnsHosts) -> None:
+    assert over_tls.scheduler.startswith(f"tls://{hosts.addresses[0]}:")
+    assert sorted(w.removeprefix("tls://").rsplit(":", 1)[0] for w in over_tls.workers) == sorted(hosts.addresses)
+    assert all(0 < accuracy <= 1 for accuracy in over_tls.accuracies)
+    assert not over_tls.left_in_namespaces
+    assert not over_tls.left_dirs
+
+
+def test_a_hog_inside_one_host_is_attributed_to_that_host(over_tls: TlsLaunch, hosts: NetnsHosts) -> None:
+    """Each worker read its host's busy time from the host's own ``/proc`` (its PID namespace): the worst node is the
+    busy loop's host, the measurement disturbed."""
+    assert over_tls.hogged["interference_host"] == hosts.names[1], over_tls.hogged
+    assert over_tls.hogged["disturbed"] is True, over_tls.hogged
 
 
 @pytest.mark.parametrize("engine", ["spark", "dask"])

@@ -12,7 +12,7 @@ from sweeper.config import load as grid_file
 from sweeper.planning.measurements import Todo, measurement_key, pending
 from sweeper.planning.plan import Plan, make_plan
 from sweeper.run import runner
-from sweeper.run.trials import FixedQueue, TrialQueue, trial_policy
+from sweeper.run.trials import FixedQueue, TrialQueue, interleaved, point_order, trial_policy
 from sweeper.search.adaptive import CI_REACHED, MAX_TRIALS
 from sweeper.search.interleaving import in_random_order
 from sweeper.store.row import Row
@@ -41,10 +41,12 @@ def test_tight_times_stop_when_the_median_ci_is_reached(write_grid: Callable[...
     rows = take(
         TrialQueue(plan, launch, plan.points[1], {}, trial_policy(plan.grid.workload)), lambda t: 1.0 + t / 1000
     )
-    # no 95 % interval of a median exists below 6 trials: both points stop at their 6th, on the interval
-    assert [(r["epochs"], r["stop_reason"]) for r in rows] == [(5, None)] * 5 + [(5, CI_REACHED)] + [(10, None)] * 5 + [
-        (10, CI_REACHED)
-    ]
+    # no 95 % interval of a median exists below 6 trials: both points stop at their 6th, on the interval; point after
+    # point, in the round's random order
+    first, then = (point.epochs for point in point_order(plan, 1, plan.points[1], 0))
+    assert [(r["epochs"], r["stop_reason"]) for r in rows] == [
+        *[(first, None)] * 5, (first, CI_REACHED), *[(then, None)] * 5, (then, CI_REACHED)
+    ]  # fmt: skip
 
 
 def test_noisy_times_run_to_max_trials(write_grid: Callable[..., Path]) -> None:
@@ -83,7 +85,7 @@ def test_a_launch_that_does_not_start_fails_the_next_trial_of_each_point(write_g
     plan = adaptive_plan(write_grid)
     queue = TrialQueue(plan, plan.launches[1], plan.points[1], {}, trial_policy(plan.grid.workload), rung=2)
     rest = queue.rest()
-    assert [(i.point.epochs, i.trial) for i in rest] == [(5, 0), (10, 0)] and queue.next() is None
+    assert sorted((i.point.epochs, i.trial) for i in rest) == [(5, 0), (10, 0)] and queue.next() is None
     assert queue.columns() == {"rung": 2}
 
 
@@ -180,9 +182,15 @@ def test_a_grid_visits_its_launches_in_the_order_its_seed_draws_and_takes_trials
     ]
     engines = [plan.launches[index].engine for index in launches[1:]]  # both engines of both shapes in round 1
     assert sorted(engines) == ["dask", "dask", "spark", "spark"]
+    planned = [point.epochs for point in plan.points[1]]
+    orders = []
     for index in launches:  # in rounds of trials: every point's trial 0, then every point's trial 1, ...
         taken = [(trial, epochs) for launch, epochs, trial in order(rows) if launch == index]
-        assert taken == [(trial, point.epochs) for trial in range(3) for point in plan.points[index]]
+        assert [trial for trial, _ in taken] == [trial for trial in range(3) for _ in planned]
+        by_trial = [[epochs for trial, epochs in taken if trial == n] for n in range(3)]
+        assert all(sorted(epochs) == planned for epochs in by_trial)  # each point once a round of trials
+        orders += by_trial
+    assert len({tuple(epochs) for epochs in orders}) > 1  # each round of trials its own order of the points
 
 
 def test_a_resumed_grid_takes_what_is_left_in_the_order_the_stopped_run_would_have(
@@ -222,6 +230,29 @@ def test_a_subset_keeps_the_order_it_has_in_the_whole() -> None:
     assert sorted(whole) == list(range(50)) and whole != list(range(50))
     assert in_random_order(range(0, 50, 3), int, 3, 1) == [n for n in whole if n % 3 == 0]
     assert in_random_order(range(50), int, 3, 2) != whole  # another round: another order
+
+
+def test_a_launch_takes_its_points_in_an_order_drawn_from_the_seed_the_round_and_the_trial(
+    write_grid: Callable[..., Path],
+) -> None:
+    spec = minimal_grid()
+    spec["workload"] = {"dataset": "digits", "epochs": list(range(1, 21)), "trials": 2, "seed": 3}
+    plan = make_plan(grid_file.load(write_grid(spec)))
+    points = list(plan.points[1])
+    whole = point_order(plan, 1, points, 1)
+    assert point_order(plan, 1, points, 1) == whole and sorted(whole, key=points.index) == points  # each point once
+    assert whole != points  # not the plan's order
+    assert point_order(plan, 1, points, 2) != whole and point_order(plan, 1, points, 1, 1) != whole  # round, trial
+    assert point_order(plan, 2, points, 1) != whole  # another launch
+    reseeded = replace(plan, grid=replace(plan.grid, workload=replace(plan.grid.workload, seed=4)))
+    assert point_order(reseeded, 1, points, 1) != whole
+    subset = points[::3]
+    assert point_order(plan, 1, subset[::-1], 1) == [point for point in whole if point in subset]  # what a resume has
+    items = [Todo(plan.launches[1], point, trial, f"{point.epochs}-{trial}") for trial in (1, 0) for point in points]
+    taken = interleaved(plan, items, 1)
+    assert [(t.trial, t.point) for t in taken] == [
+        *[(0, p) for p in point_order(plan, 1, points, 1, 0)], *[(1, p) for p in point_order(plan, 1, points, 1, 1)]
+    ]  # fmt: skip
 
 
 def test_halving_visits_each_rung_as_a_round_of_its_own(tmp_path: Path) -> None:

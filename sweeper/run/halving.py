@@ -5,7 +5,7 @@ out. Rung by rung, the configurations still in the race are measured at the rung
 value (each launch started once per rung, its points' trials as the grid says), and
 :func:`sweeper.search.halving.successive_halving` decides which go on; its rank check brings
 pruned ones back when the order changed. Each rung is a round (``visit_round`` = rung + 1) that
-visits its launches in a random order drawn from the grid's seed and the round
+visits its launches (and each launch its points) in a random order drawn from the grid's seed and the round
 (:mod:`sweeper.search.interleaving`); a resumed run draws the same. The single-thread baseline is a
 reference, not a candidate: it is measured at every rung (round 0), before the rungs. What was never
 measured gets a ``pruned`` row.

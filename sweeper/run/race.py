@@ -6,7 +6,8 @@ still wanting trials is started once, takes its trials of the round at every suc
 when coming back would cost more than measuring everything it may still need
 (:func:`sweeper.search.race.stays`, from this start's own start and warm-up seconds), takes that
 at once. After a round every race decides. A round visits its launches in a random order drawn from
-the grid's seed and the round (:mod:`sweeper.search.interleaving`). The
+the grid's seed and the round, and a visit takes its points in a random order of the round's too
+(:mod:`sweeper.search.interleaving`). The
 single-thread baseline is a reference, not a candidate: it is measured first, with the grid's trials.
 A configuration that stopped before its most trials (it left the race, or the race settled) gets one
 ``pruned`` row saying so.
@@ -44,6 +45,7 @@ from sweeper.run.trials import (
     LaunchQueue,
     TrialQueue,
     launch_order,
+    point_order,
     trial_policy,
 )
 from sweeper.search.race import LEFT, MAX_TRIALS_REACHED, RESTING, SETTLED, RacePolicy, RaceState, stays
@@ -365,11 +367,13 @@ def _ignore(_: object) -> None:
 
 
 class RaceQueue:
-    """One visit of a launch: its trials of the round at each point, then, where staying is cheaper than coming
-    back, every trial its configurations may still need. Trials the store holds ok are taken from it."""
+    """One visit of a launch: its trials of the round at each point (the points in the round's random order), then,
+    where staying is cheaper than coming back, every trial its configurations may still need. Trials the store holds
+    ok are taken from it."""
 
     def __init__(self, run: RaceRun, launch: Launch, points: list[Point], round_: int, position: int) -> None:
-        self.run, self.launch, self.points, self.round = run, launch, points, round_
+        self.run, self.launch, self.round = run, launch, round_
+        self.points = point_order(run.plan, launch.index, points, round_)
         self.visit = VisitColumns(visit_round=round_, visit_position=position)
         self.budget = {point: run.races[point].wanted(launch.index) for point in points}
         self.visit_s: float | None = None

@@ -215,8 +215,8 @@ def _run_held(
 def _order_note(seed: int) -> str:
     """The run's one line on its order of visits (the rows' ``visit_round`` and ``visit_position``)."""
     return (
-        f"the baseline first, then the launches in a random order per round, drawn from workload.seed {seed} "
-        "(randomized interleaving: the rows' visit_round, visit_position)"
+        f"the baseline first, then the launches (and each launch its points) in a random order per round, drawn "
+        f"from workload.seed {seed} (randomized interleaving: the rows' visit_round, visit_position, started_at)"
     )
 
 

@@ -11,8 +11,9 @@ adaptive trials (``workload.trials: {min, max, target_rel_ci}``), giving the las
 
 A run visits its launches in rounds, each round's in a random order (:func:`one_round`, :func:`launch_order`:
 :mod:`sweeper.search.interleaving`); a launch takes a fixed list in rounds of trials (:func:`interleaved`), trials
-decided one at a time point after point. Every row of a queue carries its launch visit's round and place in its
-round (``visit``).
+decided one at a time point after point, its points in a random order too (:func:`point_order`). Every row of a queue
+carries its launch visit's round and place in its round (``visit``); the order within a visit is its rows'
+``started_at``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from sweeper.names import BASELINE_ENGINE
 from sweeper.planning.measurements import Todo, measurement_key
 from sweeper.planning.plan import Launch, Plan, Point
 from sweeper.search.adaptive import TrialPolicy, decide
-from sweeper.search.interleaving import in_random_order
+from sweeper.search.interleaving import POINTS, in_random_order
 from sweeper.store.row import SearchColumns, VisitColumns
 
 BASELINE_ROUND = 0  # the single-thread baseline, a reference measured before the rounds
@@ -94,7 +95,10 @@ def one_round(plan: Plan, items: Sequence[Todo]) -> list[tuple[VisitColumns, lis
     by_launch: dict[int, list[Todo]] = {}
     for item in items:
         by_launch.setdefault(item.launch.index, []).append(item)
-    return [(visit, interleaved(by_launch[index])) for visit, index in one_round_visits(plan, by_launch)]
+    return [
+        (visit, interleaved(plan, by_launch[index], visit.get("visit_round") or 0))
+        for visit, index in one_round_visits(plan, by_launch)
+    ]
 
 
 def one_round_visits(plan: Plan, indices: Iterable[int]) -> list[tuple[VisitColumns, int]]:
@@ -112,10 +116,24 @@ def launch_order(plan: Plan, indices: Iterable[int], round_: int) -> list[int]:
     return in_random_order(indices, int, plan.grid.workload.seed, round_)
 
 
-def interleaved(items: Sequence[Todo]) -> list[Todo]:
-    """One launch's measurements in rounds of trials: every point's trial 0 (points as the plan lists them), then
-    every point's trial 1, ..."""
-    return sorted(items, key=lambda item: item.trial)
+def point_order(plan: Plan, index: int, points: Iterable[Point], round_: int, *trial: int) -> list[Point]:
+    """Launch ``index``'s ``points`` in a random order drawn from the grid's seed, the round, the launch (and the
+    ``trial`` a fixed list takes them at), each ranked by its place in the plan's list of the launch's points."""
+    place = {point: n for n, point in enumerate(plan.points[index])}
+    return in_random_order(points, place.__getitem__, plan.grid.workload.seed, round_, POINTS, index, *trial)
+
+
+def interleaved(plan: Plan, items: Sequence[Todo], round_: int) -> list[Todo]:
+    """One launch's measurements (at round ``round_``) in rounds of trials: every point's trial 0, then every point's
+    trial 1, ...; each trial's points in an order of its own (:func:`point_order`)."""
+    by_trial: dict[int, dict[Point, Todo]] = {}
+    for item in items:
+        by_trial.setdefault(item.trial, {})[item.point] = item
+    return [
+        by_trial[trial][point]
+        for trial in sorted(by_trial)
+        for point in point_order(plan, items[0].launch.index, by_trial[trial], round_, trial)
+    ]
 
 
 def trial_policy(workload: Workload) -> TrialPolicy:
@@ -138,7 +156,8 @@ class PointTrials:
 
 
 class TrialQueue:
-    """Each point of a launch, trial after trial, until the trial policy stops it; points in the order given."""
+    """Each point of a launch, trial after trial, until the trial policy stops it; the points in the visit round's
+    random order (:func:`point_order`)."""
 
     def __init__(
         self,
@@ -152,7 +171,8 @@ class TrialQueue:
     ) -> None:
         self.plan, self.launch, self.done_s, self.policy, self.rung = plan, launch, done_s, policy, rung
         self.visit = visit or VisitColumns()
-        self.points = [PointTrials(point) for point in points]
+        ordered = point_order(plan, launch.index, points, self.visit.get("visit_round") or 0)
+        self.points = [PointTrials(point) for point in ordered]
         self.skipped = 0
 
     def next(self) -> Todo | None:

@@ -7,9 +7,13 @@ becomes noise spread over all configurations instead of a bias on some. The orde
 ``workload.seed`` and the round, so the same grid visits in the same order every time it runs (and a resumed run in
 the order the stopped one would have taken).
 
-Each item is ranked by a random key drawn for its number (its position in the whole: a launch's index): the order of
-a subset is the order those items have in the whole round, so what a resumed run has left is taken in the order the
-stopped run would have taken it.
+A launch takes its points (work-axis values, trials) in a random order too, drawn for the round and the launch (and,
+for a fixed list taken in rounds of trials, the trial): a point measured first in one round is not measured first
+in every round.
+
+Each item is ranked by a random key drawn for its number (its position in the whole: a launch's index, a point's place
+in its launch's list): the order of a subset is the order those items have in the whole round, so what a resumed run
+has left is taken in the order the stopped run would have taken it.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import numpy as np
 T = TypeVar("T")
 
 ORDER_STREAM = 0x524D4954  # "RMIT": the seed's stream for visit orders, apart from the fits' and the split's
+POINTS = 0x50  # "P": a launch's order of points, apart from the round's order of launches
 
 
 def in_random_order(items: Iterable[T], number: Callable[[T], int], seed: int, *stream: int) -> list[T]:

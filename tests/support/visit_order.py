@@ -3,8 +3,9 @@
 A run visits its launches, and a launch its points, in a random order drawn from ``workload.seed``
 (:mod:`sweeper.search.interleaving`). A test that stops or kills a sweep inside "the batch after the launch's first
 row" or "the launch after the Spark launch" reads that order from the plan; :func:`seed_in_plan_order` gives its grid
-the smallest seed whose draw is the plan's own order (launches by index, each launch's trials in rounds, points as
-listed), so the test's timing holds and says why.
+the smallest seed whose draw is the plan's own order (launches by index, each launch's trials in rounds, in every
+round its points as the plan lists them: a launch draws its points' order too), so the test's timing holds and says
+why. Only fixed trials (one pass) are searched: the faults are timed on such grids.
 """
 
 from __future__ import annotations
