@@ -65,11 +65,11 @@ class Swept:
 
 
 def sweep(tmp: Path, family: Family, grid: dict[str, Any]) -> Swept:
-    """``sweeper run`` of ``grid`` into ``tmp``; the summary table at its full width."""
+    """``sweeper run`` of ``grid`` into ``tmp``."""
     grid["store"] = str(tmp / "store")
     path = tmp / f"{family.name}.yaml"
     path.write_text(yaml.safe_dump(grid))
-    return Swept(family, tmp / "store", path, run_cli("run", str(path), columns=120))
+    return Swept(family, tmp / "store", path, run_cli("run", str(path)))
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +114,7 @@ def swept(request: pytest.FixtureRequest) -> Swept:
 def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Cli:
     """The command line in-process (the imports paid once): its output, after asserting exit 0."""
 
-    def run(*argv: str, columns: int | None = None) -> str:
+    def run(*argv: str, columns: int | None = None) -> str:  # columns: a terminal's width (None: a pipe)
         if columns is None:
             monkeypatch.delenv("COLUMNS", raising=False)
         else:
@@ -167,9 +167,10 @@ def test_recommend_and_the_report_read_its_store(swept: Swept, cli: Cli, tmp_pat
 def test_predict_names_its_work_axis(swept: Swept, cli: Cli) -> None:
     validated = cli("predict", str(swept.store), "--validate")
     assert "not validated: fewer than" in validated  # one configuration per engine: none held out
-    predicted = cli("predict", str(swept.store), "--grid", str(swept.grid), columns=200)
+    predicted = cli("predict", str(swept.store), "--grid", str(swept.grid), columns=200)  # a wide terminal
     axis = swept.family.axis
     assert f"x {axis} x rows/1e6" in predicted and f"┃ {axis} ┃" in predicted
+    assert max(map(len, predicted.splitlines())) <= 100, predicted
     assert "epochs" not in predicted, predicted
 
 
