@@ -65,11 +65,12 @@ class Swept:
 
 
 def sweep(tmp: Path, family: Family, grid: dict[str, Any]) -> Swept:
-    """``sweeper run`` of ``grid`` into ``tmp``."""
+    """``sweeper run`` of ``grid`` into ``tmp``, 100 columns as a pipe gets (under pytest, importing readline leaves
+    COLUMNS=80 in the environment a subprocess inherits, though not in os.environ)."""
     grid["store"] = str(tmp / "store")
     path = tmp / f"{family.name}.yaml"
     path.write_text(yaml.safe_dump(grid))
-    return Swept(family, tmp / "store", path, run_cli("run", str(path)))
+    return Swept(family, tmp / "store", path, run_cli("run", str(path), columns=100))
 
 
 @pytest.fixture(scope="module")
