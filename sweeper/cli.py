@@ -14,7 +14,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TextIO
 
 from rich.console import Console
 
@@ -22,7 +22,7 @@ from sweeper import __version__
 from sweeper.commands import COMMANDS
 from sweeper.errors import USER_ERROR_EXIT, UserError
 from sweeper.run.signals import exit_status
-from sweeper.text import plain
+from sweeper.text import OUTPUT_COLUMNS, plain, wrapped
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,8 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sweeper`` console script."""
     args = build_parser().parse_args(argv)
-    console = plain_console(width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 120)  # rich reads COLUMNS
-    errors = plain_console(stderr=True)
+    console = plain_console(width=output_width(sys.stdout))
+    errors = plain_console(stderr=True, width=output_width(sys.stderr))
     try:
         code: int = args.func(args, console)
     except KeyboardInterrupt as stop:
@@ -49,9 +49,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_status(stop)
     except UserError as error:
         for problem in error.problems:
-            errors.print(plain("error:", "red") + plain(f" {problem}"), soft_wrap=True)
+            for line in (plain("error:", "red") + plain(f" {problem}")).split("\n"):
+                errors.print(wrapped(line, min(errors.width, OUTPUT_COLUMNS), together=2), soft_wrap=True)
         return USER_ERROR_EXIT
     return code
+
+
+def output_width(stream: TextIO) -> int | None:
+    """A terminal's own width (None: rich reads it, or COLUMNS where set); a pipe's or file's OUTPUT_COLUMNS."""
+    return None if stream.isatty() or "COLUMNS" in os.environ else OUTPUT_COLUMNS
 
 
 def plain_console(**options: Any) -> Console:

@@ -19,6 +19,7 @@ from typing import Any
 from rich.text import Text
 
 MAX_SHOWN_CHARS = 80  # a value quoted in a message
+OUTPUT_COLUMNS = 100  # the widest line the command line prints to a pipe or file, and the widest it wraps text at
 
 # Control characters (C0, DEL, C1, line/paragraph separators, invisible and bidirectional format
 # characters, lone surrogates), as the body of a regular expression's character class.
@@ -137,21 +138,25 @@ def between_markers(text: str, begin: str, end: str, content: str) -> str:
     return f"{before}{begin}\n\n{content}\n{end}\n{after}"
 
 
-def wrapped(text: Text, width: int) -> Text:
+def wrapped(text: Text, width: int, together: int = 1) -> Text:
     """``text`` broken at spaces into lines of ``width`` columns, styles kept; a line that goes on is indented 2 more
-    than the first, and a word longer than a line (a path) is kept whole, so that it can still be copied.
+    than the first, and a word longer than a line (a path) is kept whole, so that it can still be copied; the
+    first ``together`` words stay on the first line (a label and the path it names: ``error: FILE: ...``).
 
     >>> print(wrapped(Text("  one two three four"), 11).plain)
       one two
         three
         four
+    >>> print(wrapped(Text("error: /a/long/path is bad"), 12, together=2).plain)
+    error: /a/long/path
+      is bad
     """
     first = text.plain
     indent = len(first) - len(first.lstrip(" ")) + 2
     out = Text()
     column = 0
     for position, word in enumerate(text.split(" ", allow_blank=True)):
-        if column + 1 + word.cell_len > width and column > indent:
+        if position >= together and column + 1 + word.cell_len > width and column > indent:
             out.rstrip()
             out.append("\n" + " " * indent)
             column = indent

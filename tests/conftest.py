@@ -44,8 +44,8 @@ CLUSTER_OF_PAIR = {("ray", "ssh"): "netns_ssh_hosts"}
 # machine busy with other work (CI, a second test run) would otherwise mark trials, take them again (rows) and
 # hold answers back. tests/test_interference.py sets the limit in its grids and tests exactly that.
 os.environ[INTERFERENCE_LIMIT_VARIABLE] = "100"
-# Piped output is 120 columns wide (sweeper/cli.py) unless COLUMNS says otherwise: the tests expect that width, in a
-# pytest-xdist worker too, which carries COLUMNS=80 and LINES=24.
+# Piped output is 100 columns wide (sweeper/cli.py) unless COLUMNS says otherwise: the tests expect that width, in a
+# pytest-xdist worker too, where an import of readline has set COLUMNS=80 and LINES=24.
 os.environ.pop("COLUMNS", None)
 os.environ.pop("LINES", None)
 

@@ -30,7 +30,9 @@ from sweeper.store.parquet import COLUMNS, SCHEMA_VERSION
 from sweeper.store.row import Row
 from tests.conftest import minimal_grid
 from tests.fixtures.make_fixture_store import STORE, fixture_rows
+from tests.support.budget_stores import write_store
 from tests.support.stored_rows import write_test_rows
+from tests.support.whatif_stores import DASK, SPARK, law_rows
 
 MARKUP = "[bold]n[red]:smile:"  # a tag, a style, an emoji code: all must show as written
 
@@ -165,6 +167,50 @@ def test_a_runs_lines_and_summary_name_the_score_the_sweep_used() -> None:
         buffer = io.StringIO()
         Console(file=buffer, width=200, color_system=None).print(summary_table([cast(Row, row) for row in rows]))
         assert buffer.getvalue().splitlines()[2].rstrip(" ┃").endswith(f" {header}"), (header, buffer.getvalue())
+
+
+# -- output fits 100 columns ------------------------------------------------------------------------------------
+
+WIDEST = 100  # the widest line the command line prints to a pipe, and on a wider terminal wraps text at
+
+
+@pytest.mark.parametrize("columns", [None, "200"], ids=["a-pipe", "a-wide-terminal"])
+def test_grid_errors_and_predicts_lines_fit_100_columns_with_nothing_lost(
+    columns: str | None, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Problems naming file, key, value and allowed values, and predict's model and validation lines: every line
+    at most 100 columns, a problem's lines after its first indented, every word of it still there."""
+    monkeypatch.chdir(tmp_path)  # the grid named bad.yaml: its path the same length on any machine
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    forest = {"dataset": "digits", "estimator": "sklearn.ensemble.RandomForestClassifier", "scoring": "acuracy",
+              "model": {"max_depht": 8}, "iterations": {"parameter": "n_estimator", "values": [5]}}  # fmt: skip
+    sizing = {**minimal_grid()["sizing"], "rulez": 1}
+    write_grid(tmp_path / "bad.yaml", sizing=sizing, workload=forest)
+    _, err = exits(2, ["plan", "bad.yaml"], capsys)
+    lines = err.splitlines()
+    assert max(map(len, lines)) <= WIDEST, err
+    assert sum(line.startswith("error: bad.yaml: ") for line in lines) == 4, err
+    assert all(line.startswith(("error: bad.yaml: ", "  ")) for line in lines), err
+    said = flat(err)
+    assert "did you mean 'rule'? (allowed: rule, cores_per_executor, reserve, application_master)" in said
+    assert "(allowed: bootstrap, ccp_alpha, class_weight, criterion, max_depth, max_features," in said
+    assert "has no parameter 'n_estimator'" in said and "got 'acuracy'; did you mean 'accuracy'?" in said
+
+    write_store(tmp_path / "store", law_rows({"spark": SPARK, "dask": DASK}))
+    cluster = {"manager": "local", "nodes": 1, "cores_per_node": 13, "memory_per_node": "64GiB"}
+    sizing = {"cores_per_executor": [2, 6], "reserve": {"cores": 1, "memory": "1GiB"}, "application_master": 0}
+    workload = {"dataset": "digits", "epochs": [10, 100], "n_fits": 24}
+    write_grid(tmp_path / "other.yaml", cluster=cluster, sizing=sizing, workload=workload)
+    out, _ = exits(0, ["predict", "store", "--grid", "other.yaml"], capsys)
+    assert max(map(len, out.splitlines())) <= WIDEST, out
+    said = flat(out)
+    assert "spark: one fit = " in out and "\n  batch = " in out and "\n  peak = " in out, out  # a line each
+    assert "x epochs x rows/1e6" in said and "x waves x one fit [12 medians]" in said
+    assert "median error" in said and "over 12 configuration-points (good enough to name shapes worth" in said
+    assert said.count("│ spark │") == said.count("│ dask │") == 4  # 2 shapes x 2 epochs, the table's cells wrapped
 
 
 # -- the store is checked before anything starts --------------------------------------------------------------

@@ -99,12 +99,14 @@ FOUR = [  # two shapes per engine, 3 trials each
 
 
 def sweeper(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """The CLI run in-process: its exit code, stdout and stderr (an exception it lets out fails the test)."""
+    """The CLI run in-process: its exit code, stdout and stderr (an error's lines unwrapped; an exception it lets out
+    fails the test)."""
     code = cli.main(argv)
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err
     if code == 2:
         assert err.startswith("error: "), err
+        err = " ".join(err.split())
     return code, out, err
 
 

@@ -232,5 +232,5 @@ def test_the_environment_sets_the_default_limit_a_grid_can_still_set_its_own(
     assert grid_file.load(write_grid(minimal_grid())).workload.interference_limit == INTERFERENCE_LIMIT
     monkeypatch.setenv(INTERFERENCE_LIMIT_VARIABLE, "busy")
     assert cli.main(["plan", str(write_grid(minimal_grid()))]) == 2
-    err = capsys.readouterr().err
+    err = " ".join(capsys.readouterr().err.split())  # its lines unwrapped
     assert "SWEEPER_INTERFERENCE_LIMIT='busy': a number in (0, 100]" in err and "Traceback" not in err

@@ -47,8 +47,9 @@ def test_a_grid_with_ray_is_refused_with_the_install_hint_when_ray_is_missing(wr
         [sys.executable, "-c", WITHOUT_RAY, "run", str(grid)], capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "engine 'ray' on 'local' needs 'sweeper[ray]', which is not installed" in done.stderr, done.stderr
-    assert "pip install 'sweeper[ray]'" in done.stderr
+    said = " ".join(done.stderr.split())  # its lines unwrapped
+    assert "engine 'ray' on 'local' needs 'sweeper[ray]', which is not installed" in said, done.stderr
+    assert "pip install 'sweeper[ray]'" in said
     assert "Traceback" not in done.stdout + done.stderr
     # no row was written
     assert not list((tmp_path / "store").rglob("*.parquet"))

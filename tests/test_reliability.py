@@ -421,7 +421,8 @@ def test_a_second_run_of_a_sweep_being_written_is_refused_naming_the_first_and_f
     assert first.returncode == 0, output
     for returncode, out, err in refused:
         assert returncode == 2, out + err
-        assert f"pid {first.pid} on {socket.gethostname()}" in err and "Traceback" not in err, err
+        said = " ".join(err.split())  # its lines unwrapped
+        assert f"pid {first.pid} on {socket.gethostname()}" in said and "Traceback" not in err, err
     frame = assert_resumed_without_duplicates(store, "shared", expected_ok=2 * 2)  # --fresh deleted nothing
     assert frame.groupby("run_id").size().tolist() == [4]
     # after it, the other grid of the same name runs, and says that it joins another grid's rows
@@ -572,8 +573,9 @@ def test_a_disk_that_fills_mid_run_gives_one_error_line_and_keeps_every_row_writ
     tag = new_tag()
     done = run_sweep(grid, tag)
     assert done.returncode == 2, done.stdout + done.stderr
-    errors = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(errors) == 1 and errors[0].startswith("error: store ") and "No space left on device" in errors[0]
+    errors = [line for line in done.stderr.splitlines() if line.strip()]  # one error, its lines wrapped
+    assert errors[0].startswith("error: store ") and all(line.startswith("  ") for line in errors[1:]), errors
+    assert "No space left on device" in " ".join(done.stderr.split())
     assert "Traceback" not in done.stdout + done.stderr
     kept = load_results(store, "full")
     assert len(kept) >= 1 and set(kept["status"]) == {"ok"} and kept["measurement_key"].is_unique
@@ -583,6 +585,7 @@ def test_a_disk_that_fills_mid_run_gives_one_error_line_and_keeps_every_row_writ
     # no room at all: refused before anything starts, and the probe leaves nothing behind
     fill(small_disk, leave_bytes=0)
     again = run_sweep(grid, tag)
-    assert again.returncode == 2 and "cannot create and write the sweep directory" in again.stderr, again.stderr
+    said = " ".join(again.stderr.split())  # its lines unwrapped
+    assert again.returncode == 2 and "cannot create and write the sweep directory" in said, again.stderr
     assert not [p.name for p in (store / "full").iterdir() if p.name.startswith(".probe")]
     assert len(load_results(store, "full")) == len(kept)

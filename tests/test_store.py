@@ -124,8 +124,9 @@ def test_a_store_deleted_under_a_running_sweep_ends_it_with_an_error(
     monkeypatch.setattr(launches, "write_rows", then_deleted)
     assert cli.main(["run", str(grid), "--store", str(store)]) == 2
     out, err = capsys.readouterr()
-    assert "Traceback" not in out + err and err.startswith(f"error: store {store}: part-")
-    assert "is gone (the store deleted while the sweep ran?)" in " ".join(err.split())
+    said = " ".join(err.split())  # its lines unwrapped
+    assert "Traceback" not in out + err and said.startswith(f"error: store {store}: part-")
+    assert "is gone (the store deleted while the sweep ran?)" in said
 
 
 def ok_keys(store: Path, sweep: str) -> set[str]:

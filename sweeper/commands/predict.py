@@ -40,7 +40,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
         validation_lines,
     )
     from sweeper.store.parquet import load_sweep
-    from sweeper.text import json_text, plain
+    from sweeper.text import OUTPUT_COLUMNS, json_text, plain, wrapped
 
     if args.grid is None and not args.validate:
         raise UserError("sweeper predict: pass --grid GRID (the launches to predict) or --validate")
@@ -52,9 +52,10 @@ def main(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         print(json_text(to_json(learned, predictions), indent=2))
         return 0
+    console.width = min(console.width, OUTPUT_COLUMNS)  # on a wider terminal too, the table as well
     shown = validation_lines(learned) if args.validate else [*model_lines(learned), *validation_lines(learned)]
     for line in [*shown, *skipped]:
-        console.print(plain(line), soft_wrap=True)
+        console.print(wrapped(plain(line), console.width), soft_wrap=True)
     if predictions:
         table = Table(title=plain(f"predicted median batch times of {args.grid}"))
         for header in prediction_headers(learned):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sweeper.shapes import ExecutorFigures
+from sweeper.shapes import ExecutorFigures, counted
 from sweeper.units import MIB_PER_GIB
 
 MIN_OVERHEAD_MIB = 384
@@ -144,7 +144,7 @@ def size_executors(cluster: Cluster, cores_per_executor: int, rule: str = REPORT
     if executors < 1:
         raise InfeasibleShape(
             f"{cores_per_executor} cores per executor leave no executor: "
-            f"{executors_per_node} per node x {cluster.nodes} nodes - "
+            f"{executors_per_node} per node x {counted(cluster.nodes, 'node')} - "
             f"{cluster.application_master} for the application master"
         )
     usable_gib = (cluster.memory_per_node_mib - cluster.reserve_memory_mib) // MIB_PER_GIB

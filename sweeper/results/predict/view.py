@@ -7,24 +7,27 @@ from typing import Any
 from sweeper.results.predict.forecast import Learned, Prediction
 from sweeper.results.predict.model import EngineModel
 from sweeper.results.predict.validation import MIN_CONFIGURATIONS, TRUSTED_MEDIAN_ERROR
+from sweeper.shapes import counted
 
 
 def model_lines(learned: Learned) -> list[str]:
-    """Each engine's fitted formulas, coefficients in place."""
+    """Each engine's fitted formulas, coefficients in place: a line for one fit, the batch and the memory each."""
     lines = []
     for engine, m in learned.models.items():
-        lines.append(
-            f"{engine}: one fit = {m.fixed_s:.3g} s + ({m.work_s:.3g} s + {m.contention_s:.3g} s x (fits per executor "
-            f"- 1)) x {learned.work_axis} x rows/1e6; batch = {m.batch_overhead_s:.3g} s + {m.per_executor_s:.3g} s "
-            f"x executors + {m.wave_factor:.3g} x waves x one fit" + _memory_text(m) + f"  [{m.points} medians]"
-        )
+        lines += [
+            f"{engine}: one fit = {m.fixed_s:.3g} s + ({m.work_s:.3g} s + {m.contention_s:.3g} s x (fits per "
+            f"executor - 1)) x {learned.work_axis} x rows/1e6",
+            f"  batch = {m.batch_overhead_s:.3g} s + {m.per_executor_s:.3g} s x executors + {m.wave_factor:.3g} x "
+            f"waves x one fit  [{m.points} medians]",
+            *_memory_lines(m),
+        ]
     return lines
 
 
-def _memory_text(model: EngineModel) -> str:
+def _memory_lines(model: EngineModel) -> list[str]:
     if model.base_gib is None or model.per_fit_gib is None:
-        return ""
-    return f"; peak = {model.base_gib:.3g} GiB + {model.per_fit_gib:.3g} GiB x fits per executor"
+        return []
+    return [f"  peak = {model.base_gib:.3g} GiB + {model.per_fit_gib:.3g} GiB x fits per executor"]
 
 
 def validation_lines(learned: Learned) -> list[str]:
@@ -68,7 +71,7 @@ def prediction_rows(predictions: list[Prediction]) -> list[list[str]]:
         rows.append(
             [
                 s.engine,
-                f"{s.executors} x {s.cores_per_executor} cores, {s.nodes} nodes",
+                f"{s.executors} x {counted(s.cores_per_executor, 'core')}, {counted(s.nodes, 'node')}",
                 str(s.epochs),
                 str(s.n_fits),
                 # no point estimate without a validated interval to back it
