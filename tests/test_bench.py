@@ -190,6 +190,22 @@ def test_a_missing_measurement_is_not_a_pass() -> None:
     assert found["dask_rss_slope_mib"].note == "not measured"
 
 
+def test_a_later_yarn_start_is_judged_against_the_first_and_an_unavailable_cluster_is_not() -> None:
+    """tests/bench/yarn_starts.py: the later starts' median over the first's, at most 0.25."""
+    from tests.bench.yarn_starts import start_figures, yarn_starts_lines
+
+    launches = [{"start_s": s, "staging_s": 0.0, "warmup_s": 1.0} for s in (60.0, 14.0, 16.0)]
+    measured = {"cluster_start_s": 70.0, **start_figures(launches)}
+    assert checks(full_report(yarn_starts=measured))["yarn_later_start_ratio"].ok is True  # 15 / 60
+    launches[1]["start_s"] = launches[2]["start_s"] = 30.0
+    later = {"cluster_start_s": 70.0, **start_figures(launches)}
+    slow = checks(full_report(yarn_starts=later))["yarn_later_start_ratio"]
+    assert slow.measured == 0.5 and slow.ok is False
+    assert "30.0 s against the first's 60.0 s: 0.50x" in yarn_starts_lines(later)[0]
+    unavailable = checks(full_report(yarn_starts={"unavailable": "needs root"}))["yarn_later_start_ratio"]
+    assert unavailable.ok is None and "needs root" in unavailable.note
+
+
 def test_findings_name_the_causes() -> None:
     report = full_report()
     report["engines"]["dask"]["shipping"]["peer_fetches"] = 3

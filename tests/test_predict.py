@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from sweeper.cli import main as sweeper_main
@@ -224,6 +225,15 @@ def test_plan_predicts_each_launch_and_the_sweeps_cluster_time(
     assert cost.batches_node_s == pytest.approx(sum(p.predicted_s for p in predictions))
     assert f"Predicted cluster time: {cost.total_node_s:,.0f} node-seconds" in out
     assert "each configuration predicted from the others" in out
+
+
+def test_a_launch_is_predicted_to_start_as_a_warm_node_does_not_as_the_first() -> None:
+    """2 shapes per engine; each engine's first launch started in 60 s (YARN localizing its jars and environment on
+    the nodes), the other in 8 s: a launch costs 8 + 2 + 2 s (the median of the first starts would be 34 + 4 s)."""
+    df = frame(law_rows(LAWS, shapes=[(2, 6), (4, 3)]))
+    first = df["launch_index"].isin([0, 2])  # launches 0, 1: spark's shapes; 2, 3: dask's
+    df["cluster_start_s"] = np.where(first, 60.0, 8.0)
+    assert learn(df).launch_overhead_s == {"spark": 12.0, "dask": 12.0}
 
 
 def test_one_measured_epochs_value_keeps_contention_and_flags_other_epochs() -> None:

@@ -195,7 +195,7 @@ class ScriptedLaunches:
     """Stands in for :class:`sweeper.run.launches.Launches` (the racing driver's view of a cluster: no cluster here;
     real sweeps with racing are in tests/test_search_sweep.py): each measurement takes its engine's scripted time
     (trial t: times ``factors[t % 3]``, by default 1, 1.05, 1.1; ``"dask 2"``: dask's with 2 cores per executor, if
-    given), each start ``start_s``; ``failing`` trials
+    given), each start ``start_s`` (the sweep's first starts ``starts_s``, if given, one by one); ``failing`` trials
     (engine, epochs, trial) fail;
     ``refused`` starts (engine, visit) do not start, as Launches records them: the queue's rest fails."""
 
@@ -206,14 +206,17 @@ class ScriptedLaunches:
         failing: frozenset[Any] = frozenset(),
         refused: frozenset[Any] = frozenset(),
         factors: tuple[float, float, float] = (1.0, 1.05, 1.1),
+        starts_s: Sequence[float] = (),
     ) -> None:
         self.times_s, self.start_s, self.visits = times_s, start_s, Counter[int]()
-        self.failing, self.refused, self.factors = failing, refused, factors
+        self.failing, self.refused, self.factors, self.starts_s = failing, refused, factors, starts_s
 
     def run(self, launch: Launch, queue: LaunchQueue) -> Iterator[Row]:
         if queue.next() is None:
             return  # as Launches: a queue with nothing to take (the store holds it) starts nothing
         self.visits[launch.index] += 1
+        started = self.visits.total() - 1
+        start_s = self.starts_s[started] if started < len(self.starts_s) else self.start_s
         if (launch.engine, self.visits[launch.index]) in self.refused:
             for left in queue.rest():
                 yield cast(Row, {"measurement_key": left.key, "status": "failed", "engine": launch.engine})
@@ -224,7 +227,7 @@ class ScriptedLaunches:
             time_s = float(base_s or 0.0) * self.factors[item.trial % 3]
             columns = queue.record(item, None if failed else time_s)
             status = "failed" if failed else "ok"
-            row = {"cluster_start_s": self.start_s, "warmup_s": 0.0, "fit_wall_s": time_s, "status": status}
+            row = {"cluster_start_s": start_s, "warmup_s": 0.0, "fit_wall_s": time_s, "status": status}
             where = {"measurement_key": item.key, "engine": launch.engine, "launch_index": launch.index}
             where |= {"epochs": item.point.epochs}
             yield cast(Row, {**row, **where, "trial": item.trial, **columns})
@@ -262,8 +265,10 @@ def raced(
     launches: ScriptedLaunches,
     recorded: Recorded = NOTHING_RECORDED,
     strategy: str = "race",
+    cores: Sequence[int] = (1,),
 ) -> Raced:
     spec = minimal_grid(engines=["spark", "dask"], baseline=False)
+    spec["sizing"]["cores_per_executor"] = list(cores)
     spec["workload"] = {"dataset": "digits", "epochs": [5, 10], "trials": 10}
     spec["search"] = {"strategy": strategy}
     plan = make_plan(grid_file.load(write_grid(spec)))
@@ -310,6 +315,38 @@ def test_a_launch_whose_start_costs_more_than_its_rest_measures_everything_at_on
     taken = Counter((row["race_round"], row["stop_reason"]) for row in run.rows)
     assert taken == {(1, None): 36, (1, MAX_TRIALS_REACHED): 4}  # 2 launches x 2 points x 10 trials, one visit each
     assert run.ended() == []
+
+
+def visit_rows(run: Raced, round_: int, position: int) -> int:
+    """The rows the visit at ``position`` of round ``round_`` took (its trials of the round and, staying, the rest)."""
+    return sum(1 for row in run.rows if (row.get("visit_round"), row.get("visit_position")) == (round_, position))
+
+
+def test_a_launch_stays_only_where_its_rest_costs_less_than_a_warm_nodes_start(
+    write_grid: Callable[..., Path],
+) -> None:
+    """4 launches (2 shapes x 2 engines), scouts of about 2 s: the rest of 2 points is about 36 s. The round's last
+    launch starts in 60 s (the first on its node) after the others' 8 s: coming back costs a warm node's start (its
+    engine's other launch's 8 s), so it takes its scouts only; where every start was 60 s it stays for all 20 trials."""
+    times = {"spark": 2.06, "dask": 2.0}
+    warm_nodes = raced(write_grid, ScriptedLaunches(times, 8.0, starts_s=(8.0, 8.0, 8.0, 60.0)), cores=(1, 2))
+    assert visit_rows(warm_nodes, 1, 4) == 2  # one scout at each point
+    assert warm_nodes.race.warm_visit_s() == dict.fromkeys(range(4), 8.0)
+    cold_nodes = raced(write_grid, ScriptedLaunches(times, 60.0), cores=(1, 2))
+    assert [visit_rows(cold_nodes, 1, position) for position in range(1, 5)] == [20] * 4
+
+
+def test_auto_prices_coming_back_at_a_warm_nodes_start_not_the_first_launchs(
+    write_grid: Callable[..., Path],
+) -> None:
+    """The sweep's first start takes 60 s (YARN localizing the jars and the environment on its node), every later
+    one 8 s: auto's choice is the one it makes where every start took 8 s (the first launch's coming back is 8 s)."""
+    times = {"spark": 10.3, "dask": 10.0}  # the rest (about 180 s) outweighs any start: no launch stays
+    cold_first = raced(write_grid, ScriptedLaunches(times, 8.0, starts_s=(60.0,)), strategy="auto", cores=(1, 2))
+    all_warm = raced(write_grid, ScriptedLaunches(times, 8.0), strategy="auto", cores=(1, 2))
+    assert cold_first.race.choice is not None and cold_first.race.choice == all_warm.race.choice
+    assert cold_first.race.warm_visit_s() == dict.fromkeys(range(4), 8.0)
+    assert cold_first.ended() == all_warm.ended()
 
 
 def test_running_a_finished_race_again_measures_and_decides_nothing(write_grid: Callable[..., Path]) -> None:

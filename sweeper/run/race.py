@@ -4,9 +4,9 @@ Each workload point (epochs, fraction, mode, model) is a race of every cluster l
 (:mod:`sweeper.search.race` decides). The run goes in rounds: each launch with a configuration
 still wanting trials is started once, takes its trials of the round at every such point, and,
 when coming back would cost more than measuring everything it may still need
-(:func:`sweeper.search.race.stays`, from this start's own start and warm-up seconds), takes that
-at once. After a round every race decides. A round visits its launches in a random order drawn from
-the grid's seed and the round, and a visit takes its points in a random order of the round's too
+(:func:`sweeper.search.race.stays`, from a warm node's start and warm-up, :meth:`RaceRun.warm_visit_s`), takes
+that at once. After a round every race decides. A round visits its launches in a random order drawn from the
+grid's seed and the round, and a visit takes its points in a random order of the round's too
 (:mod:`sweeper.search.interleaving`). The
 single-thread baseline is a reference, not a candidate: it is measured first, with the grid's trials.
 A configuration that stopped before its most trials (it left the race, or the race settled) gets one
@@ -16,7 +16,7 @@ Resuming (a run stopped by Ctrl-C or killed at any point): the run replays the r
 each round in the order the stopped run drew (the same seed and round draw the same order), every trial the store
 holds ``ok`` taken from it instead of measured (no launch starts for a visit the store holds
 whole), so each decision sees the trials it saw the first time and decides the same. Whether a launch stayed for
-all its trials (it compared its start's seconds, not kept, with the rest) is read from the round its next trial was
+all its trials (it compared a start's seconds, not kept, with the rest) is read from the round its next trial was
 taken in (the row's ``race_round``); where the store lacks that trial, and for ``auto``'s choice after the first
 round (from the same seconds), the run first replays the store without launching anything
 (:func:`_resume_choices`) and keeps the choices under which every stored trial and recorded decision is explained
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sweeper.config.grid import RACE_MIN_TRIALS
-from sweeper.names import BASELINE_ENGINE, PRUNED
+from sweeper.names import BASELINE_ENGINE, FAILED, PRUNED
 from sweeper.planning.measurements import Todo, measurement_key
 from sweeper.planning.plan import Launch, Plan, Point
 from sweeper.run.rows import RunRecord, measurement_row
@@ -48,6 +48,7 @@ from sweeper.run.trials import (
     point_order,
     trial_policy,
 )
+from sweeper.search.accounting import NOT_STARTED, warm_start_s
 from sweeper.search.race import LEFT, MAX_TRIALS_REACHED, RESTING, SETTLED, RacePolicy, RaceState, stays
 from sweeper.search.race_choice import Choice, choose
 from sweeper.store.row import Row, SearchColumns, VisitColumns
@@ -155,7 +156,7 @@ class RaceRun:
         self.stopped: set[str] = set()  # the keys of the decisions this run reached, written or not
         self.consumed: set[str] = set()  # the stored trials this run took from the store
         self.skipped = 0
-        self.visit_s: dict[int, float] = {}  # each launch's start, staging and warm-up, as this run measured them
+        self.latest_starts: dict[int, tuple[float, float]] = {}  # each launch's latest start and warm-up seconds
         self.choice: Choice | None = None  # auto's, after the first round
         self.dry, self.live = dry, False  # live: a trial the store lacks came (the replay of the store is over)
         self.wants: dict[int, list[Point]] = {}  # this round's
@@ -189,8 +190,6 @@ class RaceRun:
                 for row in self.run_launch(self.launches[index], visit):
                     visit.observe(row)
                     self.emit(row)
-                if visit.visit_s is not None:
-                    self.visit_s.setdefault(index, visit.visit_s)
             decided = {point for points in wants.values() for point in points}
             for point in decided:
                 self.races[point].decide()
@@ -233,13 +232,28 @@ class RaceRun:
         index = visit.launch.index
         if all(self.races[point].exhausted(index) for point in visit.points):
             return False
-        if visit.visit_s is not None:
-            return stays(visit.visit_s, sum(self.races[point].rest_s(index) for point in visit.points))
+        if visit.started:
+            return stays(self.warm_visit_s()[index], sum(self.races[point].rest_s(index) for point in visit.points))
         ahead = next(point for point in visit.points if not self.races[point].exhausted(index))
         key = self._key(index, ahead, self.races[ahead].taken[index])
         if key in self.recorded.done_s:  # the store took the next trial: in this round's visit if the launch stayed
             return self.recorded.rounds.get(key) == visit.round
         return False if self.live else self.replayed_choice(False)  # stayed and stopped before its next trial, or not
+
+    def warm_visit_s(self) -> dict[int, float]:
+        """What coming back to each launch this run started costs: a warm node's start and warm-up (its latest start,
+        at most the median of its engine's other launches' latest: :func:`sweeper.search.accounting.warm_start_s`;
+        the first launch on a node pays what later ones find there, such as YARN's localized jars and environment).
+        Staging, once a sweep, is left out; the teardown is not known yet, so coming back is if anything
+        underestimated."""
+        engine = {index: launch.engine for index, launch in self.launches.items()}
+        visits = {}
+        for index, (start_s, warmup_s) in self.latest_starts.items():
+            others_s = [
+                s for other, (s, _) in self.latest_starts.items() if other != index and engine[other] == engine[index]
+            ]
+            visits[index] = warm_start_s(start_s, others_s) + warmup_s
+        return visits
 
     def _choose(self) -> None:
         """``auto``: race on, or measure every remaining trial now, whichever the first round expects cheaper (a
@@ -247,9 +261,9 @@ class RaceRun:
         if not self.live and not all(state.done for state in self.races.values()):
             self.choice = Choice.resumed(not self.replayed_choice(False))
         else:
-            known = list(self.visit_s.values())
-            fallback = float(np.median(known)) if known else 0.0
-            visit_s = {index: self.visit_s.get(index, fallback) for index in self.launches}
+            warm = self.warm_visit_s()
+            fallback = float(np.median(list(warm.values()))) if warm else 0.0
+            visit_s = {index: warm.get(index, fallback) for index in self.launches}
             nodes = {index: launch.nodes for index, launch in self.launches.items()}
             self.choice = choose(self.races, visit_s, nodes)
         if not self.choice.race:
@@ -376,17 +390,20 @@ class RaceQueue:
         self.points = point_order(run.plan, launch.index, points, round_)
         self.visit = VisitColumns(visit_round=round_, visit_position=position)
         self.budget = {point: run.races[point].wanted(launch.index) for point in points}
-        self.visit_s: float | None = None
+        self.started = False  # the visit's launch started (its rows record the start)
         self.measured = False  # the visit asked for a trial the store lacks (its launch started, or tried to)
         self.stay_checked = False
         self.closed = False
 
     def observe(self, row: Row) -> None:
-        """The start this visit's rows record: its start, staging and warm-up seconds (the teardown is not known
-        yet, so coming back is if anything underestimated)."""
-        if self.visit_s is None and row.get("cluster_start_s") is not None:
-            parts = (row.get("cluster_start_s"), row.get("staging_s"), row.get("warmup_s"))
-            self.visit_s = sum(part or 0.0 for part in parts)
+        """The start this visit's first row records (a launch that did not start records none): the run's latest
+        start of the launch (:meth:`RaceRun.warm_visit_s`)."""
+        start_s = row.get("cluster_start_s")
+        failed_start = row.get("status") == FAILED and str(row.get("error") or "").startswith(NOT_STARTED)
+        if self.started or start_s is None or failed_start:
+            return
+        self.started = True
+        self.run.latest_starts[self.launch.index] = (float(start_s), float(row.get("warmup_s") or 0.0))
 
     def next(self) -> Todo | None:
         if self.closed:
@@ -407,7 +424,7 @@ class RaceQueue:
                 if stored:
                     run.consumed.add(key)
                     run.skipped += 1
-        if not self.stay_checked and (self.visit_s is not None or not self.measured):
+        if not self.stay_checked and (self.started or not self.measured):
             self.stay_checked = True
             if run.stays_for_all(self):
                 for point in self.points:

@@ -14,6 +14,7 @@ nothing and are left out.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -130,10 +131,17 @@ def warm_launch_s(df: pd.DataFrame) -> pd.Series:
     for launches in engine.groupby(engine, dropna=False).groups.values():
         starts = per_node[launches]
         for launch in launches:
-            others = starts.drop(launch)
-            if len(others):
-                warm[launch] = min(starts[launch], float(others.median()))
+            warm[launch] = warm_start_s(float(starts[launch]), starts.drop(launch).to_numpy(dtype=float))
     return warm * parts + one["warmup_s"] + one["teardown_s"]
+
+
+def warm_start_s(own_s: float, others_s: Sequence[float] | np.ndarray) -> float:
+    """A launch's start at a warm node: its own, at most the median of its engine's other launches' starts.
+
+    >>> warm_start_s(60.0, [8.0, 9.0]), warm_start_s(60.0, []), warm_start_s(8.0, [60.0])
+    (8.5, 60.0, 8.0)
+    """
+    return min(own_s, float(np.median(others_s))) if len(others_s) else own_s
 
 
 def rung_axis_of(df: pd.DataFrame) -> str:

@@ -25,6 +25,7 @@ from tests.bench.settings import QUICK, Settings
 from tests.bench.shipping import data_nbytes
 from tests.bench.targets import evaluate
 from tests.bench.text import _fmt, log
+from tests.bench.yarn_starts import yarn_starts
 
 
 def load_data(rows: int) -> tuple[Data, str, str]:
@@ -88,6 +89,10 @@ def run(settings: Settings, command: str, profile_dir: Path | None = None) -> di
     log(f"a quiet sweep of {settings.quiet_trials} trials per engine (false marks)")
     with tempfile.TemporaryDirectory(prefix="sweeper-bench-quiet-") as scratch:
         report["quiet_sweep"] = quiet_sweep(settings.quiet_trials, Path(scratch))
+    if settings.yarn_start_sweeps:
+        log(f"{settings.yarn_start_sweeps} Spark sweeps on the namespaced YARN cluster (starts paid once)")
+        with tempfile.TemporaryDirectory(prefix="sweeper-bench-yarn-starts-") as scratch:
+            report["yarn_starts"] = yarn_starts(settings.yarn_start_sweeps, Path(scratch))
     report["machine"]["load average at end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     report["duration_s"] = time.perf_counter() - began
     return report

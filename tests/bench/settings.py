@@ -24,6 +24,7 @@ class Settings:
     analysis_configurations: int = 1_000
     quiet_trials: int = 20  # per engine, of the quiet sweep (false marks: tests/bench/quiet.py)
     racing_repeats: int = 300  # replays of racing per store (tests/bench/racing.py)
+    yarn_start_sweeps: int = 3  # one-launch Spark sweeps on the namespaced YARN cluster (tests/bench/yarn_starts.py)
     quick: bool = False
 
 
@@ -38,6 +39,7 @@ QUICK = Settings(
     analysis_configurations=20,
     quiet_trials=3,
     racing_repeats=20,
+    yarn_start_sweeps=0,
     quick=True,
 )
 

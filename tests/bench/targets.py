@@ -40,6 +40,12 @@ TARGETS: tuple[tuple[str, str, float, str], ...] = (
     ),
     ("racing_missed_pct", "replay --strategy auto on seed 001's stores: repeats not within 5 % of the best", 5.0, "%"),
     ("racing_starts_pct", "replay --strategy auto where starts dominate: node-seconds, share of the grid", 105.0, "%"),
+    (
+        "yarn_later_start_ratio",
+        "namespaced YARN cluster: a later Spark launch's start / the first's (jars and environment localized once)",
+        0.25,
+        "x",
+    ),
     ("dask_schedulers_alive", "closed Dask schedulers still alive in the driver after the launches", 0, "objects"),
     ("dask_rss_slope_mib", "driver RSS growth per Dask launch (Theil-Sen slope, after warm-up)", 0.1, "MiB/launch"),
     ("measuring_pct", "measuring CPU and memory (in the fits and the driver), share of a batch's time", 2.0, "%"),
@@ -114,6 +120,7 @@ def evaluate(report: Mapping[str, Any]) -> list[Check]:
         "racing_missed_pct": report.get("racing", {}).get("missed_pct"),
         "racing_starts_pct": report.get("racing", {}).get("starts_dominate_pct"),
         "false_marks_pct": report.get("quiet_sweep", {}).get("false_marks_pct"),
+        "yarn_later_start_ratio": report.get("yarn_starts", {}).get("later_vs_first"),
     }
     quiet = report.get("quiet_sweep", {})
     launches = len(report.get("memory", {}).get("dask", {}).get("rss_mib", []))
@@ -126,6 +133,8 @@ def evaluate(report: Mapping[str, Any]) -> list[Check]:
             note = "not measured"
             if key == "false_marks_pct" and quiet:
                 note = f"{quiet.get('quiet')} measurements taken while quiet: too few (a busy machine)"
+            if key == "yarn_later_start_ratio" and "unavailable" in report.get("yarn_starts", {}):
+                note = f"not measured: {report['yarn_starts']['unavailable']}"
         elif key in TIMED and not sized:
             ok, note = None, size_note
         elif key.startswith("store_load") and report.get("store", {}).get("rows", 0) < 100_000:

@@ -19,6 +19,7 @@ from sweeper.planning.plan import Plan, Point
 from sweeper.results.predict.model import EngineModel, Shape, fit_engine, medians
 from sweeper.results.predict.targets import PREDICTED_ENGINES, Ranges, measured_ranges, outside, plan_targets
 from sweeper.results.predict.validation import Validation, validate
+from sweeper.search.accounting import warm_launch_s
 
 MIN_RELATIVE_WIDTH = 0.02  # no interval narrower than +-2 %: run-to-run noise on a quiet cluster
 
@@ -50,7 +51,7 @@ class Learned:
     points: pd.DataFrame
     models: dict[str, EngineModel]
     validation: Validation
-    launch_overhead_s: dict[str, float]  # per engine: a launch's median start + warm-up + teardown
+    launch_overhead_s: dict[str, float]  # per engine: a launch's median warm node's start + warm-up + teardown
     work_axis: str = "epochs"  # what the epochs column holds: an MLP's epochs, or the parameter the grid's axis set
 
     @cached_property
@@ -94,12 +95,19 @@ def work_axis_name(df: pd.DataFrame) -> str:
 
 
 def _launch_overheads(df: pd.DataFrame) -> dict[str, float]:
-    """Per engine, the median over its launches of the first start's start, warm-up and teardown seconds."""
-    parts = ["cluster_start_s", "warmup_s", "teardown_s"]
+    """Per engine, the median over its launches of a warm node's start, warm-up and teardown seconds
+    (:func:`sweeper.search.accounting.warm_launch_s`: a launch's own start, at most the median of its engine's other
+    launches'; the first launch on a node pays what later ones find there, such as YARN's localized jars and
+    environment)."""
     started = df[df["cluster_start_s"].notna() & ~df["dry_run"].fillna(False).astype(bool)]
-    launches = started.groupby(["engine", "run_id", "launch_index"], sort=True)[parts].first().fillna(0.0)
-    total = launches.astype(float).sum(axis=1)
-    return {str(engine): float(seconds.median()) for engine, seconds in total.groupby(level="engine")}
+    if started.empty:
+        return {}
+    warm_node_s = warm_launch_s(started)  # node-seconds, per launch_index
+    by_launch = started.groupby(started["launch_index"].astype(int))
+    engine = by_launch["engine"].first().reindex(warm_node_s.index).astype(object)
+    nodes = by_launch["nodes"].max().reindex(warm_node_s.index).astype(float)
+    seconds = warm_node_s / nodes.fillna(1.0).clip(lower=1.0)
+    return {str(name): float(each.median()) for name, each in seconds.groupby(engine)}
 
 
 @dataclass(frozen=True)
