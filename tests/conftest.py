@@ -174,7 +174,7 @@ def pytest_configure(config: pytest.Config) -> None:
     mark_this_run()
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the groups
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the groups on pytest 8
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run the tests of each shared cluster together, after the others; the order is kept otherwise.
 
@@ -210,9 +210,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return
     for item in items:
         cluster = rank(item)
-        group = SHARED_CLUSTERS[cluster - 1] if cluster else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
+        _group(item, SHARED_CLUSTERS[cluster - 1] if cluster else item.nodeid.split("::")[0])
     items.sort(key=lambda item: (-rank(item), item.get_closest_marker("integration") is None))
+
+
+def _group(item: pytest.Item, name: str) -> None:
+    """Put ``item`` in pytest-xdist's group ``name`` (``--dist loadgroup`` sends a group to one worker).
+
+    pytest-xdist 3.8 appends the group of an ``xdist_group`` mark to ``Item._nodeid``, which pytest 9 no longer
+    reads (the node id is ``Item._id``): on pytest 9 the id gets its ``@name`` here, as xdist's own hook does.
+    """
+    try:
+        from _pytest.nodes import coerce_node_id  # pytest 9
+    except ImportError:
+        item.add_marker(pytest.mark.xdist_group(name))
+        return
+    item._id = coerce_node_id(f"{item.nodeid}@{name}")
 
 
 @pytest.hookimpl(hookwrapper=True)
