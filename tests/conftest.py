@@ -2,10 +2,10 @@
 
 The expensive clusters (an sshd, the standalone Spark master and Dask scheduler, a MiniYARNCluster) start
 once per session, at their first use, and stop at its end. The tests that use one run after all others,
-grouped per cluster, so that no cluster idles through the rest of the suite. Under pytest-xdist (``make test``
-runs two workers, ``--dist loadgroup``) each cluster's tests, and each module's, are one group on one worker, so
-every cluster and module fixture still starts once; the clusters' groups go first, the longest work, and the
-quick modules fill in behind them.
+grouped per cluster, so that no cluster idles through the rest of the suite. Under pytest-xdist (``make test`` runs
+the quick tests on two workers, ``--dist loadgroup``; the integration tests in one process) each cluster's tests,
+and each module's, are one group on one worker, so every cluster and module fixture still starts once; the
+clusters' groups go first, the longest work, and the quick modules fill in behind them.
 """
 
 from __future__ import annotations
