@@ -224,7 +224,8 @@ def test_plan_predicts_each_launch_and_the_sweeps_cluster_time(
     assert cost.starts_node_s == 4 * 24.0
     assert cost.batches_node_s == pytest.approx(sum(p.predicted_s for p in predictions))
     assert f"Predicted cluster time: {cost.total_node_s:,.0f} node-seconds" in out
-    assert "each configuration predicted from the others" in out
+    assert "each configuration predicted from the others" in " ".join(out.split())
+    assert max(map(len, out.splitlines())) <= 100, out  # a pipe's width (#35)
 
 
 def test_a_launch_is_predicted_to_start_as_a_warm_node_does_not_as_the_first() -> None:

@@ -19,15 +19,13 @@ from sweeper.planning.view import beyond_this_machine, warning_line
 from sweeper.run.view import say
 from sweeper.shapes import counted
 from sweeper.store.row import Row
-from sweeper.text import plain
+from sweeper.text import OUTPUT_COLUMNS, plain
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from sweeper.run.not_taken import NotTaken
     from sweeper.run.runner import RunResult
-
-MAX_COLUMNS = 100  # of every line sweeper run prints, on a wider terminal too
 
 
 def add_parser(commands: Any) -> None:
@@ -59,7 +57,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
     from sweeper.run import runner
     from sweeper.run.progress import run_progress
 
-    console.width = min(console.width, MAX_COLUMNS)
+    console.width = min(console.width, OUTPUT_COLUMNS)  # on a wider terminal too
     plan = make_plan(grid_file.load(args.grid))
     if args.predict_from:
         plan = _predicted(plan, args, console)

@@ -2,7 +2,7 @@
 
 :func:`answer_lines` are the few lines ``sweeper run`` can end with; :func:`lines` is the whole text;
 :func:`to_json` the ``--json`` object (the command: :mod:`sweeper.commands.recommend`, each line wrapped at
-:data:`COLUMNS`).
+:data:`sweeper.text.OUTPUT_COLUMNS`).
 """
 
 from __future__ import annotations
@@ -24,8 +24,6 @@ from sweeper.text import json_nulls
 if TYPE_CHECKING:
     from sweeper.results.predict.worth import WorthMeasuring
     from sweeper.results.recommend import AccuracyCheck, Answer, Arm, EngineAnswer, MemoryAdvice, Recommendation
-
-COLUMNS = 100  # the widest line recommend prints (narrower on a narrower terminal)
 
 
 def _seconds(value: float) -> str:
