@@ -162,6 +162,8 @@ def test_recommend_and_the_report_read_its_store(swept: Swept, cli: Cli, tmp_pat
     escaped = axis.replace("_", "\\_")
     assert f"| {escaped} |" in markdown and f"The recommendation per {escaped} value" in markdown
     assert ("| Score (r2) |" if regressor else "| Accuracy |") in markdown
+    named = "Time and score (r2) per configuration" if regressor else "Time and accuracy per configuration"
+    assert named in markdown
     assert "Epochs" not in markdown, [line for line in markdown.splitlines() if "Epochs" in line]
 
 

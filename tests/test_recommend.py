@@ -19,6 +19,7 @@ from sweeper.errors import UserError
 from sweeper.results import recommend as rec
 from sweeper.results import recommend_view as view
 from sweeper.store.parquet import COLUMNS
+from sweeper.text import OUTPUT_COLUMNS
 from tests.support.stored_rows import write_test_rows
 from tests.support.synthetic_stores import ArmSpec, synthetic_frame, synthetic_rows, to_frame
 
@@ -373,7 +374,7 @@ def test_the_answer_names_the_sweeps_work_axis_and_fits_100_columns(tmp_path: Pa
     assert "wins at every n_estimators value" in text and "at that n_estimators value" in text
     assert "epochs" not in text
     unwrapped = view.lines(rec.recommend(to_frame(forest_rows())))
-    assert max(map(len, unwrapped)) > view.COLUMNS >= max(len(line) for line in text.splitlines())
+    assert max(map(len, unwrapped)) > OUTPUT_COLUMNS >= max(len(line) for line in text.splitlines())
     assert " ".join(text.split()) == " ".join(" ".join(unwrapped).split())  # wrapped at spaces, nothing lost
     mlp = rec.recommend(synthetic_frame(CLEAR, epochs=(5, 50), seed=1))
     assert mlp.work_axis == "epochs" and "\n  5 epochs: spark" in "\n".join(view.lines(mlp))

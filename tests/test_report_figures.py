@@ -126,3 +126,17 @@ def test_one_core_count_draws_no_speedup_axis_and_says_so() -> None:
 def test_one_epochs_value_is_said_instead_of_drawn() -> None:
     blocks = configurations.time_blocks(synthetic_frame([ArmSpec("dask", 2, 1, 6.0)], epochs=(10,), seed=1), "")
     assert Paragraph("Every measurement at 10 epochs: no figure against epochs.") in blocks
+
+
+def test_a_regressors_figures_name_its_score_not_accuracy() -> None:
+    """A regressor's sweep is scored by R^2 (#36): its figures' titles, axes and legends say so."""
+    texts = [
+        text.get_text()
+        for figure in (
+            plots.versus_epochs(TABLE, score="Score (r2)"),
+            plots.accuracy_vs_time(TABLE, score="Score (r2)"),
+        )
+        for text in _drawn(figure).findobj(Text)
+    ]
+    assert "median score (r2)" in texts and "Score (r2) vs epochs" in texts, texts
+    assert not [text for text in texts if "accura" in text.lower()], texts

@@ -57,8 +57,8 @@ def test_figures_draw_each_engines_fastest_and_say_how_many_are_left_out(drawn: 
     shapes = zip(fastest_dask["cores_per_executor"], fastest_dask["executors"], strict=True)
     assert sorted(shapes) == sorted(SHAPES[:8])
     assert "each engine's 8 fastest configurations at each epochs value drawn; 44 of 61 left out" in note
-    lines, _, axis = drawn["versus_epochs"]
-    assert axis == "epochs"
+    lines, _, axis, score = drawn["versus_epochs"]
+    assert (axis, score) == ("epochs", "Accuracy")
     assert lines.groupby("engine").size().to_dict() == {"dask": 16, "local": 2, "spark": 16}  # 8 x 2 epochs
     arms, _ = drawn["time_by_configuration"]
     assert arms.groupby(["panel", "engine"]).size().max() == 8 and arms["winner"].sum() == 2

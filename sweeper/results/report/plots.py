@@ -174,9 +174,9 @@ def _series(table: pd.DataFrame) -> Iterator[tuple[str, str, pd.DataFrame]]:
 
 
 @readable
-def versus_epochs(table: pd.DataFrame, note: str = "", work_axis: str = EPOCHS) -> Figure:
-    """Median time and accuracy against the work axis (named ``work_axis``), a line per engine and configuration
-    (from ``summary``).
+def versus_epochs(table: pd.DataFrame, note: str = "", work_axis: str = EPOCHS, score: str = "Accuracy") -> Figure:
+    """Median time and score (named ``score``: ``Accuracy``, ``Score (r2)``) against the work axis (named
+    ``work_axis``), a line per engine and configuration (from ``summary``).
 
     Drawn only where the work axis's values vary (:func:`varies`): the section says so otherwise.
     """
@@ -196,14 +196,14 @@ def versus_epochs(table: pd.DataFrame, note: str = "", work_axis: str = EPOCHS) 
         spread = np.vstack([median - group["q1_s"].to_numpy(dtype=float), group["q3_s"].to_numpy(dtype=float) - median])
         time_axis.errorbar(epochs, median, yerr=spread, capsize=3, **style)
         accuracy_axis.plot(epochs, group["accuracy"].to_numpy(dtype=float), **style)
-    for axis, ylabel in ((time_axis, "median fit time (s), IQR bars"), (accuracy_axis, "median accuracy")):
+    for axis, ylabel in ((time_axis, "median fit time (s), IQR bars"), (accuracy_axis, f"median {score.lower()}")):
         axis.set_xlabel(work_axis)
         axis.set_ylabel(ylabel)
         axis.grid(alpha=0.3)
         if _spans_decade(measured["epochs"]):
             axis.set_xscale("log")
     time_axis.set_title(f"Time vs {work_axis}")
-    accuracy_axis.set_title(f"Accuracy vs {work_axis}")
+    accuracy_axis.set_title(f"{score} vs {work_axis}")
     _legend(time_axis)
     if note:
         figure.suptitle(note[:1].upper() + note[1:], fontsize=TEXT_PT)
@@ -232,9 +232,13 @@ def _spans_decade(epochs: pd.Series) -> bool:
 
 @readable
 def accuracy_vs_time(
-    table: pd.DataFrame, shown_rows: np.ndarray | None = None, note: str = "", work_axis: str = EPOCHS
+    table: pd.DataFrame,
+    shown_rows: np.ndarray | None = None,
+    note: str = "",
+    work_axis: str = EPOCHS,
+    score: str = "Accuracy",
 ) -> Figure:
-    """The speed/accuracy trade-off: median accuracy against median time, the Pareto front marked.
+    """The speed/score trade-off: the median score (named ``score``) against median time, the Pareto front marked.
 
     Drawn only where the accuracy varies (:func:`varies`): the section says so otherwise.
 
@@ -263,14 +267,14 @@ def accuracy_vs_time(
         color="black",
         alpha=0.6,
         zorder=2,
-        label="Pareto front (faster or more accurate than all others)",
+        label=f"Pareto front (faster or higher {score.lower()} than all others)",
     )
     axis.scatter(time_s[front], accuracy[front], s=160, facecolors="none", edgecolors="black", zorder=4)
     _engine_legend(axis, colored["engine"].unique())
     for marker, label in markers.values():
         axis.scatter([], [], color="gray", marker=marker, label=label)
-    title = with_note(f"Speed vs accuracy (labels: {work_axis})", note, "\n")
-    _label_panel(axis, title, "median fit time (s)", "median accuracy")
+    title = with_note(f"Speed vs {score.lower()} (labels: {work_axis})", note, "\n")
+    _label_panel(axis, title, "median fit time (s)", f"median {score.lower()}")
     return figure
 
 

@@ -39,18 +39,18 @@ def workload_label(rows: pd.DataFrame) -> str:
 def time_blocks(rows: pd.DataFrame, prefix: str) -> list[Block]:
     """Time and accuracy per configuration: the tables, then the figures (``prefix`` names the workload's files)."""
     table = statistics.summary(rows)
-    blocks: list[Block] = [Heading("Time and accuracy per configuration", level=3)]
     work_axis = work_axis_name(rows)
     score = score_header(score_name(rows["scoring"]) if "scoring" in rows else ACCURACY)
+    blocks: list[Block] = [Heading(f"Time and {score.lower()} per configuration", level=3)]
     blocks += _config_tables(table, work_axis, score)
-    return [*blocks, *_time_figures(rows, table, prefix, work_axis)]
+    return [*blocks, *_time_figures(rows, table, prefix, work_axis, score)]
 
 
-def _time_figures(rows: pd.DataFrame, table: pd.DataFrame, prefix: str, work_axis: str) -> list[Block]:
-    """The box plots (each engine's fastest at each value of the work axis), time and accuracy against the work
-    axis (named ``work_axis``) and each other.
+def _time_figures(rows: pd.DataFrame, table: pd.DataFrame, prefix: str, work_axis: str, score: str) -> list[Block]:
+    """The box plots (each engine's fastest at each value of the work axis), time and score (named ``score``)
+    against the work axis (named ``work_axis``) and each other.
 
-    A figure whose axis would not vary (one value of the work axis; one accuracy) is left out with a sentence that
+    A figure whose axis would not vary (one value of the work axis; one score) is left out with a sentence that
     says so.
     """
     total = selection.configurations(table)
@@ -69,8 +69,8 @@ def _time_figures(rows: pd.DataFrame, table: pd.DataFrame, prefix: str, work_axi
     ]  # fmt: skip
     measured = table[table["n"] > 0]
     if plots.varies(measured["epochs"]):
-        alt = selection.with_note(f"Median time and accuracy against {work_axis}", note)
-        figure = plots.versus_epochs(table[overall], note, work_axis)
+        alt = selection.with_note(f"Median time and {score.lower()} against {work_axis}", note)
+        figure = plots.versus_epochs(table[overall], note, work_axis, score)
         blocks.append(Picture(f"{prefix}time_accuracy_vs_epochs.png", alt, plots.png(figure)))
     else:
         values = sorted(measured["epochs"].dropna().unique())
@@ -78,12 +78,14 @@ def _time_figures(rows: pd.DataFrame, table: pd.DataFrame, prefix: str, work_axi
         blocks.append(Paragraph(f"Every measurement at {at}: no figure against {work_axis}." if values
                                 else f"No ok measurement: no figure against {work_axis}."))  # fmt: skip
     if plots.varies(measured["accuracy"]):
-        alt = selection.with_note("Accuracy against time, Pareto front marked", dots)
-        figure = plots.accuracy_vs_time(table, overall, dots, work_axis)
+        alt = selection.with_note(f"{score} against time, Pareto front marked", dots)
+        figure = plots.accuracy_vs_time(table, overall, dots, work_axis, score)
         blocks.append(Picture(f"{prefix}accuracy_vs_time.png", alt, plots.png(figure)))
     else:
         said = _values_text(measured["accuracy"].round(4)) or "not measured"
-        blocks.append(Paragraph(f"Accuracy is the same in every measurement ({said}): no figure of accuracy vs time."))
+        blocks.append(
+            Paragraph(f"{score} is the same in every measurement ({said}): no figure of {score.lower()} vs time.")
+        )
     return blocks
 
 
