@@ -9,6 +9,7 @@ tests/test_engine_contract.py.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import signal
@@ -218,13 +219,14 @@ def test_a_sweep_through_the_command_line_runs_on_yarn(yarn: YarnCluster, tmp_pa
     assert not live_applications(yarn)
 
 
-def fit_processes() -> list[psutil.Process]:
-    """Python processes in YARN containers that run fits: Spark's Python workers, Dask workers."""
+def fit_processes(application: str) -> list[psutil.Process]:
+    """Python processes in ``application``'s YARN containers that run fits: Spark's Python workers, Dask workers
+    (not another test's, nor another run's, on the machine)."""
     found = []
     for process in psutil.process_iter(["cmdline", "cwd"]):
         try:
             cmdline = " ".join(process.info["cmdline"] or [])
-            in_container = "/appcache/" in (process.info["cwd"] or "")
+            in_container = f"/appcache/{application}/" in (process.info["cwd"] or "")
             if in_container and ("pyspark.daemon" in cmdline or "dask_worker" in cmdline):
                 found.append(process)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
@@ -255,7 +257,8 @@ def test_ctrl_c_during_a_yarn_launch_kills_the_application_and_keeps_the_rows(
         # the launch's application (sweeper run's preflight ran its own probe application before it)
         ours = [a for a in applications(yarn) if a["id"] not in known and not a["name"].startswith("sweeper-check-")]
         assert [a["state"] for a in ours] == ["RUNNING"]
-        wait_until_fitting(fit_processes, cpu_s=1.0, include_self=True, timeout_s=120, alive=process)  # 5000 epochs
+        fitting = functools.partial(fit_processes, ours[0]["id"])
+        wait_until_fitting(fitting, cpu_s=1.0, include_self=True, timeout_s=120, alive=process)  # 5000 epochs
         os.kill(process.pid, signal.SIGINT)
         interrupted = time.monotonic()
         output, _ = process.communicate(timeout=120)
