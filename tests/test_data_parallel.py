@@ -6,7 +6,6 @@ import pickle
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -14,7 +13,7 @@ import pytest
 from sweeper.launch.registry import starter
 from sweeper.workload.averaging import Weights, average, shard_rows, train_in_process
 from sweeper.workload.data import Data
-from sweeper.workload.tasks import make_batch
+from sweeper.workload.tasks import Recipe, make_batch
 from tests.conftest import REPO
 from tests.support import launches
 from tests.support.leftovers import assert_no_launch_processes
@@ -84,21 +83,15 @@ def test_data_parallel_on_a_real_launch_ships_shards_once_and_only_weights_trave
     engine: str, digits: Data, tmp_path: Path
 ) -> None:
     context = launches.context(tmp_path, environment={})
-    common: dict[str, Any] = {
-        "n_train": digits.n_train,
-        "labels": digits.y_train,
-        "folds": 2,
-        "param_grid": (),
-        "seed": 0,
-    }
+    recipe = Recipe(folds=2)
     with starter(engine, "local")(launches.launch(engine, executor_memory_mib=1024), context) as session:
         first = session.run_batch(
-            make_batch("data-parallel", PARAMS, 30, 0, 1, exact_epochs=False, threads_per_fit=1, shards=2, **common),
+            make_batch(recipe, "data-parallel", PARAMS, 30, 0, 1, labels=digits.y_train, shards=2),
             digits,
         )
         shipped = session._shards  # type: ignore[attr-defined]
         second = session.run_batch(
-            make_batch("data-parallel", PARAMS, 5, 1, 1, exact_epochs=False, threads_per_fit=1, shards=2, **common),
+            make_batch(recipe, "data-parallel", PARAMS, 5, 1, 1, labels=digits.y_train, shards=2),
             digits,
         )
         assert session._shards is shipped  # type: ignore[attr-defined]  # the same shards, not shipped again

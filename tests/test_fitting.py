@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from sweeper.workload.fit import run_fit
-from sweeper.workload.tasks import FitTask, make_batch
+from sweeper.workload.tasks import FitTask, Recipe, make_batch
 from tests.support.batches import replicas
 
 
-def batch(mode: str, **overrides: Any) -> list[FitTask]:
-    arguments: dict[str, Any] = {
-        "n_train": 100,
-        "labels": np.arange(100) % 10,
-        "folds": 3,
-        "param_grid": (("alpha", (0.1, 0.01)),),
-        "seed": 0,
-        "exact_epochs": False,
-        "threads_per_fit": 1,
-    }
-    arguments.update(overrides)
-    return make_batch(mode, {"hidden_layer_sizes": (8,)}, 5, 2, 4, **arguments)
+def batch(mode: str) -> list[FitTask]:
+    recipe = Recipe(folds=3, param_grid=(("alpha", (0.1, 0.01)),))
+    return make_batch(recipe, mode, {"hidden_layer_sizes": (8,)}, 5, 2, 4, labels=np.arange(100) % 10)
 
 
 def test_replicas_are_one_fit_per_seed_and_trials_get_their_own_seeds() -> None:
@@ -55,16 +44,10 @@ def test_a_fit_reports_time_accuracy_epochs_and_its_environment(digits) -> None:
 
 
 def test_exact_epochs_runs_every_epoch_despite_tolerance(digits) -> None:  # type: ignore[no-untyped-def]
-    common = {
-        "n_train": digits.n_train,
-        "labels": digits.y_train,
-        "folds": 2,
-        "param_grid": (),
-        "seed": 0,
-        "threads_per_fit": 1,
-    }
     params = {"hidden_layer_sizes": (16,), "tol": 0.5}  # a tolerance this loose stops after a few epochs
-    early = run_fit(make_batch("replicas", params, 40, 0, 1, exact_epochs=False, **common)[0], digits)
-    exact = run_fit(make_batch("replicas", params, 40, 0, 1, exact_epochs=True, **common)[0], digits)
+    early = run_fit(make_batch(Recipe(), "replicas", params, 40, 0, 1, labels=digits.y_train)[0], digits)
+    exact = run_fit(
+        make_batch(Recipe(exact_epochs=True), "replicas", params, 40, 0, 1, labels=digits.y_train)[0], digits
+    )
     assert early.epochs_run < 40 and early.converged
     assert exact.epochs_run == 40 and not exact.converged

@@ -168,10 +168,9 @@ def test_no_process_in_a_container_imports_what_an_automatic_pack_leaves_out() -
             f"for name in {CONTAINER_MODULES!r}: importlib.import_module(name)",
             "from sweeper.workload.data import Dataset, load",
             "from sweeper.workload.fit import run_fit",
-            "from sweeper.workload.tasks import make_batch",
+            "from sweeper.workload.tasks import Recipe, make_batch",
             "data = load(Dataset('digits'))",
-            "tasks = make_batch('replicas', {'hidden_layer_sizes': (8,)}, 2, 0, 1, exact_epochs=False,"
-            " n_train=data.n_train, labels=data.y_train, folds=2, param_grid=(), seed=0, threads_per_fit=1)",
+            "tasks = make_batch(Recipe(), 'replicas', {'hidden_layer_sizes': (8,)}, 2, 0, 1, labels=data.y_train)",
             "assert run_fit(tasks[0], data).accuracy > 0",
             "print(json.dumps(sorted({name.split('.')[0] for name in set(sys.modules) - started})))",
         ]

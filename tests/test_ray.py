@@ -19,7 +19,7 @@ from sweeper.launch.base import Granted
 from sweeper.launch.registry import starter
 from sweeper.workload.data import Data
 from sweeper.workload.fit import FitResult
-from sweeper.workload.tasks import FitTask, make_batch
+from sweeper.workload.tasks import FitTask, Recipe, make_batch
 from tests.support import launches
 from tests.support.batches import replicas
 from tests.support.ray_cluster import assert_no_ray_processes
@@ -105,10 +105,8 @@ def _one_model_across_the_nodes(session: Any, digits: Data) -> None:
     """Data-parallel: a trainer on each node's shard, the shards put once for the launch, only weights travel."""
 
     def batch(epochs: int) -> list[FitTask]:
-        return make_batch(
-            "data-parallel", {"hidden_layer_sizes": (32,), "solver": "adam"}, epochs, 0, 1, n_train=digits.n_train,
-            labels=digits.y_train, folds=2, param_grid=(), seed=0, exact_epochs=False, threads_per_fit=1, shards=2,
-        )  # fmt: skip
+        params = {"hidden_layer_sizes": (32,), "solver": "adam"}
+        return make_batch(Recipe(folds=2), "data-parallel", params, epochs, 0, 1, labels=digits.y_train, shards=2)
 
     (result,) = session.run_batch(batch(30), digits)
     shipped = session._shards

@@ -24,7 +24,7 @@ from sweeper.run.rows import RunRecord, ok_outcome, result_columns
 from sweeper.store.row import OutcomeColumns, ResultColumns
 from sweeper.workload.data import Data
 from sweeper.workload.fit import FitResult
-from sweeper.workload.tasks import FitTask, make_batch
+from sweeper.workload.tasks import FitTask, Recipe, make_batch
 
 ERROR_CHARS = 2000  # of a failed batch's error kept in its row
 
@@ -99,23 +99,10 @@ def warm_up(plan: Plan, item: Todo, session: Session, data: Data) -> tuple[float
 
 def batch_for(plan: Plan, launch: Launch, point: Point, trial: int, data: Data, *, epochs: int) -> list[FitTask]:
     """The fits of one measurement: ``point`` trained for ``epochs`` on ``launch``, as the plan's workload says."""
-    workload = plan.grid.workload
+    recipe = Recipe.of(plan.grid.workload)
+    n_fits = plan.fits(point.mode)
     return make_batch(
-        point.mode,
-        point.model_params,
-        epochs,
-        trial,
-        plan.fits(point.mode),
-        n_train=data.n_train,
-        labels=data.y_train,
-        folds=workload.folds,
-        param_grid=workload.param_grid,
-        seed=workload.seed,
-        exact_epochs=workload.exact_epochs,
-        threads_per_fit=workload.threads_per_fit,
-        local_epochs=workload.local_epochs,
-        shards=shards(plan, launch),
-        estimator=workload.estimator,
+        recipe, point.mode, point.model_params, epochs, trial, n_fits, labels=data.y_train, shards=shards(plan, launch)
     )
 
 

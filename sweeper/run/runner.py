@@ -80,6 +80,20 @@ class RunResult:
 Reporter = Callable[[Row], None]
 
 
+@dataclass(frozen=True)
+class _Settings:
+    """What :func:`run` was asked, as one value for the steps that follow the lock."""
+
+    store: Path
+    fresh: bool
+    report: Reporter | None
+    warn: Callable[[str], None]
+    progress: Callable[[int, int], None] | None
+    start_timeout_s: float | None
+    reuse: bool
+    planned: Callable[[dict[int, int]], None] | None
+
+
 def load_data(plan: Plan, warn: Callable[[str], None]) -> dict[float, Data]:
     """The training data for every fraction, loaded once before any launch."""
     workload = plan.grid.workload
@@ -126,7 +140,7 @@ def run(
     """
     _check_first(plan, store)
     with holding(sweep_dir(store, plan.grid.name), warn):  # one writer per sweep, from before --fresh deletes
-        result = _run_held(plan, store, fresh, report, warn, progress, start_timeout_s, reuse, planned)
+        result = _run_held(plan, _Settings(store, fresh, report, warn, progress, start_timeout_s, reuse, planned))
     if not result.interrupted:
         result.exit_status, result.exit_reason = exit_code(result.rows)
     return result
@@ -162,20 +176,10 @@ def exit_code(rows: Sequence[Row]) -> tuple[int, str | None]:
     return code, f"{', '.join(parts)}; see the rows' error column"
 
 
-def _run_held(
-    plan: Plan,
-    store: Path,
-    fresh: bool,
-    report: Reporter | None,
-    warn: Callable[[str], None],
-    progress: Callable[[int, int], None] | None,
-    start_timeout_s: float | None,
-    reuse: bool,
-    planned: Callable[[dict[int, int]], None] | None,
-) -> RunResult:
+def _run_held(plan: Plan, settings: _Settings) -> RunResult:
     """:func:`run` once the sweep's lock is held."""
-    grid = plan.grid
-    table = _sweep_table(grid, store, fresh, warn)
+    grid, store, warn = plan.grid, settings.store, settings.warn
+    table = _sweep_table(grid, store, settings.fresh, warn)
     recorded = recorded_rows(store, grid.name, table)
     done_s = _done_s(recorded)
     static = grid.workload.adaptive is None and grid.search.strategy == FULL_GRID
@@ -185,22 +189,22 @@ def _run_held(
         return result
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     with run_directory(store, run_id, warn) as run_dir:  # scratch/ is removed at the end, logs/ is kept
-        context = _launch_context(grid, run_dir, start_timeout_s)
+        context = _launch_context(grid, run_dir, settings.start_timeout_s)
         run_record = RunRecord.of(grid, run_id, context.environment)
         total = len(todo) if static else plan.n_measurements
 
         def emit(row: Row) -> None:
             result.rows.append(row)
-            if report:
-                report(row)
-            if progress:
-                progress(len(result.rows), max(total, len(result.rows)))
+            if settings.report:
+                settings.report(row)
+            if settings.progress:
+                settings.progress(len(result.rows), max(total, len(result.rows)))
 
         launches = Launches(plan, _data_on_a_sampled_machine(plan, warn), context, run_record, store)
         try:
             with applied(context.environment), signals_as_interrupt():
                 if static:
-                    _run_fixed(plan, todo, launches, emit, reuse, planned)
+                    _run_fixed(plan, todo, launches, emit, settings.reuse, settings.planned)
                 else:
                     pruned = {key for key, row in recorded.items() if row.status == PRUNED}
                     stored = Recorded(done_s, race_decisions(table), race_rounds(table))

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from sweeper.config import modes
-from sweeper.config.grid import CLASSIFIER, DEFAULT_ESTIMATOR, Estimator
+from sweeper.config.grid import CLASSIFIER, DEFAULT_ESTIMATOR, Estimator, Workload
 from sweeper.names import REPLICAS
 
 
@@ -45,42 +45,56 @@ def one_model(tasks: Sequence[FitTask]) -> bool:
     return bool(tasks) and modes.mode(tasks[0].mode).one_model
 
 
+@dataclass(frozen=True)
+class Recipe:
+    """What every batch of a workload shares (the grid's ``workload`` keys of the same names)."""
+
+    seed: int = 0
+    exact_epochs: bool = False
+    threads_per_fit: int = 1
+    folds: int = 3
+    param_grid: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    local_epochs: int = 1
+    estimator: Estimator = DEFAULT_ESTIMATOR
+
+    @classmethod
+    def of(cls, workload: Workload) -> Recipe:
+        return cls(
+            workload.seed, workload.exact_epochs, workload.threads_per_fit, workload.folds, workload.param_grid,
+            workload.local_epochs, workload.estimator,
+        )  # fmt: skip
+
+
 def make_batch(
+    recipe: Recipe,
     mode: str,
     params: dict[str, Any],
     epochs: int,
     trial: int,
     n_fits: int,
     *,
-    n_train: int,
     labels: np.ndarray,
-    folds: int,
-    param_grid: tuple[tuple[str, tuple[Any, ...]], ...],
-    seed: int,
-    exact_epochs: bool,
-    threads_per_fit: int,
-    local_epochs: int = 1,
     shards: int = 1,
-    estimator: Estimator = DEFAULT_ESTIMATOR,
 ) -> list[FitTask]:
-    """The fits of one measurement. Seeds differ per trial so trials are independent samples. Folds are
-    stratified by class for a classifier.
+    """The fits of one measurement of ``n_fits`` (replicas) on training rows of ``labels``. Seeds differ per trial
+    so trials are independent samples. Folds are stratified by class for a classifier.
 
     >>> import numpy as np
-    >>> batch = make_batch("replicas", {}, 5, trial=1, n_fits=3, n_train=10, labels=np.zeros(10),
-    ...                    folds=2, param_grid=(), seed=0, exact_epochs=False, threads_per_fit=1)
+    >>> batch = make_batch(Recipe(), "replicas", {}, 5, trial=1, n_fits=3, labels=np.zeros(10))
     >>> [task.seed for task in batch]
     [1000, 1001, 1002]
     """
-    base_seed = seed + 1000 * trial
+    base_seed = recipe.seed + 1000 * trial
     batch = modes.mode(mode)
+    estimator = recipe.estimator
     first = FitTask(
-        tuple(params.items()), epochs, base_seed, exact_epochs, threads_per_fit, mode=mode, estimator=estimator
-    )
+        tuple(params.items()), epochs, base_seed, recipe.exact_epochs, recipe.threads_per_fit, mode=mode,
+        estimator=estimator,
+    )  # fmt: skip
     if batch.one_model:  # one model, trained across the launch's shards
-        return [replace(first, local_epochs=local_epochs, shards=shards)]
-    fold_rows = _fold_rows(estimator, folds, n_train, labels, base_seed) if batch.folds else [None]
-    combos = _combinations(param_grid) if batch.combinations else [{}]
+        return [replace(first, local_epochs=recipe.local_epochs, shards=shards)]
+    fold_rows = _fold_rows(estimator, recipe.folds, labels, base_seed) if batch.folds else [None]
+    combos = _combinations(recipe.param_grid) if batch.combinations else [{}]
     return [
         replace(first, params=tuple({**params, **combo}.items()), seed=base_seed + replica, train_rows=rows)
         for combo in combos
@@ -89,13 +103,13 @@ def make_batch(
     ]
 
 
-def _fold_rows(estimator: Estimator, folds: int, n_train: int, labels: np.ndarray, seed: int) -> list[np.ndarray]:
+def _fold_rows(estimator: Estimator, folds: int, labels: np.ndarray, seed: int) -> list[np.ndarray]:
     """Each fold's training rows: stratified by class for a classifier, plain folds for a regressor."""
     from sklearn.model_selection import KFold, StratifiedKFold
 
     folding = StratifiedKFold if estimator.kind == CLASSIFIER else KFold
     splitter = folding(n_splits=folds, shuffle=True, random_state=seed)
-    return [train for train, _ in splitter.split(np.zeros(n_train), labels)]
+    return [train for train, _ in splitter.split(np.zeros(len(labels)), labels)]
 
 
 def _combinations(param_grid: tuple[tuple[str, tuple[Any, ...]], ...]) -> list[dict[str, Any]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sweeper.workload.data import Data
-from sweeper.workload.tasks import FitTask, make_batch
+from sweeper.workload.tasks import FitTask, Recipe, make_batch
 
 
 def replicas(
@@ -11,17 +11,5 @@ def replicas(
 ) -> list[FitTask]:
     """``fits`` replicas (seeds 0..fits-1, trial 0) of an MLP with ``hidden`` layers, ``epochs`` each (``exact_epochs``:
     no early stop), 1 thread."""
-    return make_batch(
-        "replicas",
-        {"hidden_layer_sizes": hidden},
-        epochs,
-        0,
-        fits,
-        n_train=data.n_train,
-        labels=data.y_train,
-        folds=2,
-        param_grid=(),
-        seed=0,
-        exact_epochs=exact_epochs,
-        threads_per_fit=1,
-    )
+    recipe = Recipe(exact_epochs=exact_epochs)
+    return make_batch(recipe, "replicas", {"hidden_layer_sizes": hidden}, epochs, 0, fits, labels=data.y_train)
