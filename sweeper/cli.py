@@ -40,8 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sweeper`` console script."""
     args = build_parser().parse_args(argv)
-    console = plain_console(width=output_width(sys.stdout))
-    errors = plain_console(stderr=True, width=output_width(sys.stderr))
+    console = _plain_console(width=_output_width(sys.stdout))
+    errors = _plain_console(stderr=True, width=_output_width(sys.stderr))
     try:
         code: int = args.func(args, console)
     except KeyboardInterrupt as stop:
@@ -55,12 +55,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
-def output_width(stream: TextIO) -> int | None:
+def _output_width(stream: TextIO) -> int | None:
     """A terminal's own width (None: rich reads it, or COLUMNS where set); a pipe's or file's OUTPUT_COLUMNS."""
     return None if stream.isatty() or "COLUMNS" in os.environ else OUTPUT_COLUMNS
 
 
-def plain_console(**options: Any) -> Console:
+def _plain_console(**options: Any) -> Console:
     """A console that prints strings as written: no markup, emoji codes or highlighting."""
     return Console(markup=False, emoji=False, highlight=False, **options)
 

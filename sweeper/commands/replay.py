@@ -89,7 +89,7 @@ def _store_flag(parser: argparse.ArgumentParser, flag: str, kind: Kind, text: st
     parser.add_argument(flag, type=int, default=None, help=text.format(kind.describe()))
 
 
-def settings_from(args: argparse.Namespace, limits: StoreLimits) -> ReplaySettings:
+def _settings_from(args: argparse.Namespace, limits: StoreLimits) -> ReplaySettings:
     """The replay's settings from the options, each unset one from what the store can replay (``limits``); every
     bad value at once, one UserError naming each option."""
     from sweeper.results.replay import ReplaySettings
@@ -132,7 +132,7 @@ def _trials(args: argparse.Namespace, limits: StoreLimits) -> TrialPolicy:
     return limits.trials(fixed, args.min_trials, args.max_trials, args.target_rel_ci)
 
 
-def warnings_of(args: argparse.Namespace, settings: ReplaySettings, limits: StoreLimits) -> list[str]:
+def _warnings_of(args: argparse.Namespace, settings: ReplaySettings, limits: StoreLimits) -> list[str]:
     """What the options ask beyond what the store can replay honestly."""
     flag = "--trials" if str(args.trials).strip() != "adaptive" else "--max-trials"
     return [warning for warning in [limits.beyond(settings.trials, flag)] if warning]
@@ -145,8 +145,8 @@ def main(args: argparse.Namespace, console: Console) -> int:
 
     df = load_sweep(args.store, args.sweep)
     limits = StoreLimits.of(df, args.rung_axis)
-    settings = settings_from(args, limits)
-    for warning in warnings_of(args, settings, limits):
+    settings = _settings_from(args, limits)
+    for warning in _warnings_of(args, settings, limits):
         print(f"warning: {visible(warning)}", file=sys.stderr)
     if args.compare:
         results = [
@@ -156,7 +156,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
         if args.json:
             print(json_text({r["strategy"]: {key: r[key] for key in KEYS} for r in results}))
         else:
-            console.print(comparison_table(results))
+            console.print(_comparison_table(results))
         return 0
     result = replay(df, settings)
     if args.json:
@@ -167,7 +167,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
         banner = dry_run_banner(df)
         from sweeper.results.predict.forecast import work_axis_name
 
-        for line in ([plain(banner)] if banner else []) + replay_lines(result, work_axis_name(df)):
+        for line in ([plain(banner)] if banner else []) + _replay_lines(result, work_axis_name(df)):
             console.print(wrapped(plain(line), min(console.width, OUTPUT_COLUMNS)), soft_wrap=True)
     return 0
 
@@ -185,7 +185,7 @@ COMPARED = (  # (column, key, how a value is shown)
 )
 
 
-def comparison_table(results: list[dict[str, Any]]) -> Table:
+def _comparison_table(results: list[dict[str, Any]]) -> Table:
     """Every strategy replayed on the same store, one row each (cluster time: a share of the full grid's)."""
     first = results[0]
     table = Table(
@@ -207,7 +207,7 @@ def _share(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f} %"
 
 
-def replay_lines(result: dict[str, Any], work_axis: str = EPOCHS) -> list[Text]:
+def _replay_lines(result: dict[str, Any], work_axis: str = EPOCHS) -> list[Text]:
     """The replay as a few lines of terminal text; a rung axis of the epochs column named as the sweep's work axis
     (``n_estimators``)."""
     halving = result["strategy"] == HALVING

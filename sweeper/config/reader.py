@@ -126,7 +126,7 @@ def read_grid_yaml(path: Path) -> Any:
         node = loader.get_single_node()
         if node is None:
             return None
-        check_expansion(node)
+        _check_expansion(node)
         return loader.construct_document(node)
     except _Refused as refused:
         raise UserError(refused.for_file(path)) from None
@@ -207,7 +207,7 @@ def _kind_refused(mode: int) -> str | None:
     return "socket" if stat.S_ISSOCK(mode) else "device"
 
 
-def check_expansion(root: yaml.Node) -> None:
+def _check_expansion(root: yaml.Node) -> None:
     """Refuse a node graph whose aliases expand it past MAX_YAML_NODES nodes or MAX_DEPTH levels, or into a cycle.
 
     Iterative and memoised per node, so linear in the nodes and aliases as written, however much

@@ -30,13 +30,13 @@ MAX_PROBLEMS = 50  # problems listed for one file; the rest are counted
 ADAPTIVE_DEFAULTS = {"min": ADAPTIVE.min_trials, "max": ADAPTIVE.max_trials, "target_rel_ci": ADAPTIVE.target_rel_ci}
 
 
-def axis_identity(value: Any) -> Hashable | None:
+def _axis_identity(value: Any) -> Hashable | None:
     """What makes two axis values the same: equality, a list compared as a tuple, and True is not 1.
 
     None for a value that cannot be compared (a mapping, a set, a list holding lists).
 
-    >>> same = axis_identity([64, 32]) == axis_identity((64, 32)), axis_identity(True) == axis_identity(1)
-    >>> same, axis_identity([[1]])
+    >>> same = _axis_identity([64, 32]) == _axis_identity((64, 32)), _axis_identity(True) == _axis_identity(1)
+    >>> same, _axis_identity([[1]])
     ((True, False), None)
     """
     candidate = (type(value) is bool, tuple(value) if isinstance(value, list) else value)
@@ -196,12 +196,12 @@ class Problems:
         first_at: dict[Hashable, int] = {}  # the identity of a value (as written, and as kept) -> its first index
         repeats: list[tuple[int, int]] = []
         for index, one in enumerate(listed):
-            written = axis_identity(one)
+            written = _axis_identity(one)
             if written in first_at:
                 repeats.append((first_at[written], index))
                 continue
             checked = validate(one, item_key(key, index, len(listed)))
-            kept_as = None if checked is None else axis_identity(checked)
+            kept_as = None if checked is None else _axis_identity(checked)
             if kept_as in first_at:
                 repeats.append((first_at[kept_as], index))
             elif checked is not None:

@@ -43,7 +43,7 @@ LAUNCHERS: dict[tuple[str, str], tuple[str, str]] = {
 }
 
 
-def managers_of(engine: str) -> tuple[str, ...]:
+def _managers_of(engine: str) -> tuple[str, ...]:
     """The cluster managers an engine can launch on."""
     return tuple(manager for name, manager in LAUNCHERS if name == engine)
 
@@ -83,5 +83,5 @@ def check_supported(engine: str, manager: str) -> None:
     if (engine, manager) not in LAUNCHERS:
         raise UserError(
             f"engine {engine!r} cannot launch on manager {manager!r} yet (supported: "
-            f"{', '.join(managers_of(engine))}); run the grid with --dry-run to check it on this machine"
+            f"{', '.join(_managers_of(engine))}); run the grid with --dry-run to check it on this machine"
         )

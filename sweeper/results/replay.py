@@ -113,10 +113,10 @@ class Race:
     @cached_property
     def truth_s(self) -> np.ndarray:
         """The full grid's median per configuration at the largest rung."""
-        return medians_of(self.times, self.first[:, -1], self.count[:, -1])
+        return _medians_of(self.times, self.first[:, -1], self.count[:, -1])
 
 
-def medians_of(times: np.ndarray, first: np.ndarray, count: np.ndarray) -> np.ndarray:
+def _medians_of(times: np.ndarray, first: np.ndarray, count: np.ndarray) -> np.ndarray:
     """The median of each ``times[first[i] : first[i] + count[i]]`` (count at least 1)."""
     medians = np.empty(first.size)
     for n in np.unique(count):
@@ -223,7 +223,7 @@ def _most_frequent(cell: np.ndarray, launch: np.ndarray, cells: int) -> np.ndarr
 MAX_DRAWS = 2 * 10**8  # resampled times of the largest point's repeats: a bound on a replay's time
 
 
-def check_draws(found: Sequence[Race], repeats: int, max_trials: int) -> None:
+def _check_draws(found: Sequence[Race], repeats: int, max_trials: int) -> None:
     """Refuse ``--repeats`` x ``--max-trials`` (checked together) when the largest point's draws pass MAX_DRAWS."""
     largest = max((race.count.size for race in found), default=0)
     draws = largest * repeats * max_trials
@@ -235,7 +235,7 @@ def check_draws(found: Sequence[Race], repeats: int, max_trials: int) -> None:
         )
 
 
-def dense_launches(found: list[Race], overhead: pd.Series) -> tuple[list[Race], pd.Series]:
+def _dense_launches(found: list[Race], overhead: pd.Series) -> tuple[list[Race], pd.Series]:
     """The races and per-launch overhead with launch indices renumbered 0..K-1, so that arrays indexed by launch
     are as long as the launches there are, not as the largest index a store holds (999999)."""
     indices = np.unique(np.concatenate([overhead.index.to_numpy(dtype=int), *(r.launches.ravel() for r in found)]))
@@ -261,8 +261,8 @@ class StoreLimits:
 
     @classmethod
     def of(cls, df: pd.DataFrame, rung_axis: str | None = None) -> StoreLimits:
-        """The limits of ``df``'s sweep, its races on ``rung_axis`` (None: :func:`store_rung_axis`)."""
-        axis = rung_axis or store_rung_axis(df)
+        """The limits of ``df``'s sweep, its races on ``rung_axis`` (None: :func:`_store_rung_axis`)."""
+        axis = rung_axis or _store_rung_axis(df)
         found, _, _ = races(df, axis)
         return cls(axis, recorded_trials(found), max(race.count.size for race in found))
 
@@ -289,7 +289,7 @@ class StoreLimits:
         )
 
 
-def store_rung_axis(df: pd.DataFrame) -> str:
+def _store_rung_axis(df: pd.DataFrame) -> str:
     """The rung axis of a sweep: as its rows recorded it where it has several values, else the first of epochs and
     fraction that has several (epochs when neither has)."""
     recorded = rung_axis_of(df)
@@ -365,13 +365,13 @@ def replay(df: pd.DataFrame, settings: ReplaySettings) -> dict[str, Any]:
     if auto:
         settings = replace(settings, strategy=RACE if settings.trials.max_trials >= RACE_MIN_TRIALS else FULL_GRID)
     found, rungs, left_out = races(df, settings.rung_axis)
-    check_draws(found, settings.repeats, settings.trials.max_trials)
+    _check_draws(found, settings.repeats, settings.trials.max_trials)
     rng = np.random.default_rng(settings.seed)
     scope = df[df["engine"].ne(BASELINE_ENGINE).fillna(False).astype(bool)]
-    recorded, (found, overhead) = found, dense_launches(found, one_launch_s(scope).sum(axis=1))
+    recorded, (found, overhead) = found, _dense_launches(found, one_launch_s(scope).sum(axis=1))
     shared = _Shared(settings, found, rungs, left_out, cluster_seconds(scope).total_s)
     if settings.strategy == RACE:
-        _, warm = dense_launches(recorded, warm_launch_s(scope))  # the same launches, numbered alike
+        _, warm = _dense_launches(recorded, warm_launch_s(scope))  # the same launches, numbered alike
         return _replay_race(shared, Visits(_per_launch(found, overhead), _per_launch(found, warm)), rng, auto)
     return _replay_halving(shared, overhead, rng)
 
@@ -436,7 +436,7 @@ def _replay_race(shared: _Shared, visit_s: Visits, rng: np.random.Generator, aut
     """:func:`replay` of ``race``: every (model point, rung value) raced, launches visited per look."""
     found = shared.found
     policy = shared.settings.race(recorded_trials(found))
-    items = race_items(found)
+    items = _race_items(found)
     outcome = race_repeats(items, visit_s, policy, shared.settings.repeats, rng, auto)
     regrets, wrong = _judged(shared, outcome.choices.T)
     no_widening = np.zeros(shared.settings.repeats, dtype=bool)
@@ -448,7 +448,7 @@ def _replay_race(shared: _Shared, visit_s: Visits, rng: np.random.Generator, aut
     }
 
 
-def race_items(found: Sequence[Race]) -> RaceItems:
+def _race_items(found: Sequence[Race]) -> RaceItems:
     """Every (race, rung) of the replay as a race of its configurations, in the order (race, rung, configuration)."""
     per_rung = [race.count.shape[0] for race in found for _ in range(race.count.shape[1])]
     starts = np.cumsum([0, *per_rung])[:-1]

@@ -150,7 +150,7 @@ def stopping_trials(draws_s: np.ndarray, policy: TrialPolicy) -> tuple[np.ndarra
         if ranks is None:
             continue
         ordered = np.sort(draws_s[open_rows, :n], axis=1)
-        median = sorted_median(ordered)
+        median = _sorted_median(ordered)
         half = np.maximum(median - ordered[:, ranks[0]], ordered[:, ranks[1]] - median)
         stop = half <= target * median
         taken[open_rows[stop]], reached[open_rows[stop]] = n, True
@@ -160,10 +160,10 @@ def stopping_trials(draws_s: np.ndarray, policy: TrialPolicy) -> tuple[np.ndarra
     return taken, reached
 
 
-def sorted_median(ordered: np.ndarray) -> np.ndarray:
+def _sorted_median(ordered: np.ndarray) -> np.ndarray:
     """Per row of ``ordered`` (sorted rows), its median, as :func:`numpy.median` computes it.
 
-    >>> sorted_median(np.array([[1.0, 2.0, 4.0, 8.0], [1.0, 1.0, 3.0, 5.0]]))
+    >>> _sorted_median(np.array([[1.0, 2.0, 4.0, 8.0], [1.0, 1.0, 3.0, 5.0]]))
     array([3., 2.])
     """
     n = ordered.shape[1]

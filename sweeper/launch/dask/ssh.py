@@ -116,7 +116,7 @@ class RemoteGroups:
         return {host: groups for host, groups in zip(hosts, found, strict=True) if groups}
 
 
-def cluster_specs(launch: Launch, cluster: SshCluster, remote_python: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _cluster_specs(launch: Launch, cluster: SshCluster, remote_python: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """SpecCluster's scheduler and worker specs: per host, its workers bound to its address.
 
     With TLS the scheduler listens on ``tls://``; the nannies and workers take the scheme of
@@ -170,7 +170,7 @@ def cluster_specs(launch: Launch, cluster: SshCluster, remote_python: str) -> tu
     return scheduler, workers
 
 
-def tls_config(directory: str) -> dict[str, Any]:
+def _tls_config(directory: str) -> dict[str, Any]:
     """Dask configuration of the remote processes for TLS: file paths only, never a key.
 
     Their HTTP servers serve no routes and speak HTTPS, so nothing answers in clear text."""
@@ -190,7 +190,7 @@ def tls_config(directory: str) -> dict[str, Any]:
     return config
 
 
-def temporary_security() -> tuple[Any, str, str]:
+def _temporary_security() -> tuple[Any, str, str]:
     """A new CA-signed key pair for one launch: (Security for this process, key PEM, cert PEM)."""
     from distributed.security import Security
 
@@ -245,7 +245,7 @@ class SshDask(DaskBackend):
         teardown.add_checked(self._wait_gone)
         on_hosts(hosts, lambda host: _make_scratch(cluster, host, scratch))
         security = self._install_tls(teardown) if cluster.dask_tls else None
-        scheduler, workers = cluster_specs(
+        scheduler, workers = _cluster_specs(
             self.launch, cluster, f"{shlex.quote(cluster.python)} -X {self.remote.marker}"
         )
         try:
@@ -263,11 +263,11 @@ class SshDask(DaskBackend):
 
     def _install_tls(self, teardown: Teardown) -> Any:
         """Make the launch's key and certificate, put them on every host, use TLS while the launch runs."""
-        security, key_pem, cert_pem = temporary_security()
+        security, key_pem, cert_pem = _temporary_security()
         tls_dir = f"{self.remote_scratch}/{TLS_DIR}"
         cluster = self.cluster_hosts
         on_hosts(list(cluster.hosts), lambda host: install_tls(cluster, host, tls_dir, key_pem, cert_pem))
-        teardown.enter(dask.config.set(tls_config(tls_dir)))
+        teardown.enter(dask.config.set(_tls_config(tls_dir)))
         return security
 
     def _wait_gone(self) -> list[str]:

@@ -93,13 +93,13 @@ def run_remote(
     except FileNotFoundError as error:
         raise LaunchError("the ssh client is not installed here (Debian: apt-get install openssh-client)") from error
     if done.returncode == SSH_FAILED:
-        failure = ssh_failure(host, done.stderr, options)
+        failure = _ssh_failure(host, done.stderr, options)
         if failure is not None:
             raise failure
     return done.returncode, done.stdout, done.stderr
 
 
-def ssh_failure(host: str, stderr: str, options: SshOptions) -> LaunchError | None:
+def _ssh_failure(host: str, stderr: str, options: SshOptions) -> LaunchError | None:
     """The :class:`LaunchError` for ssh's own failure text, or None when it is not one."""
     text = stderr.lower()
     detail = _last_line(stderr)

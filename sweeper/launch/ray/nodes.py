@@ -53,17 +53,17 @@ def worker_arguments(
         f"--num-cpus={cores}",
         "--num-gpus=0",
         f"--memory={memory_mib * BYTES_PER_MIB}",
-        f"--object-store-memory={object_store_mib(memory_mib) * BYTES_PER_MIB}",
+        f"--object-store-memory={_object_store_mib(memory_mib) * BYTES_PER_MIB}",
         *FREE_PORTS,
     ]
     arguments += [f"--node-ip-address={node_ip}"] if node_ip else []
     return arguments + ([f"--temp-dir={temp_dir}"] if temp_dir else [])
 
 
-def object_store_mib(memory_mib: int) -> int:
+def _object_store_mib(memory_mib: int) -> int:
     """A worker node's object store: a quarter of its memory, at least Ray's minimum.
 
-    >>> object_store_mib(512), object_store_mib(4096)
+    >>> _object_store_mib(512), _object_store_mib(4096)
     (128, 1024)
     """
     return max(OBJECT_STORE_MIN_MIB, memory_mib // 4)

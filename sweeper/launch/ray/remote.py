@@ -29,12 +29,12 @@ STOP_GRACE_S = 20.0  # after SIGTERM, how long ray start may take to end its nod
 LOG_TAIL_LINES = 8
 
 
-def local_ray_version() -> str:
+def _local_ray_version() -> str:
     """The driver's Ray (a cluster's nodes must run the same version)."""
     return metadata.version("ray")
 
 
-def remote_ray_version(host: str, cluster: SshCluster) -> str:
+def _remote_ray_version(host: str, cluster: SshCluster) -> str:
     """The version of Ray that ``cluster.python`` imports on ``host``; a LaunchError naming the host if none."""
     probe = "import ray; print(ray.__version__)"
     status, out, err = run_remote(host, [cluster.python, "-c", probe], cluster.options)
@@ -49,7 +49,7 @@ def remote_ray_version(host: str, cluster: SshCluster) -> str:
 
 def check_ray_version(host: str, cluster: SshCluster) -> str:
     """The host's Ray version when it is the driver's; a LaunchError otherwise (Ray refuses mixed versions)."""
-    remote, here = remote_ray_version(host, cluster), local_ray_version()
+    remote, here = _remote_ray_version(host, cluster), _local_ray_version()
     if remote != here:
         raise LaunchError(f"host {host}: Ray {remote} there, {here} here; a Ray cluster runs one version on all nodes")
     return remote

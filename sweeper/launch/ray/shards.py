@@ -23,7 +23,7 @@ class _Trainer:
         return self.trainer.train_round(weights, local_epochs)
 
 
-def worker_node_ids() -> list[str]:
+def _worker_node_ids() -> list[str]:
     """The alive worker nodes (those with CPUs), in a stable order."""
     return sorted(node["NodeID"] for node in ray.nodes() if node.get("Alive") and node["Resources"].get("CPU", 0) > 0)
 
@@ -38,7 +38,7 @@ class RayShards:
     @classmethod
     def ship(cls, data: Data, shards: int, seed: int) -> RayShards:
         """Put each shard in the object store, once per launch, with the node its trainer runs on."""
-        nodes = worker_node_ids()
+        nodes = _worker_node_ids()
         parts = []
         for index, rows in enumerate(shard_rows(data.y_train, shards, seed)):
             parts.append((nodes[index % len(nodes)], ray.put(data.X_train[rows]), ray.put(data.y_train[rows])))

@@ -172,7 +172,7 @@ def _executor_of(args: str, app_id: str, host: str) -> bool:
     return pairs.get("--app-id") == app_id and pairs.get("--hostname") == resolve(host)
 
 
-def granted_remote(spark: Any, launch: Launch, cluster: SshCluster, timeout_s: float) -> Granted:
+def _granted_remote(spark: Any, launch: Launch, cluster: SshCluster, timeout_s: float) -> Granted:
     """Executors and cores as the driver sees them; heap and placement from the hosts' process tables."""
     registered = granted_executors(spark, launch.executors, timeout_s)
     app_id = spark.sparkContext.applicationId
@@ -205,7 +205,7 @@ class SshSparkSession(SparkAppSession):
                 run_remote(host, f"pkill -KILL -f -- {pattern}; exit 0", self.cluster.options)
 
 
-def connect_driver(conf: dict[str, str], secret: str | None) -> Any:
+def _connect_driver(conf: dict[str, str], secret: str | None) -> Any:
     """Start the driver JVM, then configure the session through py4j so the secret is on no command line."""
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
@@ -314,11 +314,11 @@ class SshSpark(SparkBackend):
         return conf
 
     def connect(self) -> Any:
-        return connect_driver(with_spark_conf(self.conf(), self.context.spark_conf), self.secret)
+        return _connect_driver(with_spark_conf(self.conf(), self.context.spark_conf), self.secret)
 
     def granted(self) -> Granted:
         try:
-            return granted_remote(self.spark, self.launch, self.cluster, self.context.start_timeout_s)
+            return _granted_remote(self.spark, self.launch, self.cluster, self.context.start_timeout_s)
         except LaunchError as error:
             tails = "; ".join(f"{h}: {_log_tail(self.daemons, h, 'worker', 3)}" for h in self.cluster.hosts)
             raise LaunchError(f"{error} (worker logs: {tails})") from None

@@ -46,7 +46,7 @@ def plan_targets(plan: Plan, points: pd.DataFrame) -> list[tuple[int, Point, Sha
             if point.mode != "replicas":
                 continue
             if point.fraction not in rows:
-                rows[point.fraction] = training_rows(points, workload.dataset.name, point.fraction)
+                rows[point.fraction] = _training_rows(points, workload.dataset.name, point.fraction)
             shape = Shape(
                 engine=launch.engine,
                 nodes=launch.nodes,
@@ -64,7 +64,7 @@ def plan_targets(plan: Plan, points: pd.DataFrame) -> list[tuple[int, Point, Sha
     return shapes
 
 
-def training_rows(points: pd.DataFrame, dataset: str, fraction: float) -> int:
+def _training_rows(points: pd.DataFrame, dataset: str, fraction: float) -> int:
     """The rows a batch of ``dataset`` at ``fraction`` trains on, from what the sweep measured."""
     same = points[points["dataset"] == dataset]
     if same.empty:
