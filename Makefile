@@ -50,8 +50,8 @@ plan: venv  ## show the matched launches: make plan GRID=grids/2node.yaml (no ro
 check: venv java $(YARN_CLIENT)  ## preflight the grid's cluster, nothing measured: make check GRID=grids/2node.yaml (no root)
 	$(BIN)/sweeper check $(GRID)
 
-sweep: venv java $(YARN_CLIENT)  ## run a sweep: make sweep GRID=grids/local.yaml (no root)
-	$(BIN)/sweeper run $(GRID)
+sweep: venv java $(YARN_CLIENT)  ## run a sweep, then its report: make sweep GRID=grids/local.yaml [OUT=report/] (no root)
+	$(BIN)/sweeper run $(GRID) --report $(OUT)
 
 dry-run: venv java  ## any grid, shrunk to this machine: make dry-run GRID=grids/2node.yaml (no root)
 	$(BIN)/sweeper run $(GRID) --dry-run

@@ -366,3 +366,15 @@ def test_a_broken_store_file_is_named_and_other_sweeps_still_report(
     # without --sweep, the sweeps are listed by directory: the broken file is not read to name them
     _, err = exits(2, ["compare", str(store)], capsys)
     assert "holds 2 sweeps: fixture, other; pass one with --sweep NAME" in flat(err)
+
+
+def test_a_report_directory_run_cannot_write_stops_it_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_launch: list[str]
+) -> None:
+    grid = write_grid(tmp_path / "g.yaml")
+    (tmp_path / "report").write_text("a file in the way")
+    _, err = exits(
+        2, ["run", str(grid), "--store", str(tmp_path / "store"), "--report", str(tmp_path / "report")], capsys
+    )
+    assert f"error: {tmp_path / 'report'}: exists and is not a directory" in flat(err)
+    assert no_launch == [] and not (tmp_path / "store").exists()

@@ -70,7 +70,7 @@ def sweep(tmp: Path, family: Family, grid: dict[str, Any]) -> Swept:
     grid["store"] = str(tmp / "store")
     path = tmp / f"{family.name}.yaml"
     path.write_text(yaml.safe_dump(grid))
-    return Swept(family, tmp / "store", path, run_cli("run", str(path), columns=100))
+    return Swept(family, tmp / "store", path, run_cli("run", str(path), "--report", str(tmp / "report"), columns=100))
 
 
 @pytest.fixture(scope="module")
@@ -150,15 +150,16 @@ def test_the_runs_lines_and_summary_name_its_work_axis_and_score(swept: Swept) -
     assert "epochs" not in said, swept.run.stdout
 
 
-def test_recommend_and_the_report_read_its_store(swept: Swept, cli: Cli, tmp_path: Path) -> None:
+def test_recommend_and_the_report_read_its_store(swept: Swept, cli: Cli) -> None:
     axis = swept.family.axis
     answer = cli("recommend", str(swept.store))
     assert "Overall:" in answer and f"per {axis} value:" in answer
     assert "epochs" not in answer and max(map(len, answer.splitlines())) <= 100
     regressor = swept.family.scoring == "r2"
     assert ("Score (r2): cannot differ" if regressor else "Accuracy: cannot differ") in " ".join(answer.split())
-    cli("report", str(swept.store), "--out", str(tmp_path / "report"))
-    markdown = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
+    report = swept.store.parent / "report"  # sweeper run --report wrote it when the run ended
+    assert f"report: {report / 'report.html'} (and report.md, figures beside it)" in " ".join(swept.run.stdout.split())
+    markdown = (report / "report.md").read_text(encoding="utf-8")
     escaped = axis.replace("_", "\\_")
     assert f"| {escaped} |" in markdown and f"The recommendation per {escaped} value" in markdown
     assert ("| Score (r2) |" if regressor else "| Accuracy |") in markdown

@@ -47,6 +47,9 @@ def add_parser(commands: Any) -> None:
         help="predict each batch from this store's sweep first; rows keep it (predicted_s), the report compares",
     )  # fmt: skip
     run.add_argument("--predict-sweep", metavar="NAME", help="the sweep of --predict-from's store (if several)")
+    run.add_argument(
+        "--report", metavar="DIR", help="when the run ends, also write the sweep's report into DIR (as sweeper report)"
+    )
     run.set_defaults(func=main)
 
 
@@ -59,6 +62,10 @@ def main(args: argparse.Namespace, console: Console) -> int:
 
     console.width = min(console.width, OUTPUT_COLUMNS)  # on a wider terminal too
     plan = make_plan(grid_file.load(args.grid))
+    if args.report:
+        from sweeper.results.report import report_directory
+
+        report_directory(Path(args.report))  # a directory to write into, before anything is launched
     if args.predict_from:
         plan = _predicted(plan, args, console)
     grid = plan.grid
@@ -98,6 +105,11 @@ def main(args: argparse.Namespace, console: Console) -> int:
             + (f", {pruned} pruned ({why})" if pruned else "")
         ),
     )
+    if args.report and result.rows:
+        from sweeper.results.report import write_report
+
+        written = write_report(store, Path(args.report), sweep=grid.name)
+        say(console, plain(f"report: {written[0]} (and {written[1].name}, figures beside it)"))
     if result.exit_reason and not result.interrupted:  # the last line: why the exit status is not 0
         say(console, plain(f"exit {result.exit_status}", "red") + plain(f": {result.exit_reason}"))
     return result.exit_status

@@ -48,7 +48,7 @@ def write_report(
         # [PosixPath('report/report.html'), PosixPath('report/report.md'), PosixPath('report/fit_time_box.png'), ...]
     """
     df = load_sweep(store, sweep)
-    out = _report_directory(Path(out_dir))
+    out = report_directory(Path(out_dir))
     blocks = build_report(df, machine=_this_machine(), cost_per_node_hour=cost_per_node_hour)
     files = {block.name: block.png for block in blocks if isinstance(block, Picture)}
     files[REPORT_MD] = to_markdown(blocks).encode("utf-8")
@@ -61,10 +61,12 @@ def write_report(
     return [out / REPORT_HTML, out / REPORT_MD, *(out / name for name in files if name.endswith(".png"))]
 
 
-def _report_directory(out: Path) -> Path:
+def report_directory(out: Path) -> Path:
     """The report's directory, created if missing; a file in its way or a place that refuses it is a UserError."""
     if out.exists() and not out.is_dir():
-        raise UserError(f"{out}: exists and is not a directory; --out takes a directory (created if missing)")
+        raise UserError(
+            f"{out}: exists and is not a directory; a report is written into a directory (created if missing)"
+        )
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -79,6 +81,7 @@ __all__ = [
     "compare_tables",
     "compare_text",
     "load_sweep",
+    "report_directory",
     "to_html",
     "to_markdown",
     "write_report",
