@@ -35,7 +35,8 @@ $(BIN)/sweeper: setup.cfg pyproject.toml
 	@echo "setting up $(VENV): sweeper and its runtime packages (pyspark, dask, scikit-learn, ...), a few minutes"
 	@$(PYTHON) -m venv --clear $(VENV) || { echo "error: $(PYTHON) -m venv failed; Debian/Ubuntu: sudo apt-get install python3-venv" >&2; exit 1; }
 	@$(BIN)/pip install --quiet --upgrade pip
-	@$(BIN)/pip install --quiet -e .
+	@# pip's and setuptools' own notices go to a log, shown only when the install fails
+	@$(BIN)/pip install --quiet -e . > $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log >&2; exit 1; }
 	@touch $@
 
 java:  # Java 17+ checked before every sweep, silent when it is there
