@@ -7,6 +7,13 @@ environment with its own interpreter, the fits run there, Spark's jars come from
 system, its containers run on the grid's java_home, and they reach the driver at the edge's address. One sweep
 (a module-scoped fixture) serves every assertion: 1 Spark and 1 Dask launch of 3 executors, at most 2 on a node.
 
+The sweep runs with a shell busy loop inside sw-node2 (#34; the node with fewer daemons: sw-node1 also holds the
+NameNode and ResourceManager). The nodes share this machine's kernel, so ``/proc/stat`` counts every node alike;
+each node's busy time is read from what its own ``/proc`` shows (:func:`sweeper.workload.usage.node_busy_s`). The
+rows are disturbed, and the worst node, the one whose figures a row holds, is sw-node2: its share of others' CPU is
+above sw-node1's (whose own daemons, and on a busy machine whatever else runs, count there as others too, so
+sw-node1 is not asserted quiet).
+
 The nodes' /etc/hosts is Debian's, with ``127.0.1.1 <own name>``: ``sweeper check`` rightly names that (a
 Spark executor's block manager binds its node's name, so on loopback there, and the other executor's
 fetches of broadcast pieces from it are refused: retries, then the driver), and nothing else. The sweep
@@ -17,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -32,13 +40,16 @@ import yaml
 
 from sweeper import load_results
 from tests.conftest import REPO
+from tests.support.busy import busy_loop_in_node
 from tests.support.figures import assert_resource_figures
-from tests.support.ns_cluster import FS_SHELL, NODE_JDK17, NsCluster, in_node, without_loopback_names
+from tests.support.ns_cluster import FS_SHELL, NODE_JDK17, NsCluster, in_node, init_pid, without_loopback_names
 from tests.support.yarn_cluster import wait_until_idle
 
 pytestmark = [pytest.mark.integration, pytest.mark.yarn]
 
 LIVE = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
+HOG_HOST = "sw-node2"
+HOG_LIMIT = 0.1  # the hog took 0.40 core of sw-node2's 2 worker cores (share 0.23) with this machine at load 7
 
 
 @dataclass
@@ -49,6 +60,8 @@ class Sweep:
     duration_s: float
     applications: list[dict[str, Any]]  # the sweep's YARN applications, as the RM lists them afterwards
     frame: pd.DataFrame
+    hog_in_node: bool  # the busy loop ran in HOG_HOST's PID namespace
+    hog_cores: float  # what it used over the sweep
 
 
 def on_edge(
@@ -77,7 +90,8 @@ def home_entries(cluster: NsCluster, under: str = "") -> list[str]:
 
 def ns_grid(tmp: Path) -> Path:
     """grids/2node.yaml as shipped (no python_archive, no hadoop_conf_dir: the edge's HADOOP_CONF_DIR), with nodes
-    this machine can hold, a workload that fits the suite's time, and the JDK 17 the nodes have for Spark.
+    this machine can hold, the JDK 17 the nodes have for Spark, and a workload that fits the suite's time: fits long
+    enough for the interference readings (> MIN_SPAN_S), nothing taken again, and its own interference limit.
 
     2 nodes of 3 cores and 5 GiB, 1 core and 1 GiB reserved: 2 executors x 1 core (1 GiB + 1 GiB) per node, one slot
     for the ApplicationMaster -> 3 executors. The NodeManagers offer what the plan leaves (2 vcores, 4 GiB) and YARN
@@ -87,7 +101,10 @@ def ns_grid(tmp: Path) -> Path:
     grid["name"], grid["store"] = "ns-sweep", str(tmp / "store")
     grid["cluster"] |= {"cores_per_node": 3, "memory_per_node": "5GiB", "java_home": str(NODE_JDK17)}
     grid["sizing"] |= {"cores_per_executor": [1]}
-    grid["workload"] = {"dataset": "digits", "model": {"hidden_layer_sizes": [16]}, "epochs": [3], "trials": 1}
+    grid["workload"] = {
+        "dataset": "digits", "model": {"hidden_layer_sizes": [64]}, "epochs": [150], "exact_epochs": True,
+        "trials": 1, "remeasure_disturbed": 0, "interference_limit": HOG_LIMIT,
+    }  # fmt: skip
     grid["baseline"] = False
     path = tmp / "ns-sweep.yaml"
     path.write_text(yaml.safe_dump(grid, sort_keys=False))
@@ -99,15 +116,20 @@ def ns_sweep(ns_yarn: NsCluster, tmp_path_factory: pytest.TempPathFactory) -> Sw
     tmp = tmp_path_factory.mktemp("ns-sweep")
     grid = ns_grid(tmp)
     known = {app["id"] for app in applications(ns_yarn)}
-    started = time.monotonic()
-    result = on_edge(ns_yarn, [sys.executable, "-m", "sweeper", "run", str(grid), "--skip-check"])
-    duration_s = time.monotonic() - started
+    node_init = init_pid(next(member for member in ns_yarn.members.values() if member.host == HOG_HOST))
+    with busy_loop_in_node(node_init) as hog:
+        in_node = os.stat(f"/proc/{hog.pid}/ns/pid").st_ino == os.stat(f"/proc/{node_init}/ns/pid").st_ino
+        started, hog_start_s = time.monotonic(), sum(hog.cpu_times()[:2])
+        result = on_edge(ns_yarn, [sys.executable, "-m", "sweeper", "run", str(grid), "--skip-check"])
+        duration_s = time.monotonic() - started
+        hog_cores = (sum(hog.cpu_times()[:2]) - hog_start_s) / duration_s
     ours = [app for app in applications(ns_yarn) if app["id"] not in known]
     frame = load_results(tmp / "store") if (tmp / "store").exists() else pd.DataFrame()
-    columns = ["engine", "status", "cluster_start_s", "warmup_s", "fit_wall_s", "teardown_s"]
+    columns = ["engine", "status", "cluster_start_s", "fit_wall_s", "interference_cpu_share", "interference_host"]
     summary = frame[columns].to_dict("records") if len(frame) else []
-    print(f"\nns sweep: cluster started in {ns_yarn.start_s:.1f} s; sweep {duration_s:.1f} s; rows {summary}")
-    return Sweep(grid, tmp / "store", result, duration_s, ours, frame)
+    print(f"\nns sweep: cluster started in {ns_yarn.start_s:.1f} s; sweep {duration_s:.1f} s with a hog of "
+          f"{hog_cores:.2f} cores on {HOG_HOST}; rows {summary}")  # fmt: skip
+    return Sweep(grid, tmp / "store", result, duration_s, ours, frame, in_node, hog_cores)
 
 
 def test_the_sweep_exits_0_with_an_ok_row_per_engine(ns_sweep: Sweep) -> None:
@@ -117,7 +139,17 @@ def test_the_sweep_exits_0_with_an_ok_row_per_engine(ns_sweep: Sweep) -> None:
     assert sorted(frame["engine"]) == ["dask", "spark"]
     assert set(frame["status"]) == {"ok"}, frame[["engine", "error"]].to_dict("records")
     assert set(frame["manager"]) == {"yarn"}
-    assert ((frame["accuracy"] > 0) & (frame["accuracy"] <= 1)).all()  # 3 epochs of a tiny MLP: above chance or not
+    assert ((frame["accuracy"] > 0) & (frame["accuracy"] <= 1)).all()
+
+
+def test_a_hog_inside_one_node_is_attributed_to_that_node(ns_sweep: Sweep) -> None:
+    """#34: the Dask launch's workers on both nodes read each node's interference; the row holds the worst node's."""
+    assert ns_sweep.hog_in_node
+    dask = ns_sweep.frame[ns_sweep.frame["engine"] == "dask"]
+    figures = dask[["fit_wall_s", "interference_cpu_share", "interference_host", "disturbed"]].to_dict("records")
+    assert len(dask) == 1 and set(dask["status"]) == {"ok"}, figures
+    assert set(dask["interference_host"]) == {HOG_HOST}, (ns_sweep.hog_cores, figures)
+    assert dask["disturbed"].all(), (ns_sweep.hog_cores, figures)
 
 
 def test_granted_is_planned(ns_sweep: Sweep) -> None:
@@ -132,7 +164,7 @@ def test_granted_is_planned(ns_sweep: Sweep) -> None:
 def test_the_fits_ran_on_both_nodes_from_a_driver_on_the_edge(ns_yarn: NsCluster, ns_sweep: Sweep) -> None:
     frame = ns_sweep.frame
     assert set(frame["host"]) == {ns_yarn.edge_name}  # the driver's host
-    # the fits ran in the executors' Python processes (a fit of 40 ms frees its slot before the last is placed:
+    # the fits ran in the executors' Python processes (a fit that ends frees its slot before the last is placed:
     # Spark and Dask may give it the next fit, so not necessarily one process per executor)
     assert frame["worker_pids"].between(1, 3).all(), frame[["engine", "worker_pids"]].to_dict("records")
     runs = [app for app in ns_sweep.applications if "sweeper-check" not in app["name"]]

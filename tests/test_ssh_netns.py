@@ -241,7 +241,7 @@ def test_nothing_is_left_in_the_namespaces_here_or_in_the_remote_dir(swept: Swep
     assert not launch_dirs(hosts)
 
 
-HOG_LIMIT = 0.1  # as the namespaced YARN cluster's hog test (tests/test_ns_interference.py)
+HOG_LIMIT = 0.1  # as the namespaced YARN cluster's hog (tests/test_ns_sweep.py)
 HOG_EPOCHS = 300  # a fit of seconds on each host: longer than interference.MIN_SPAN_S on a quiet fast machine
 
 
