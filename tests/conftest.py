@@ -3,10 +3,9 @@
 The expensive clusters (an sshd, the standalone Spark master and Dask scheduler, a MiniYARNCluster) start
 once per session, at their first use, and stop at its end. The tests that use one run after all others,
 grouped per cluster, so that no cluster idles through the rest of the suite. Under pytest-xdist (``make test`` runs
-on two workers, ``--dist loadgroup``) the tests of every shared cluster are one group, :data:`CLUSTERS_GROUP`, run
-in that order on one worker (no two clusters run at once, and each starts once), and each other module is a group
-of its own: the clusters' group goes first, the longest work, then the other integration modules, and the quick
-modules fill in behind them on the other worker.
+the quick tests on two workers, ``--dist loadgroup``; the integration tests in one process) each cluster's tests,
+and each module's, are one group on one worker, so every cluster and module fixture still starts once; the
+clusters' groups go first, the longest work, and the quick modules fill in behind them.
 """
 
 from __future__ import annotations
@@ -39,7 +38,6 @@ SHARED_CLUSTERS = ("netns_ssh_hosts", "sshd", "existing_clusters", "yarn", "ns_y
 CLUSTER_OF_MANAGER = {"ssh": "sshd", "standalone": "existing_clusters", "yarn": "yarn"}
 # an (engine, manager) pair on another shared cluster than its manager's
 CLUSTER_OF_PAIR = {("ray", "ssh"): "netns_ssh_hosts"}
-CLUSTERS_GROUP = "shared-clusters"  # pytest-xdist's group of every test on a shared cluster
 
 
 # Every sweep a test runs judges no measurement disturbed (unless its grid sets workload.interference_limit): a
@@ -181,8 +179,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run the tests of each shared cluster together, after the others; the order is kept otherwise.
 
     A module's tests stay together (its module-scoped fixtures start once) unless they are parametrized over
-    managers: those go with their manager's cluster. Under pytest-xdist, the clusters' tests are one group
-    (``xdist_group``), first, and each other module is one, the integration modules before the quick ones.
+    managers: those go with their manager's cluster. Under pytest-xdist, each cluster and each module is a group
+    (``xdist_group``), the clusters' first.
     """
     unmarked = [
         item.nodeid
@@ -207,12 +205,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             return shared_cluster_rank({CLUSTER_OF_PAIR.get(pair, CLUSTER_OF_MANAGER.get(manager, ""))})
         return module_rank[item.nodeid.split("::")[0]]
 
-    items.sort(key=rank)
     if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        items.sort(key=rank)
         return
     for item in items:
-        _group(item, CLUSTERS_GROUP if rank(item) else item.nodeid.split("::")[0])
-    items.sort(key=lambda item: (not rank(item), item.get_closest_marker("integration") is None))  # stable
+        cluster = rank(item)
+        _group(item, SHARED_CLUSTERS[cluster - 1] if cluster else item.nodeid.split("::")[0])
+    items.sort(key=lambda item: (-rank(item), item.get_closest_marker("integration") is None))
 
 
 def _group(item: pytest.Item, name: str) -> None:
