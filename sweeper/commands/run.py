@@ -105,7 +105,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
             + (f", {pruned} pruned ({why})" if pruned else "")
         ),
     )
-    if args.report and result.rows:
+    if args.report and (result.rows or result.skipped):  # also when every measurement was already there
         from sweeper.results.report import write_report
 
         written = write_report(store, Path(args.report), sweep=grid.name)
