@@ -14,9 +14,12 @@ import numbers
 import re
 import reprlib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 MAX_SHOWN_CHARS = 80  # a value quoted in a message
 OUTPUT_COLUMNS = 100  # the widest line the command line prints to a pipe or file, and the widest it wraps text at
@@ -168,3 +171,10 @@ def wrapped(text: Text, width: int, together: int = 1) -> Text:
         out.append_text(word)
         column += word.cell_len
     return out
+
+
+def say(console: Console, text: Text | str) -> None:
+    """Print a line of the command line, :func:`wrapped` at the console's width and at most :data:`OUTPUT_COLUMNS`
+    (a string as written: no markup)."""
+    line = plain(text) if isinstance(text, str) else text
+    console.print(wrapped(line, min(console.width, OUTPUT_COLUMNS)), soft_wrap=True)

@@ -13,9 +13,10 @@ import pytest
 from sweeper.launch.registry import starter
 from sweeper.workload.averaging import Weights, average, shard_rows, train_in_process
 from sweeper.workload.data import Data
-from sweeper.workload.tasks import Recipe, make_batch
+from sweeper.workload.tasks import make_batch
 from tests.conftest import REPO
 from tests.support import launches
+from tests.support.batches import recipe_with
 from tests.support.leftovers import assert_no_launch_processes
 
 PARAMS = {"hidden_layer_sizes": (32,), "solver": "adam"}
@@ -83,7 +84,7 @@ def test_data_parallel_on_a_real_launch_ships_shards_once_and_only_weights_trave
     engine: str, digits: Data, tmp_path: Path
 ) -> None:
     context = launches.context(tmp_path, environment={})
-    recipe = Recipe(folds=2)
+    recipe = recipe_with()
     with starter(engine, "local")(launches.launch(engine, executor_memory_mib=1024), context) as session:
         first = session.run_batch(
             make_batch(recipe, "data-parallel", PARAMS, 30, 0, 1, labels=digits.y_train, shards=2),

@@ -19,8 +19,9 @@ from sweeper.store.validity import INVALID, checked
 from sweeper.workload.data import Data, check_available, load
 from sweeper.workload.estimators import build
 from sweeper.workload.fit import run_fit
-from sweeper.workload.tasks import FitTask, Recipe, make_batch
+from sweeper.workload.tasks import FitTask, make_batch
 from tests.fixtures.make_fixture_store import STORE
+from tests.support.batches import recipe_with
 
 FOREST = Estimator(("sklearn.ensemble.RandomForestClassifier",), "classifier", "n_estimators", "accuracy")
 PIPELINE = Estimator(
@@ -39,7 +40,7 @@ def diabetes() -> Data:
 
 
 def batch(estimator: Estimator, data: Data, mode: str, work: int, params: dict[str, Any]) -> list[FitTask]:
-    return make_batch(Recipe(folds=2, estimator=estimator), mode, params, work, 0, 2, labels=data.y_train)
+    return make_batch(recipe_with(estimator=estimator), mode, params, work, 0, 2, labels=data.y_train)
 
 
 def test_diabetes_is_a_regression_set_scaled_like_the_others(diabetes: Data) -> None:

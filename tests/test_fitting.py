@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from sweeper.workload.fit import run_fit
-from sweeper.workload.tasks import FitTask, Recipe, make_batch
-from tests.support.batches import replicas
+from sweeper.workload.tasks import FitTask, make_batch
+from tests.support.batches import recipe_with, replicas
 
 
 def batch(mode: str) -> list[FitTask]:
-    recipe = Recipe(folds=3, param_grid=(("alpha", (0.1, 0.01)),))
+    recipe = recipe_with(folds=3, param_grid=(("alpha", (0.1, 0.01)),))
     return make_batch(recipe, mode, {"hidden_layer_sizes": (8,)}, 5, 2, 4, labels=np.arange(100) % 10)
 
 
@@ -45,9 +45,9 @@ def test_a_fit_reports_time_accuracy_epochs_and_its_environment(digits) -> None:
 
 def test_exact_epochs_runs_every_epoch_despite_tolerance(digits) -> None:  # type: ignore[no-untyped-def]
     params = {"hidden_layer_sizes": (16,), "tol": 0.5}  # a tolerance this loose stops after a few epochs
-    early = run_fit(make_batch(Recipe(), "replicas", params, 40, 0, 1, labels=digits.y_train)[0], digits)
+    early = run_fit(make_batch(recipe_with(), "replicas", params, 40, 0, 1, labels=digits.y_train)[0], digits)
     exact = run_fit(
-        make_batch(Recipe(exact_epochs=True), "replicas", params, 40, 0, 1, labels=digits.y_train)[0], digits
+        make_batch(recipe_with(exact_epochs=True), "replicas", params, 40, 0, 1, labels=digits.y_train)[0], digits
     )
     assert early.epochs_run < 40 and early.converged
     assert exact.epochs_run == 40 and not exact.converged

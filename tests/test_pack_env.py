@@ -168,9 +168,11 @@ def test_no_process_in_a_container_imports_what_an_automatic_pack_leaves_out() -
             f"for name in {CONTAINER_MODULES!r}: importlib.import_module(name)",
             "from sweeper.workload.data import Dataset, load",
             "from sweeper.workload.fit import run_fit",
+            "from sweeper.config.grid import DEFAULT_ESTIMATOR",
             "from sweeper.workload.tasks import Recipe, make_batch",
             "data = load(Dataset('digits'))",
-            "tasks = make_batch(Recipe(), 'replicas', {'hidden_layer_sizes': (8,)}, 2, 0, 1, labels=data.y_train)",
+            "recipe = Recipe(0, False, 1, 2, (), 1, DEFAULT_ESTIMATOR)",
+            "tasks = make_batch(recipe, 'replicas', {'hidden_layer_sizes': (8,)}, 2, 0, 1, labels=data.y_train)",
             "assert run_fit(tasks[0], data).accuracy > 0",
             "print(json.dumps(sorted({name.split('.')[0] for name in set(sys.modules) - started})))",
         ]

@@ -19,9 +19,9 @@ from sweeper.launch.base import Granted
 from sweeper.launch.registry import starter
 from sweeper.workload.data import Data
 from sweeper.workload.fit import FitResult
-from sweeper.workload.tasks import FitTask, Recipe, make_batch
+from sweeper.workload.tasks import FitTask, make_batch
 from tests.support import launches
-from tests.support.batches import replicas
+from tests.support.batches import recipe_with, replicas
 from tests.support.ray_cluster import assert_no_ray_processes
 
 # Ray missing, simulated: the interpreter runs the sweeper with `import ray` failing as it does when not installed.
@@ -106,7 +106,7 @@ def _one_model_across_the_nodes(session: Any, digits: Data) -> None:
 
     def batch(epochs: int) -> list[FitTask]:
         params = {"hidden_layer_sizes": (32,), "solver": "adam"}
-        return make_batch(Recipe(folds=2), "data-parallel", params, epochs, 0, 1, labels=digits.y_train, shards=2)
+        return make_batch(recipe_with(), "data-parallel", params, epochs, 0, 1, labels=digits.y_train, shards=2)
 
     (result,) = session.run_batch(batch(30), digits)
     shipped = session._shards

@@ -59,17 +59,14 @@ def _show_predictions(plan: Plan, store: str, sweep: str | None, console: Consol
     from sweeper.results.predict.forecast import learn, planned_cost, predicted_targets, unpredicted_engines
     from sweeper.results.predict.view import prediction_headers, prediction_rows, unpredicted_lines, validation_lines
     from sweeper.store.parquet import load_sweep
-    from sweeper.text import OUTPUT_COLUMNS, plain, wrapped
-
-    def say(line: str) -> None:
-        console.print(wrapped(plain(line), min(console.width, OUTPUT_COLUMNS)), soft_wrap=True)
+    from sweeper.text import plain, say
 
     rows = load_sweep(store, sweep)
     learned = learn(rows)
     predictions = [learned.predict(shape) for _, _, shape in predicted_targets(learned, plan)]
-    say(f"Predicted from {store} (sweep {', '.join(sorted(map(str, rows['sweep'].unique())))}):")
+    say(console, f"Predicted from {store} (sweep {', '.join(sorted(map(str, rows['sweep'].unique())))}):")
     for line in [*validation_lines(learned), *unpredicted_lines(unpredicted_engines(learned, plan))]:
-        say(f"  {line}")
+        say(console, f"  {line}")
     table = Table(title="predicted median batch times")
     for header in prediction_headers(learned):
         table.add_column(header)
@@ -78,8 +75,9 @@ def _show_predictions(plan: Plan, store: str, sweep: str | None, console: Consol
     console.print(table)
     cost = planned_cost(learned, plan)
     say(
+        console,
         f"Predicted cluster time: {cost.total_node_s:,.0f} node-seconds "
         f"({cost.total_node_s / 3600:.2f} node-hours), "
         f"{cost.batches_node_s / cost.total_node_s:.0%} of it in measured batches; starts, warm-ups and "
-        "teardowns as the sweep measured them"
+        "teardowns as the sweep measured them",
     )

@@ -31,7 +31,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
     from sweeper.results.recommend_view import lines, to_json
     from sweeper.results.report.sections.measured import dry_run_banner
     from sweeper.store.parquet import load_sweep
-    from sweeper.text import OUTPUT_COLUMNS, json_text, plain, wrapped
+    from sweeper.text import json_text, say
 
     df = load_sweep(args.store, args.sweep)
     recommendation = recommend(
@@ -47,5 +47,5 @@ def main(args: argparse.Namespace, console: Console) -> int:
     else:
         banner = dry_run_banner(df)
         for line in ([banner] if banner else []) + lines(recommendation, worth):
-            console.print(wrapped(plain(line), min(console.width, OUTPUT_COLUMNS)), soft_wrap=True)
+            say(console, line)
     return 0

@@ -20,7 +20,7 @@ from sweeper.config.work import EPOCHS
 from sweeper.errors import UserError
 from sweeper.search.adaptive import TrialPolicy
 from sweeper.search.halving import HalvingPolicy
-from sweeper.text import OUTPUT_COLUMNS, json_text, plain, visible, wrapped
+from sweeper.text import json_text, plain, say, visible
 
 if TYPE_CHECKING:
     from sweeper.results.replay import ReplaySettings, StoreLimits
@@ -168,7 +168,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
         from sweeper.results.predict.forecast import work_axis_name
 
         for line in ([plain(banner)] if banner else []) + _replay_lines(result, work_axis_name(df)):
-            console.print(wrapped(plain(line), min(console.width, OUTPUT_COLUMNS)), soft_wrap=True)
+            say(console, line)
     return 0
 
 

@@ -16,10 +16,9 @@ from sweeper.names import OK, PRUNED
 from sweeper.planning.dry_run import shrink_plan
 from sweeper.planning.plan import Plan, make_plan
 from sweeper.planning.view import beyond_this_machine, warning_line
-from sweeper.run.view import say
 from sweeper.shapes import counted
 from sweeper.store.row import Row
-from sweeper.text import OUTPUT_COLUMNS, plain
+from sweeper.text import OUTPUT_COLUMNS, plain, say
 
 if TYPE_CHECKING:
     import pandas as pd

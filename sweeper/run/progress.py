@@ -24,10 +24,10 @@ from sweeper.launch.lifecycle import STARTED, STARTING, STOPPING, WAITING
 from sweeper.names import BASELINE_ENGINE, on_spark
 from sweeper.planning.plan import Launch, Plan
 from sweeper.run.eta import Eta
-from sweeper.run.view import measurement_line, say
+from sweeper.run.view import measurement_line
 from sweeper.shapes import counted, shape_text
 from sweeper.store.row import Row
-from sweeper.text import plain
+from sweeper.text import plain, say
 
 LONG_WAIT_S = 15.0  # a stage this long gets a line saying what it waits for
 REPEAT_S = 60.0  # and another one this often after it

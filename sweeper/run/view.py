@@ -7,7 +7,6 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -15,7 +14,7 @@ from sweeper.config.work import ACCURACY, EPOCHS, axis_name, axis_text, score_na
 from sweeper.names import FAILED, OK, PRUNED, TIMEOUT
 from sweeper.shapes import shape_text
 from sweeper.store.row import Row
-from sweeper.text import plain, wrapped
+from sweeper.text import plain
 
 STATUS_STYLE: dict[str, str] = {OK: "green", FAILED: "red", TIMEOUT: "yellow"}
 
@@ -78,8 +77,3 @@ def summary_table(rows: Sequence[Row], title: str = "Summary (medians over trial
             f"{statistics.median(r['accuracy'] for r in ok):.4f}" if ok else "-",
         )
     return table
-
-
-def say(console: Console, text: Text | str) -> None:
-    """Print a line of ``sweeper run``, :func:`wrapped` at the console's width (a string as written: no markup)."""
-    console.print(wrapped(plain(text) if isinstance(text, str) else text, console.width), soft_wrap=True)

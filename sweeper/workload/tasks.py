@@ -47,15 +47,16 @@ def one_model(tasks: Sequence[FitTask]) -> bool:
 
 @dataclass(frozen=True)
 class Recipe:
-    """What every batch of a workload shares (the grid's ``workload`` keys of the same names)."""
+    """What every batch of a workload shares (the grid's ``workload`` keys of the same names, whose defaults the
+    grid's schema states)."""
 
-    seed: int = 0
-    exact_epochs: bool = False
-    threads_per_fit: int = 1
-    folds: int = 3
-    param_grid: tuple[tuple[str, tuple[Any, ...]], ...] = ()
-    local_epochs: int = 1
-    estimator: Estimator = DEFAULT_ESTIMATOR
+    seed: int
+    exact_epochs: bool
+    threads_per_fit: int
+    folds: int
+    param_grid: tuple[tuple[str, tuple[Any, ...]], ...]
+    local_epochs: int
+    estimator: Estimator
 
     @classmethod
     def of(cls, workload: Workload) -> Recipe:
@@ -80,7 +81,9 @@ def make_batch(
     so trials are independent samples. Folds are stratified by class for a classifier.
 
     >>> import numpy as np
-    >>> batch = make_batch(Recipe(), "replicas", {}, 5, trial=1, n_fits=3, labels=np.zeros(10))
+    >>> from sweeper.config.grid import DEFAULT_ESTIMATOR
+    >>> recipe = Recipe(0, False, 1, 3, (), 1, DEFAULT_ESTIMATOR)
+    >>> batch = make_batch(recipe, "replicas", {}, 5, trial=1, n_fits=3, labels=np.zeros(10))
     >>> [task.seed for task in batch]
     [1000, 1001, 1002]
     """

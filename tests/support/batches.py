@@ -2,8 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
+from sweeper.config.grid import DEFAULT_ESTIMATOR
 from sweeper.workload.data import Data
 from sweeper.workload.tasks import FitTask, Recipe, make_batch
+
+TEST_RECIPE = Recipe(
+    seed=0, exact_epochs=False, threads_per_fit=1, folds=2, param_grid=(), local_epochs=1, estimator=DEFAULT_ESTIMATOR
+)
+
+
+def recipe_with(**changes: Any) -> Recipe:
+    """The tests' batch recipe (seed 0, 1 thread, 2 folds, no search grid, MLP), with ``changes``."""
+    return replace(TEST_RECIPE, **changes)
 
 
 def replicas(
@@ -11,5 +24,5 @@ def replicas(
 ) -> list[FitTask]:
     """``fits`` replicas (seeds 0..fits-1, trial 0) of an MLP with ``hidden`` layers, ``epochs`` each (``exact_epochs``:
     no early stop), 1 thread."""
-    recipe = Recipe(exact_epochs=exact_epochs)
+    recipe = recipe_with(exact_epochs=exact_epochs)
     return make_batch(recipe, "replicas", {"hidden_layer_sizes": hidden}, epochs, 0, fits, labels=data.y_train)

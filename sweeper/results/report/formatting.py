@@ -89,6 +89,9 @@ def score_header(score: str) -> str:
     return "Accuracy" if score == ACCURACY else f"Score ({score})"
 
 
+ACCURACY_HEADER = score_header(ACCURACY)  # a classifier's score, as headers and figures name it
+
+
 def axis_header(name: str) -> str:
     """The work axis's column header: ``# Epochs`` (an MLP's), else the name of the parameter it set.
 

@@ -32,6 +32,7 @@ from matplotlib.transforms import ScaledTranslation
 from sweeper.config.work import EPOCHS, axis_text
 from sweeper.engines import DESCRIPTORS
 from sweeper.names import BASELINE_ENGINE, CONFIG
+from sweeper.results.report.formatting import ACCURACY_HEADER
 from sweeper.results.report.selection import engine_order, shape_order, with_note
 from sweeper.results.right_sizing import HEADROOM_TEXT
 from sweeper.results.statistics import NEVER, pareto_front
@@ -174,7 +175,7 @@ def _series(table: pd.DataFrame) -> Iterator[tuple[str, str, pd.DataFrame]]:
 
 
 @readable
-def versus_epochs(table: pd.DataFrame, note: str = "", work_axis: str = EPOCHS, score: str = "Accuracy") -> Figure:
+def versus_epochs(table: pd.DataFrame, note: str = "", work_axis: str = EPOCHS, score: str = ACCURACY_HEADER) -> Figure:
     """Median time and score (named ``score``: ``Accuracy``, ``Score (r2)``) against the work axis (named
     ``work_axis``), a line per engine and configuration (from ``summary``).
 
@@ -236,7 +237,7 @@ def accuracy_vs_time(
     shown_rows: np.ndarray | None = None,
     note: str = "",
     work_axis: str = EPOCHS,
-    score: str = "Accuracy",
+    score: str = ACCURACY_HEADER,
 ) -> Figure:
     """The speed/score trade-off: the median score (named ``score``) against median time, the Pareto front marked.
 
