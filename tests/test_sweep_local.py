@@ -107,7 +107,7 @@ def test_the_store_is_compacted_and_readable_by_spark(swept: tuple[Path, Any]) -
         rows = spark.read.parquet(str(store / "small")).groupBy("engine").count().collect()
         assert {r["engine"]: r["count"] for r in rows} == {"local": 4, "spark": 4, "dask": 4}
     finally:
-        stop_spark()
+        stop_spark(exit_wait_s=10)
 
 
 def test_no_process_of_the_sweep_is_left(swept: tuple[Path, Any]) -> None:

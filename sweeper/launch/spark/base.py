@@ -18,6 +18,11 @@ class SparkBackend(ManagerBackend):
 
     engine = "spark"
     spark: Any
+    driver_exit_code: int | None = None
+
+    def driver_exit_s(self) -> float:
+        """How long the driver JVM is given to exit at the launch's end before it is killed."""
+        return 10.0
 
     @property
     def log4j(self) -> Path:
@@ -46,8 +51,11 @@ class SparkBackend(ManagerBackend):
         self.log4j.write_text(QUIET_LOG4J)
         self.start_cluster(teardown)
         teardown.enter(variables_set(self.variables()))
-        teardown.add(stop_spark)  # before the variables are restored, even when the session did not start
+        teardown.add(self._stop)  # before the variables are restored, even when the session did not start
         self.spark = self.connect()
+
+    def _stop(self) -> None:
+        self.driver_exit_code = stop_spark(self.driver_exit_s())
 
     def session(self, granted: Granted, n_jobs: int) -> SparkAppSession:
         from sweeper.launch.spark import joblib_backend

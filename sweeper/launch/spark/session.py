@@ -231,8 +231,10 @@ def _java_message(error: BaseException) -> str:
     return error_text(error)
 
 
-def stop_spark() -> None:
-    """Stop the active SparkContext and its driver JVM, and forget both, so the next launch starts clean."""
+def stop_spark(exit_wait_s: float) -> int | None:
+    """Stop the active SparkContext and its driver JVM, and forget both, so the next launch starts clean.
+
+    The JVM is given ``exit_wait_s`` to exit before it is killed; its exit code, None when there was none to stop."""
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
@@ -240,6 +242,7 @@ def stop_spark() -> None:
     if active is not None:
         active.stop()
     gateway = SparkContext._gateway
+    exit_code = None
     if gateway is not None:
         proc = getattr(gateway, "proc", None)
         with contextlib.suppress(Exception):  # the JVM may already be gone; we only want it gone
@@ -247,7 +250,7 @@ def stop_spark() -> None:
         if proc is not None:
             try:
                 proc.stdin.close()  # the gateway JVM exits when its stdin closes
-                proc.wait(10)
+                exit_code = proc.wait(exit_wait_s)
             except (OSError, subprocess.TimeoutExpired):
                 kill_tree(proc.pid)
     SparkContext._gateway = None
@@ -255,3 +258,4 @@ def stop_spark() -> None:
     SparkContext._active_spark_context = None
     SparkSession._instantiatedSession = None
     SparkSession._activeSession = None
+    return exit_code
