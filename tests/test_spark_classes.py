@@ -39,6 +39,10 @@ def test_the_archive_is_keyed_by_the_java_runtime_and_an_old_or_unknown_java_get
         assert class_archive() is None, version
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-release"))
     assert class_archive() is None
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "a"))
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))  # a cache that cannot be made
+    assert class_archive() is None
 
 
 def test_a_part_left_by_a_dead_process_is_removed_and_only_a_clean_exit_names_the_archive(tmp_path: Path) -> None:

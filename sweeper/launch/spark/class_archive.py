@@ -74,8 +74,8 @@ class ClassArchive:
 
 
 def class_archive() -> ClassArchive | None:
-    """The archive of the Java Spark starts here (``JAVA_HOME``, else ``java`` on ``PATH``) and pyspark's jars,
-    or None when that Java's version is not known to be 17 or newer."""
+    """The archive of the Java Spark starts here (``JAVA_HOME``, else ``java`` on ``PATH``) and pyspark's jars, its
+    directories prepared; None when that Java's version is not known to be 17 or newer or the cache is not writable."""
     home = _java_home()
     release = _release(home) if home is not None else None
     if home is None or release is None or _java_major(release) < MIN_JAVA_MAJOR:
@@ -87,7 +87,12 @@ def class_archive() -> ClassArchive | None:
     for entry in sorted(os.scandir(jars), key=lambda e: e.name):
         digest.update(f"{entry.name}\0{entry.stat().st_size}\0{entry.stat().st_mtime_ns}\n".encode())
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return ClassArchive(Path(base) / "sweeper" / "spark-classes" / digest.hexdigest()[:16])
+    archive = ClassArchive(Path(base) / "sweeper" / "spark-classes" / digest.hexdigest()[:16])
+    try:
+        archive.prepare()
+    except OSError:  # a cache that cannot be written: the launch starts without an archive
+        return None
+    return archive
 
 
 def _java_home() -> Path | None:

@@ -31,7 +31,6 @@ class LocalSpark(SparkBackend):
     def start(self, teardown: Teardown) -> None:
         self.classes = archive = class_archive()
         if archive is not None:
-            archive.prepare()
             self.writing_classes = not archive.path.exists()
             teardown.add(lambda: archive.keep(self.driver_exit_code))  # after the driver exited
         super().start(teardown)
