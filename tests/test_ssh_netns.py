@@ -3,7 +3,7 @@
 Each host is a machine of its own behind a bridge here (tests/support/netns_hosts.py): its network, PID,
 mount and UTS namespaces, its host name, Debian's /etc/hosts with ``127.0.1.1 <own name>``, its own /tmp and
 its own copy of the environment. The grid lists the hosts by name, and the driver resolves them as an edge
-node would; the Spark master and Dask scheduler on the first host, the workers on both and the driver here
+node would; the Spark master, Dask scheduler and Ray head on the first host, the workers on both and the driver here
 really talk across addresses, and a daemon that bound the address its own name resolves to on its host
 (loopback, #20 defect 8) would be unreachable. While the sweep runs, a watcher records which namespace every
 launch process runs in and where it listens; the tests then check placement, binding and the driver's
@@ -56,6 +56,8 @@ KINDS = {
     "org.apache.spark.executor.CoarseGrainedExecutorBackend": "spark-executor",
     '"distributed.Scheduler"': "dask-scheduler",
     '"distributed.Nanny"': "dask-nanny",
+    "/gcs/gcs_server ": "ray-gcs",
+    "/raylet/raylet ": "ray-raylet",
 }
 WILDCARDS = ("0.0.0.0", "*", "::")
 
@@ -139,8 +141,10 @@ def hosts(netns_ssh_hosts: NetnsHosts) -> NetnsHosts:
 
 
 def netns_grid(hosts: NetnsHosts) -> dict[str, Any]:
-    """Two hosts of 1 core, by name: one executor (Dask: one worker) on each, 1 GiB, digits, 5 epochs, 1 trial."""
+    """Two hosts of 1 core, by name: one executor (Dask, Ray: one worker) on each, 1 GiB, digits, 5 epochs, 1 trial;
+    every engine."""
     grid = minimal_grid(name="netns")
+    grid["engines"] = ["spark", "dask", "ray"]
     grid["cluster"] = {
         "manager": "ssh",
         "hosts": list(hosts.names),
@@ -183,8 +187,9 @@ def test_the_sweep_over_two_namespaced_hosts_writes_ok_rows_like_a_local_sweep(s
     frame = swept.frame
     assert set(frame["status"]) == {"ok"}, frame[["engine", "error"]].to_string()
     assert list(frame.columns) == list(COLUMNS)
-    # the same rows a local sweep of this grid writes: baseline, spark, dask x epochs x trials
-    assert frame.groupby(["engine", "epochs"]).size().to_dict() == {(e, 5): 1 for e in ("dask", "local", "spark")}
+    # the same rows a local sweep of this grid writes: baseline, spark, dask, ray x epochs x trials
+    engines = ("dask", "local", "ray", "spark")
+    assert frame.groupby(["engine", "epochs"]).size().to_dict() == {(e, 5): 1 for e in engines}
     clusters = frame[frame["engine"] != "local"]
     assert set(clusters["manager"]) == {"ssh"}
     assert set(clusters["cluster_hosts"]) == {",".join(hosts.names)}
@@ -199,10 +204,10 @@ def test_the_sweep_over_two_namespaced_hosts_writes_ok_rows_like_a_local_sweep(s
     assert_resource_figures(frame)  # measured on the hosts where the workers ran
 
 
-def test_spark_executors_and_dask_workers_ran_and_listened_on_both_hosts(swept: Swept, hosts: NetnsHosts) -> None:
+def test_executors_and_workers_of_every_engine_ran_and_listened_on_both_hosts(swept: Swept, hosts: NetnsHosts) -> None:
     seen = swept.seen
     everywhere = set(hosts.namespaces)
-    for kind in ("spark-worker", "spark-executor", "dask-nanny", "dask-worker"):
+    for kind in ("spark-worker", "spark-executor", "dask-nanny", "dask-worker", "ray-raylet"):
         assert seen.namespaces.get(kind) == everywhere, (kind, seen.namespaces)
     own_address = dict(zip(hosts.namespaces, hosts.addresses, strict=True))
     for kind in ("spark-executor", "dask-worker"):
@@ -211,8 +216,9 @@ def test_spark_executors_and_dask_workers_ran_and_listened_on_both_hosts(swept: 
         assert all(address == own_address[namespace] for namespace, address in listening), listening
 
 
-def test_master_and_scheduler_run_on_the_first_host_bound_to_its_address(swept: Swept, hosts: NetnsHosts) -> None:
+def test_master_scheduler_and_head_run_on_the_first_host_bound_to_its_address(swept: Swept, hosts: NetnsHosts) -> None:
     first, address = hosts.namespaces[0], hosts.addresses[0]
+    assert swept.seen.namespaces.get("ray-gcs") == {first}, swept.seen.namespaces  # the head's
     for kind in ("spark-master", "dask-scheduler"):
         assert swept.seen.namespaces.get(kind) == {first}, swept.seen.namespaces
         listening = swept.seen.listening.get(kind)
@@ -222,9 +228,13 @@ def test_master_and_scheduler_run_on_the_first_host_bound_to_its_address(swept: 
     assert 6066 not in swept.seen.ports["spark-master"], swept.seen.ports
     # the scheduler's HTTP server takes a free port, not Dask's fixed 8787 (taken by a second sweep or a user's Dask)
     assert 8787 not in swept.seen.ports["dask-scheduler"], swept.seen.ports
+    # Ray 2.60 listens on every interface whatever its node's address (no option binds it; the README says so)
     wildcard = {
-        kind: sorted(found) for kind, found in swept.seen.listening.items() if any(h in WILDCARDS for _, h in found)
+        kind: sorted(found)
+        for kind, found in swept.seen.listening.items()
+        if any(h in WILDCARDS for _, h in found) and not kind.startswith("ray-")
     }
+    assert any(h in WILDCARDS for _, h in swept.seen.listening["ray-gcs"]), "Ray binds an address now: check it"
     assert not wildcard, f"launch processes listening on every interface: {wildcard}"
 
 

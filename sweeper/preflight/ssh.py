@@ -48,7 +48,8 @@ def check_ssh(cluster: SshCluster, spark: bool, ray: bool = False) -> Preflight:
                 found.add("java", host, True, f"Java {remote_java_major(host, cluster.options, cluster.java)}")
             except LaunchError as error:
                 found.add("java", host, False, str(error))
-        if ray:
+        no_environment = any(c.check == "environment" and c.node == host and not c.ok for c in found.checks)
+        if ray and not no_environment:  # Ray's version is read by the environment's Python: named once, above
             try:
                 found.add("ray", host, True, f"Ray {check_ray_version(host, cluster)}, as here")
             except LaunchError as error:
