@@ -37,6 +37,8 @@ from sweeper.launch.options import (
     YarnOptions,
 )
 from sweeper.launch.registry import LAUNCHERS, starter
+from sweeper.launch.spark.class_archive import ClassArchive, class_archive
+from sweeper.launch.spark.session import SparkAppSession, driver_process
 from sweeper.names import BASELINE_ENGINE
 from sweeper.planning.plan import Launch
 from sweeper.workload.data import Data
@@ -302,6 +304,17 @@ def completed_tasks(spark: Any) -> list[int]:
     return found
 
 
+def assert_driver_classes(session: SparkAppSession, classes: ClassArchive | None, archived: bool) -> None:
+    """The driver maps Spark's class archive when there was one at the launch's start, else it writes one at exit."""
+    driver = driver_process(session.spark)
+    assert classes is not None and driver is not None
+    maps = Path(f"/proc/{driver.pid}/maps").read_text()
+    if archived:
+        assert str(classes.path) in maps
+    else:
+        assert f"-XX:ArchiveClassesAtExit={classes.pending}" in " ".join(driver.cmdline())
+
+
 @pytest.mark.parametrize(
     ("engine", "manager"),
     [pytest.param(*pair, marks=[pytest.mark.yarn] if pair[1] == "yarn" else []) for pair in PAIRS],
@@ -320,8 +333,12 @@ def test_a_launch_is_granted_its_plan_runs_fits_on_the_cluster_keeps_a_fits_erro
     launch = on.launch(engine)
     tasks = replicas(digits)
     failing, error_type, message = raising(engine, tasks[0])
+    classes = class_archive()
+    archived = classes is not None and classes.path.exists()
     with starter(engine, manager)(launch, on.context()) as session:
         assert session.granted == Granted(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
+        if isinstance(session, SparkAppSession) and manager != "yarn":
+            assert_driver_classes(session, classes, archived)
         results = session.run_batch(tasks, digits)
         assert len(results) == len(tasks) and all(0 < r.accuracy <= 1 for r in results)
         assert_ran_on_the_cluster(engine, session, results, on.distinct_pids)

@@ -1,17 +1,17 @@
-"""Spark's classes archived once per Java and Spark (class-data sharing), mapped by every later local launch's JVMs.
+"""Spark's classes archived once per Java and Spark (class-data sharing), mapped by every later launch's driver.
 
 A JVM's start is mostly reading, parsing and verifying classes: Spark's driver loads ~10,000 from its jars. The first
-local launch's driver writes the classes it loaded into a dynamic CDS archive when it exits
-(``-XX:ArchiveClassesAtExit``, a few seconds at its end); every later local launch's driver and executor JVMs map
-that archive (``-XX:SharedArchiveFile``) instead. Measured on 2 busy cores: a 2-executor ``local-cluster`` session
-up in 5.5-5.6 s instead of 11.1-11.4 s (BENCHMARKS.md has the quiet start). The JVMs run the same code with the same
-options; only their classes come from the archive.
+launch's driver writes the classes it loaded into a dynamic CDS archive when it exits (``-XX:ArchiveClassesAtExit``,
+a few seconds at its end); every later launch's driver JVM, and on ``local`` its executor JVMs, map that archive
+(``-XX:SharedArchiveFile``) instead (not on ``yarn``: ``HADOOP_CONF_DIR`` is on the driver's class path). Measured
+on 2 busy cores: a 2-executor ``local-cluster`` session up in 5.5-5.6 s instead of 11.1-11.4 s (BENCHMARKS.md has
+the quiet start). The JVMs run the same code with the same options; only their classes come from the archive.
 
 It is kept in ``~/.cache/sweeper/spark-classes/<key>/spark.jsa`` (``$XDG_CACHE_HOME`` if set; ~120 MiB), the key
 covering the Java runtime and Spark's jars, so another Java or Spark writes its own. A JVM that cannot use an archive
 starts as it would without one (``-Xshare:auto``), and CDS's own messages are off. A directory on an archived class
 path must be empty: the launch's ``SPARK_CONF_DIR`` is the key's empty ``conf`` directory (the quiet log settings
-reach the JVMs as ``-Dlog4j2.configurationFile``). A grid's ``spark_conf`` turns it off with ``-Xshare:off``.
+reach the driver in ``SPARK_SUBMIT_OPTS``). A grid's ``spark_conf`` turns it off with ``-Xshare:off``.
 """
 
 from __future__ import annotations

@@ -314,7 +314,7 @@ class SshSpark(SparkBackend):
         return conf
 
     def connect(self) -> Any:
-        return _connect_driver(with_spark_conf(self.conf(), self.context.spark_conf), self.secret)
+        return _connect_driver(with_spark_conf(self.driver_conf(), self.context.spark_conf), self.secret)
 
     def granted(self) -> Granted:
         try:
