@@ -32,6 +32,18 @@ def _record(run: EngineRun, results: list[FitResult]) -> None:
         run.environment = dict(results[0].environment)
 
 
+def spark_classes_note() -> str:
+    """Whether the Spark launch about to start maps Spark's class archive or writes it (a first launch's start)."""
+    from sweeper.launch.spark.class_archive import class_archive
+
+    archive = class_archive()
+    if archive is None:
+        return "its JVMs load Spark's classes from the jars (no class archive for this Java)"
+    if archive.path.exists():
+        return "its JVMs mapped Spark's class archive (sweeper.launch.spark.class_archive)"
+    return "the first launch on this machine: its driver wrote Spark's class archive at its end (later starts map it)"
+
+
 def compare_engines(
     settings: Settings, data: Data, dataset: str, run_dir: Path, profile_dir: Path | None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -69,6 +81,7 @@ def compare_engines(
         # loky first: its workers then predate the engines' process tracking, which reaps what a launch started.
         log("starting loky workers")
         sessions["loky"] = stack.enter_context(loky_started(slots, data, runs["loky"]))
+        runs["spark"].start_note = spark_classes_note()
         for name in ("dask", "spark"):
             log(f"starting {launches[name].label}")
             started = time.perf_counter()

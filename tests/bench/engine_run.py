@@ -17,6 +17,7 @@ class EngineRun:
     engine: str
     launch: str
     start_s: float = 0.0
+    start_note: str = ""  # spark: whether its JVMs mapped Spark's class archive (sweeper.launch.spark.class_archive)
     warmup_s: float = 0.0
     batches_s: list[float] = field(default_factory=list)
     fit_s: list[list[float]] = field(default_factory=list)
@@ -35,6 +36,7 @@ class EngineRun:
         return {
             "launch": self.launch,
             "start_s": self.start_s,
+            "start_note": self.start_note,
             "warmup_s": self.warmup_s,
             "batches_s": self.batches_s,
             "batch_median_s": median(self.batches_s),

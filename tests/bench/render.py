@@ -104,7 +104,8 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         "",
         "*start*: the launch until its workers are registered (loky: spawning its 2 workers). *outside fits*: "
         "batch wall time minus the fits' own time spread over the 2 slots (dispatch, shipping, scheduling, "
-        "waiting on the slowest fit).",
+        "waiting on the slowest fit)."
+        + (f" Spark's start: {engines['spark']['start_note']}." if engines.get("spark", {}).get("start_note") else ""),
         "",
         "How the data shipped per fit is counted (data nbytes x processes that received it / fits):",
         "",
