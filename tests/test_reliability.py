@@ -308,7 +308,7 @@ def test_sigterm_mid_launch_tears_down_exits_non_zero_and_a_rerun_completes(tmp_
     assert kept[["epochs", "status"]].values.tolist() == [[2, "ok"]]
     again = run_sweep(grid, tag)
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "1 measurements already in the store were skipped" in again.stdout
+    assert "1 measurement already in the store was skipped" in again.stdout
     frame = assert_resumed_without_duplicates(store, "terminated", expected_ok=2)
     assert len(frame) == 2
     assert_no_tagged_processes(tag)

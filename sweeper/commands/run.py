@@ -91,7 +91,11 @@ def main(args: argparse.Namespace, console: Console) -> int:
     if result.interrupted:
         say(console, plain("interrupted", "red") + plain(": the running launch was torn down; finished rows are kept"))
     if result.skipped:
-        say(console, f"{result.skipped} measurements already in the store were skipped (--fresh starts over)")
+        were = "was" if result.skipped == 1 else "were"
+        say(
+            console,
+            f"{counted(result.skipped, 'measurement')} already in the store {were} skipped (--fresh starts over)",
+        )
     if result.rows or result.interrupted:
         _print_answer(plan, store, result, console)
     failed = sum(1 for row in result.rows if row["status"] not in (OK, PRUNED))
