@@ -12,6 +12,7 @@ import io
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -378,3 +379,13 @@ def test_a_report_directory_run_cannot_write_stops_it_before_anything_starts(
     )
     assert f"error: {tmp_path / 'report'}: exists and is not a directory" in flat(err)
     assert no_launch == [] and not (tmp_path / "store").exists()
+
+
+def test_building_the_parser_imports_no_analysis_and_no_engine() -> None:
+    """sweeper.commands' promise: ``sweeper --help`` (and every command's start) pays for no scipy, pandas or engine
+    (scipy.stats alone took 0.6 s)."""
+    code = "import sys, sweeper.cli; print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
+    started = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(started.stdout.split())
+    heavy = {"scipy", "pandas", "sklearn", "pyarrow", "pyspark", "dask", "distributed", "ray", "matplotlib"}
+    assert not loaded & heavy, loaded & heavy
