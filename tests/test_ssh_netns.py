@@ -7,8 +7,9 @@ node would; the Spark master, Dask scheduler and Ray head on the first host, the
 really talk across addresses, and a daemon that bound the address its own name resolves to on its host
 (loopback, #20 defect 8) would be unreachable. While the sweep runs, a watcher records which namespace every
 launch process runs in and where it listens; the tests then check placement, binding and the driver's
-address against what the store says, and that nothing is left anywhere. A busy loop inside one host's namespaces
-during a Dask batch is attributed to that host (issue #34).
+address against what the store says, that nothing is left anywhere, and that no secret leaked (the Spark secret
+from the master's environment, the SSH key) into the output, the store, the hosts' launch files or the run's
+report. A busy loop inside one host's namespaces during a Dask batch is attributed to that host (issue #34).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ KINDS = {
     "/raylet/raylet ": "ray-raylet",
 }
 WILDCARDS = ("0.0.0.0", "*", "::")
+SECRET_VARIABLE = "_SPARK_AUTH_SECRET"
 
 
 @dataclass
@@ -71,6 +73,9 @@ class Seen:
     ports: dict[str, set[int]] = field(default_factory=dict)  # kind -> ports it listened on
     driver_urls: set[str] = field(default_factory=set)  # --driver-url of the executors
     errors: list[str] = field(default_factory=list)  # what went wrong while watching
+    spark_secret: str = ""  # the launch's Spark secret, from its master's environment (the one place it must be)
+    scratch_files: set[str] = field(default_factory=set)  # the launch files on the hosts, read while they existed
+    secret_in: set[str] = field(default_factory=set)  # those of them that held the secret
 
 
 def kind_of(process: psutil.Process) -> str | None:
@@ -100,6 +105,8 @@ def watch_once(hosts: NetnsHosts, seen: Seen) -> None:
                 kind = kind_of(process)
                 if kind is None:
                     continue
+                if kind == "spark-master":
+                    seen.spark_secret = process.environ().get(SECRET_VARIABLE, "") or seen.spark_secret
                 seen.namespaces.setdefault(kind, set()).add(namespace)
                 driver_url = re.search(r"--driver-url\s+(\S+)", " ".join(process.cmdline()))
                 if kind == "spark-executor" and driver_url:
@@ -110,6 +117,19 @@ def watch_once(hosts: NetnsHosts, seen: Seen) -> None:
                 if kind is not None:
                     seen.listening.setdefault(kind, set()).add((namespace, listen_host(local)))
                     seen.ports.setdefault(kind, set()).add(int(local.rsplit(":", 1)[1]))
+    search_scratch(hosts, seen)
+
+
+def search_scratch(hosts: NetnsHosts, seen: Seen) -> None:
+    """Every file of the launches' directories on the hosts, searched for the Spark secret while it exists."""
+    if not seen.spark_secret:
+        return
+    for path in map(Path, launch_dirs(hosts)):
+        for file in (f for f in path.rglob("*") if f.is_file()):
+            with contextlib.suppress(OSError):
+                seen.scratch_files.add(str(file))
+                if seen.spark_secret.encode() in file.read_bytes():
+                    seen.secret_in.add(str(file))
 
 
 @contextlib.contextmanager
@@ -163,6 +183,8 @@ def launch_dirs(hosts: NetnsHosts) -> list[str]:
 @dataclass
 class Swept:
     grid: Path
+    store: Path
+    report: Path  # written by the run (--report)
     result: subprocess.CompletedProcess[str]
     frame: pd.DataFrame
     seen: Seen
@@ -174,13 +196,24 @@ def swept(hosts: NetnsHosts, tmp_path_factory: pytest.TempPathFactory) -> Swept:
     tmp = tmp_path_factory.mktemp("sweep")
     grid = tmp / "grid.yaml"
     grid.write_text(yaml.safe_dump(netns_grid(hosts)))
-    command = hosts.edge_command([sys.executable, "-m", "sweeper", "run", str(grid), "--store", str(tmp / "store")])
+    run = [
+        sys.executable,
+        "-m",
+        "sweeper",
+        "run",
+        str(grid),
+        "--store",
+        str(tmp / "store"),
+        "--report",
+        str(tmp / "report"),
+    ]
+    command = hosts.edge_command(run)
     with watching(hosts) as seen:
         result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=REPO)
     left = wait_until_empty(hosts)
     assert not seen.errors, seen.errors[:5]
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return Swept(grid, result, load_results(tmp / "store"), seen, left)
+    return Swept(grid, tmp / "store", tmp / "report", result, load_results(tmp / "store"), seen, left)
 
 
 def test_the_sweep_over_two_namespaced_hosts_writes_ok_rows_like_a_local_sweep(swept: Swept, hosts: NetnsHosts) -> None:
@@ -249,6 +282,29 @@ def test_nothing_is_left_in_the_namespaces_here_or_in_the_remote_dir(swept: Swep
     assert not [str(p) for server in hosts.servers for p in server.sessions()]
     assert_no_launch_processes()
     assert not launch_dirs(hosts)
+
+
+def test_no_secret_reaches_the_output_the_store_the_scratch_files_or_the_report(
+    swept: Swept, hosts: NetnsHosts
+) -> None:
+    """The Spark secret made for the launch (read from the running master's environment, the one place it must be)
+    and the SSH private key's lines are in none of the run's output, the store's files, the launch's files on the hosts
+    (searched while they existed) or the report the run wrote."""
+    secret = swept.seen.spark_secret
+    assert secret, "no Spark master with a secret in its environment was seen"
+    assert swept.seen.scratch_files and not swept.seen.secret_in, sorted(swept.seen.secret_in)
+    identity = hosts.servers[0].identity_file.read_text().splitlines()
+    secrets = {"the Spark secret": secret, **{f"key line {i}": line for i, line in enumerate(identity) if line
+                                              and "PRIVATE KEY" not in line}}  # fmt: skip
+    files = [p for p in [*swept.store.rglob("*"), *swept.report.rglob("*")] if p.is_file()]
+    assert files and any(p.suffix == ".html" or p.name.endswith(".md") for p in files), files
+    found = [
+        f"{name} in {path}" for name, text in secrets.items() for path in files if text.encode() in path.read_bytes()
+    ]
+    found += [
+        f"{name} in the output" for name, text in secrets.items() if text in swept.result.stdout + swept.result.stderr
+    ]
+    assert not found, found
 
 
 HOG_LIMIT = 0.1  # as the namespaced YARN cluster's hog (tests/test_ns_sweep.py)
