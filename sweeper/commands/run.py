@@ -91,11 +91,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
     if result.interrupted:
         say(console, plain("interrupted", "red") + plain(": the running launch was torn down; finished rows are kept"))
     if result.skipped:
-        were = "was" if result.skipped == 1 else "were"
-        say(
-            console,
-            f"{counted(result.skipped, 'measurement')} already in the store {were} skipped (--fresh starts over)",
-        )
+        say(console, _skipped_line(result.skipped))
     if result.rows or result.interrupted:
         _print_answer(plan, store, result, console)
     failed = sum(1 for row in result.rows if row["status"] not in (OK, PRUNED))
@@ -219,3 +215,15 @@ def _check_first(plan: Plan, console: Console) -> None:
     found = preflight(plan)
     if not found.ok:
         raise UserError([f"sweeper check: {c.check} on {c.node or 'the driver'}: {c.detail}" for c in found.problems()])
+
+
+def _skipped_line(skipped: int) -> str:
+    """The line of measurements a run found in the store.
+
+    >>> _skipped_line(1)
+    '1 measurement already in the store was skipped (--fresh starts over)'
+    >>> _skipped_line(3)[:40]
+    '3 measurements already in the store were'
+    """
+    were = "was" if skipped == 1 else "were"
+    return f"{counted(skipped, 'measurement')} already in the store {were} skipped (--fresh starts over)"
