@@ -49,10 +49,14 @@ AUTO_EXCLUDED = (*DEV_TOOLS, *DRIVER_ONLY)  # what an automatic pack leaves out 
 _PACKED: dict[str, Path] = {}  # fingerprint -> archive, packed or found by this process
 
 
+def sweeper_cache() -> Path:
+    """The sweeper's cache of what it makes once per machine: ``$XDG_CACHE_HOME/sweeper``, else ``~/.cache/sweeper``."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")) / "sweeper"
+
+
 def cache_dir() -> Path:
     """Where automatic packs are kept."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "sweeper" / "envs"
+    return sweeper_cache() / "envs"
 
 
 def fingerprint(prefix: Path, exclude: Sequence[str] = AUTO_EXCLUDED) -> str:

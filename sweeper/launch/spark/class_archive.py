@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
+
+from sweeper.launch.hosts.packed_cache import sweeper_cache
+from sweeper.launch.hosts.yarn_client import java
 
 # Java 13 brought dynamic archives; Spark 4 needs 17: an older Java is not given the options it would refuse.
 MIN_JAVA_MAJOR = 17
@@ -86,8 +88,7 @@ def class_archive() -> ClassArchive | None:
     digest = hashlib.sha256(f"{home}\0{release}\0{pyspark.__version__}\0{jars}\n".encode())
     for entry in sorted(os.scandir(jars), key=lambda e: e.name):
         digest.update(f"{entry.name}\0{entry.stat().st_size}\0{entry.stat().st_mtime_ns}\n".encode())
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    archive = ClassArchive(Path(base) / "sweeper" / "spark-classes" / digest.hexdigest()[:16])
+    archive = ClassArchive(sweeper_cache() / "spark-classes" / digest.hexdigest()[:16])
     try:
         archive.prepare()
     except OSError:  # a cache that cannot be written: the launch starts without an archive
@@ -96,11 +97,9 @@ def class_archive() -> ClassArchive | None:
 
 
 def _java_home() -> Path | None:
-    configured = os.environ.get("JAVA_HOME")
-    if configured:
-        return Path(configured).resolve()
-    java = shutil.which("java")
-    return Path(java).resolve().parent.parent if java else None
+    """The runtime of the ``java`` Spark starts (:func:`sweeper.launch.hosts.yarn_client.java`), None without one."""
+    binary = Path(java())
+    return binary.resolve().parent.parent if binary.is_absolute() else None
 
 
 def _release(home: Path) -> str | None:
