@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import ray
 
 from sweeper.launch.base import Granted
 from sweeper.launch.registry import starter
@@ -135,8 +136,14 @@ def _in_a_thread(session: Any, tasks: list[Any], data: Data) -> dict[str, Any]:
 
 @pytest.mark.integration
 def test_a_local_ray_launch_keeps_its_actors_sets_the_fit_environment_aborts_shards_and_leaves_nothing(
-    digits: Data, tmp_path: Path
+    digits: Data, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Also: a token another Ray left in the home (~/.ray/auth_token turns Ray's authentication on by itself) does
+    not matter, and a Ray call after the launch fails instead of starting a cluster here (auto-connect off)."""
+    home = tmp_path / "home"
+    (home / ".ray").mkdir(parents=True)
+    (home / ".ray" / "auth_token").write_text("a-token-of-another-cluster")
+    monkeypatch.setenv("HOME", str(home))
     launch = launches.launch("ray", executors=2, executor_memory_mib=512)
     context = launches.context(tmp_path / "run", environment={"OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "7"})
     tasks = replicas(digits)
@@ -158,7 +165,10 @@ def test_a_local_ray_launch_keeps_its_actors_sets_the_fit_environment_aborts_sha
         assert "error" in aborted, "the batch was not aborted"
         assert {r.pid for r in session.run_batch(tasks, digits)}.isdisjoint(actors)
         _one_model_across_the_nodes(session, digits)
+    with pytest.raises(ray.exceptions.RaySystemError, match="not been started"):
+        ray.put(1)
     assert_no_ray_processes()
+    assert (home / ".ray" / "auth_token").read_text() == "a-token-of-another-cluster"
     head_log = (tmp_path / "run" / "ray-0" / "ray-head.log").read_text()
     temp_dir = re.search(r"(/\S*sweeper-ray-[^/\s]+)/session_", head_log)
     assert temp_dir and not Path(temp_dir[1]).exists()

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import psutil
 
+from sweeper.launch.ray.auth import drive_with_cluster_auth
 from sweeper.launch.ray.nodes import head_arguments, start_command, this_environment, worker_arguments
 from sweeper.launch.ray.processes import NodeProcess, head_address, stop_nodes
 from tests.support.leftovers import RUN_VARIABLE, in_shared_cluster, shared_cluster
@@ -45,6 +46,7 @@ def ray_cluster(
 ) -> Iterator[RayCluster]:
     """A head and ``workers`` nodes of ``cores`` CPUs and ``memory_mib`` each, on this machine, for the block."""
     temp_dir = Path(tempfile.mkdtemp(prefix="sweeper-ray-test-"))
+    drive_with_cluster_auth()  # as a user of a token-authenticated cluster exports its token for the driver
     environment = this_environment({"OMP_NUM_THREADS": "1"})
     command = start_command(sys.executable)
     nodes: list[NodeProcess] = []

@@ -11,6 +11,7 @@ import ray
 
 from sweeper.launch.base import Granted, LaunchError
 from sweeper.launch.lifecycle import ManagerBackend, Teardown
+from sweeper.launch.ray.auth import drive_with_cluster_auth
 from sweeper.launch.ray.session import RaySession, granted_nodes
 
 POLL_S = 0.2  # how often the grant is looked at while the nodes join
@@ -21,6 +22,7 @@ class RayBackend(ManagerBackend):
 
     engine = "ray"
     driver_ip: str | None = None  # the address of the driver's node, when other nodes of the cluster run here too
+    starts_nodes = True  # the launch starts its cluster's nodes: they and the driver run with cluster_auth()
 
     @abstractmethod
     def connect(self, teardown: Teardown) -> str:
@@ -31,6 +33,8 @@ class RayBackend(ManagerBackend):
 
     def start(self, teardown: Teardown) -> None:
         self.teardown = teardown
+        if self.starts_nodes:
+            drive_with_cluster_auth()  # the local nodes inherit it
         address = self.connect(teardown)
         if ray.is_initialized():  # a launch before this one left its connection: never reuse another cluster
             ray.shutdown()

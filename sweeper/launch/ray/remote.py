@@ -18,6 +18,7 @@ from importlib import metadata
 from sweeper.launch.base import LaunchError
 from sweeper.launch.hosts.ssh import on_hosts, run_remote
 from sweeper.launch.options import SshCluster
+from sweeper.launch.ray.auth import cluster_auth
 from sweeper.names import UNSET_BY_DEFAULT
 
 MARKER = "sweeper.launch"  # -X sweeper.launch=TOKEN on each ray start of a launch, to find leftovers
@@ -89,7 +90,7 @@ class RemoteNodes:
         lines = [
             f"cd {shlex.quote(self.scratch)} || exit 91",
             *(f"unset {name}" for name in UNSET_BY_DEFAULT if name not in environment),
-            *(f"export {name}={shlex.quote(value)}" for name, value in environment.items()),
+            *(f"export {name}={shlex.quote(value)}" for name, value in {**environment, **cluster_auth()}.items()),
             "export RAY_USAGE_STATS_ENABLED=0",
             f"setsid nohup {shlex.join(command)} >{shlex.quote(self.log(host, number))} 2>&1 </dev/null &",
             "echo $!",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from functools import partial
 from typing import Any
 
@@ -10,6 +12,7 @@ import ray
 from joblib.parallel import register_parallel_backend
 from ray.exceptions import RayTaskError
 from ray.util.joblib.ray_backend import RayBackend
+from ray.util.multiprocessing.pool import ResultThread
 
 from sweeper.launch.base import Granted, LaunchError
 from sweeper.launch.joblib_batch import run_on_backend
@@ -20,6 +23,7 @@ from sweeper.workload.tasks import FitTask, one_model
 
 BACKEND = "sweeper-ray"
 BYTES_PER_MIB = 1024 * 1024
+RESULT_THREADS_WAIT_S = 10.0  # after a pool's actors are killed, how long its result threads may take to see it
 
 
 class RayData:
@@ -40,10 +44,15 @@ class Pool:
         self.pool: Any = None
 
     def end(self) -> None:
-        """Kill its actors (a running batch fails); the next batch starts a new pool."""
+        """Kill its actors (a running batch fails) and wait for its result threads, which would otherwise ask Ray
+        for the killed fits' results after the driver disconnected; the next batch starts a new pool."""
         pool, self.pool = self.pool, None
         if pool is not None:
             pool.terminate()
+            deadline = time.monotonic() + RESULT_THREADS_WAIT_S
+            for thread in threading.enumerate():
+                if isinstance(thread, ResultThread):
+                    thread.join(max(0.0, deadline - time.monotonic()))
 
 
 class SessionPoolRayBackend(RayBackend):

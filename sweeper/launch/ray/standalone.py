@@ -19,6 +19,8 @@ from sweeper.launch.ray.base import RayBackend
 class StandaloneRay(RayBackend):
     """A driver of the Ray cluster at ``cluster.ray_address``; the nodes and their environment are the cluster's."""
 
+    starts_nodes = False  # its authentication is the user's environment's
+
     def check(self) -> None:
         options = self.context.options
         if not isinstance(options, StandaloneOptions) or not options.ray_address:
