@@ -8,8 +8,8 @@ really talk across addresses, and a daemon that bound the address its own name r
 (loopback, #20 defect 8) would be unreachable. While the sweep runs, a watcher records which namespace every
 launch process runs in and where it listens; the tests then check placement, binding and the driver's
 address against what the store says, that nothing is left anywhere, and that no secret leaked (the Spark secret
-from the master's environment, the SSH key) into the output, the store, the hosts' launch files or the run's
-report. A busy loop inside one host's namespaces during a Dask batch is attributed to that host (issue #34).
+from the master's environment, the Ray nodes' token from theirs, the SSH key) into the output, the store, the hosts'
+launch files, the launch processes' command lines or the run's report. A busy loop inside one host's namespaces during a Dask batch is attributed to that host (issue #34).
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ KINDS = {
 }
 WILDCARDS = ("0.0.0.0", "*", "::")
 SECRET_VARIABLE = "_SPARK_AUTH_SECRET"
+RAY_TOKEN_VARIABLE = "RAY_AUTH_TOKEN"  # sweeper/launch/ray/auth.py
 
 
 @dataclass
@@ -74,8 +75,13 @@ class Seen:
     driver_urls: set[str] = field(default_factory=set)  # --driver-url of the executors
     errors: list[str] = field(default_factory=list)  # what went wrong while watching
     spark_secret: str = ""  # the launch's Spark secret, from its master's environment (the one place it must be)
+    ray_token: str = ""  # the Ray nodes' authentication token, from the GCS's and raylets' environment
+    command_lines: set[str] = field(default_factory=set)  # of every launch process seen on the hosts
     scratch_files: set[str] = field(default_factory=set)  # the launch files on the hosts, read while they existed
-    secret_in: set[str] = field(default_factory=set)  # those of them that held the secret
+    secret_in: set[str] = field(default_factory=set)  # those of them that held a secret
+
+    def secrets(self) -> list[str]:
+        return [secret for secret in (self.spark_secret, self.ray_token) if secret]
 
 
 def kind_of(process: psutil.Process) -> str | None:
@@ -107,6 +113,9 @@ def watch_once(hosts: NetnsHosts, seen: Seen) -> None:
                     continue
                 if kind == "spark-master":
                     seen.spark_secret = process.environ().get(SECRET_VARIABLE, "") or seen.spark_secret
+                if kind in ("ray-gcs", "ray-raylet"):
+                    seen.ray_token = process.environ().get(RAY_TOKEN_VARIABLE, "") or seen.ray_token
+                seen.command_lines.add(" ".join(process.cmdline()))
                 seen.namespaces.setdefault(kind, set()).add(namespace)
                 driver_url = re.search(r"--driver-url\s+(\S+)", " ".join(process.cmdline()))
                 if kind == "spark-executor" and driver_url:
@@ -121,14 +130,15 @@ def watch_once(hosts: NetnsHosts, seen: Seen) -> None:
 
 
 def search_scratch(hosts: NetnsHosts, seen: Seen) -> None:
-    """Every file of the launches' directories on the hosts, searched for the Spark secret while it exists."""
-    if not seen.spark_secret:
+    """Every file of the launches' directories on the hosts, searched for the secrets seen while they exist."""
+    secrets = seen.secrets()
+    if not secrets:
         return
     for path in map(Path, launch_dirs(hosts)):
         for file in (f for f in path.rglob("*") if f.is_file()):
             with contextlib.suppress(OSError):
                 seen.scratch_files.add(str(file))
-                if seen.spark_secret.encode() in file.read_bytes():
+                if any(secret.encode() in file.read_bytes() for secret in secrets):
                     seen.secret_in.add(str(file))
 
 
@@ -287,15 +297,19 @@ def test_nothing_is_left_in_the_namespaces_here_or_in_the_remote_dir(swept: Swep
 def test_no_secret_reaches_the_output_the_store_the_scratch_files_or_the_report(
     swept: Swept, hosts: NetnsHosts
 ) -> None:
-    """The Spark secret made for the launch (read from the running master's environment, the one place it must be)
-    and the SSH private key's lines are in none of the run's output, the store's files, the launch's files on the hosts
-    (searched while they existed) or the report the run wrote."""
-    secret = swept.seen.spark_secret
-    assert secret, "no Spark master with a secret in its environment was seen"
-    assert swept.seen.scratch_files and not swept.seen.secret_in, sorted(swept.seen.secret_in)
+    """The Spark secret made for the launch (read from the running master's environment, the one place it must be),
+    the Ray nodes' token (from their environment) and the SSH private key's lines are in none of the run's output, the
+    store's files, the launch's files on the hosts (searched while they existed), the report the run wrote or, for
+    the secrets, a command line of the launches' processes on the hosts."""
+    seen = swept.seen
+    assert seen.spark_secret, "no Spark master with a secret in its environment was seen"
+    assert re.fullmatch(r"[0-9a-f]{64}", seen.ray_token), "no Ray node with the sweep's token in its environment"
+    assert seen.scratch_files and not seen.secret_in, sorted(seen.secret_in)
+    assert not [line for line in seen.command_lines for secret in seen.secrets() if secret in line]
     identity = hosts.servers[0].identity_file.read_text().splitlines()
-    secrets = {"the Spark secret": secret, **{f"key line {i}": line for i, line in enumerate(identity) if line
-                                              and "PRIVATE KEY" not in line}}  # fmt: skip
+    secrets = {"the Spark secret": seen.spark_secret, "the Ray token": seen.ray_token,
+               **{f"key line {i}": line for i, line in enumerate(identity) if line
+                  and "PRIVATE KEY" not in line}}  # fmt: skip
     files = [p for p in [*swept.store.rglob("*"), *swept.report.rglob("*")] if p.is_file()]
     assert files and any(p.suffix == ".html" or p.name.endswith(".md") for p in files), files
     found = [
