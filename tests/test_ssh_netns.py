@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -135,12 +136,16 @@ def search_scratch(hosts: NetnsHosts, seen: Seen) -> None:
     secrets = seen.secrets()
     if not secrets:
         return
-    for path in map(Path, launch_dirs(hosts)):
-        for file in (f for f in path.rglob("*") if f.is_file()):
-            with contextlib.suppress(OSError):
-                seen.scratch_files.add(str(file))
-                if any(secret.encode() in file.read_bytes() for secret in secrets):
-                    seen.secret_in.add(str(file))
+    for directory in launch_dirs(hosts):
+        # os.walk skips what goes while it walks (Ray's nodes make and remove files all the time)
+        for root, _, names in os.walk(directory):
+            for file in (Path(root, name) for name in names):
+                with contextlib.suppress(OSError):
+                    if file.is_file():  # not a socket or a pipe
+                        content = file.read_bytes()
+                        seen.scratch_files.add(str(file))
+                        if any(secret.encode() in content for secret in secrets):
+                            seen.secret_in.add(str(file))
 
 
 @contextlib.contextmanager
