@@ -67,10 +67,15 @@ class Sweep:
 def on_edge(
     cluster: NsCluster, argv: list[str], timeout_s: float = 900, cwd: Path = REPO
 ) -> subprocess.CompletedProcess[str]:
-    """``argv`` on the edge, as a user there runs it: HADOOP_CONF_DIR set, this session's own cache of packs."""
-    cache = cluster.directory / "edge-cache"  # the environment is packed once per cluster, not shared with other runs
-    command = cluster.edge_command(argv, {**cluster.environment, "XDG_CACHE_HOME": str(cache)})
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout_s)
+    """``argv`` on the edge, as a user there runs it (:func:`as_edge_user`), to its end."""
+    return subprocess.run(as_edge_user(cluster, argv), cwd=cwd, capture_output=True, text=True, timeout=timeout_s)
+
+
+def as_edge_user(cluster: NsCluster, argv: list[str]) -> list[str]:
+    """The command running ``argv`` on the edge as a user there: HADOOP_CONF_DIR set, this session's own cache of packs
+    (the environment is packed once per cluster, not shared with other runs)."""
+    cache = cluster.directory / "edge-cache"
+    return cluster.edge_command(argv, {**cluster.environment, "XDG_CACHE_HOME": str(cache)})
 
 
 def applications(cluster: NsCluster) -> list[dict[str, Any]]:
@@ -124,9 +129,7 @@ def ns_sweep(ns_yarn: NsCluster, tmp_path_factory: pytest.TempPathFactory) -> Sw
     grid = ns_grid(tmp)
     known = {app["id"] for app in applications(ns_yarn)}
     node_init = init_pid(next(member for member in ns_yarn.members.values() if member.host == HOG_HOST))
-    cache = ns_yarn.directory / "edge-cache"  # as on_edge: this session's own cache of packs
-    argv = [sys.executable, "-m", "sweeper", "run", str(grid), "--skip-check"]
-    command = ns_yarn.edge_command(argv, {**ns_yarn.environment, "XDG_CACHE_HOME": str(cache)})
+    command = as_edge_user(ns_yarn, [sys.executable, "-m", "sweeper", "run", str(grid), "--skip-check"])
     started = time.monotonic()
     with subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as sweep:
         while sweep.poll() is None and not dask_submitted(ns_yarn, known):

@@ -38,6 +38,7 @@ from sweeper import load_results
 from sweeper.launch.base import LaunchError
 from sweeper.launch.dask import ssh as dask_ssh
 from sweeper.launch.options import SshCluster, SshOptions
+from sweeper.launch.ray.auth import TOKEN_VARIABLE
 from sweeper.launch.registry import starter
 from sweeper.run.interference import interference_columns
 from sweeper.store.parquet import COLUMNS
@@ -64,7 +65,6 @@ KINDS = {
 }
 WILDCARDS = ("0.0.0.0", "*", "::")
 SECRET_VARIABLE = "_SPARK_AUTH_SECRET"
-RAY_TOKEN_VARIABLE = "RAY_AUTH_TOKEN"  # sweeper/launch/ray/auth.py
 
 
 @dataclass
@@ -116,10 +116,11 @@ def watch_once(hosts: NetnsHosts, seen: Seen) -> None:
                 if kind == "spark-master":
                     seen.spark_secret = process.environ().get(SECRET_VARIABLE, "") or seen.spark_secret
                 if kind in ("ray-gcs", "ray-raylet"):
-                    seen.ray_token = process.environ().get(RAY_TOKEN_VARIABLE, "") or seen.ray_token
-                seen.command_lines.add(" ".join(process.cmdline()))
+                    seen.ray_token = process.environ().get(TOKEN_VARIABLE, "") or seen.ray_token
+                command_line = " ".join(process.cmdline())
+                seen.command_lines.add(command_line)
                 seen.namespaces.setdefault(kind, set()).add(namespace)
-                driver_url = re.search(r"--driver-url\s+(\S+)", " ".join(process.cmdline()))
+                driver_url = re.search(r"--driver-url\s+(\S+)", command_line)
                 if kind == "spark-executor" and driver_url:
                     seen.driver_urls.add(driver_url.group(1))
         for local, pid in hosts.listening(namespace):
