@@ -1,11 +1,12 @@
 """Shared fixtures: write grid files, run the CLI in-process and as a subprocess, the clusters the tests share.
 
 The expensive clusters (an sshd, the standalone Spark master and Dask scheduler, a MiniYARNCluster) start
-once per session, at their first use, and stop at its end. The tests that use one run after all others,
-grouped per cluster, so that no cluster idles through the rest of the suite. Under pytest-xdist (``make test`` runs
-the quick tests on two workers, ``--dist loadgroup``; the integration tests in one process) each cluster's tests,
-and each module's, are one group on one worker, so every cluster and module fixture still starts once; the
-clusters' groups go first, the longest work, and the quick modules fill in behind them.
+once per session, at their first use, and stop after the last test that uses one (:func:`pytest_runtest_teardown`).
+The tests that use one run after all others, grouped per cluster, so that no cluster idles through the rest of the
+suite (idle, the standalone clusters took 10 % of a core and the MiniYARNCluster 5 %). Under pytest-xdist (``make
+test`` runs the quick tests on two workers, ``--dist loadgroup``; the integration tests in one process) each
+cluster's tests, and each module's, are one group on one worker, so every cluster and module fixture still starts
+once; the clusters' groups go first, the longest work, and the quick modules fill in behind them.
 """
 
 from __future__ import annotations
@@ -226,6 +227,32 @@ def _group(item: pytest.Item, name: str) -> None:
         item.add_marker(pytest.mark.xdist_group(name))
         return
     item._id = coerce_node_id(f"{item.nodeid}@{name}")
+
+
+# the shared cluster fixtures of this run, each with the node id of the last test that uses it
+LAST_USE: dict[str, str] = {}
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Note each shared cluster's last test, in the order the tests run (after selection and sorting)."""
+    LAST_USE.clear()
+    for item in session.items:
+        for name in SHARED_CLUSTERS:
+            if name in getattr(item, "fixturenames", ()):
+                LAST_USE[name] = item.nodeid
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Stop a shared cluster once its last test is done, not at the session's end (its teardown errors are that
+    test's). ``FixtureDef.finish`` runs the fixture's finalizers, its dependents' first; pytest's own call at the
+    session's end then finds it finished. Private API (``_fixtureinfo``, ``_request``): pytest has no public one."""
+    result = yield
+    for name in SHARED_CLUSTERS:
+        if LAST_USE.get(name) == item.nodeid:
+            for definition in item._fixtureinfo.name2fixturedefs.get(name, ()):  # type: ignore[attr-defined]
+                definition.finish(item._request)  # type: ignore[attr-defined]
+    return result
 
 
 @pytest.hookimpl(hookwrapper=True)
