@@ -32,7 +32,9 @@ from sweeper.run.interference import process_tree_cpu_s
 from tests.bench.machine import machine_busy_s, machine_cores
 from tests.bench.text import _fmt
 
-QUIET_EPOCHS = 150  # a tiny MLP on digits, 2 fits per slot: a batch of 2 s or more (a reading needs 1 s: MIN_SPAN_S)
+# A tiny MLP on digits, 2 fits per slot: a batch of ~2 s on a quiet machine, twice the MIN_SPAN_S a reading needs
+# (300 epochs took 0.5 s there; with 150 a quiet make bench read no batch and counted 0 measurements).
+QUIET_EPOCHS = 600
 MIN_QUIET = 20  # quiet measurements the false-mark target needs
 
 
