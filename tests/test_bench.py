@@ -175,7 +175,9 @@ def test_ratio_targets_do_not_apply_to_a_small_batch() -> None:
     report["batch"]["fits"] = 4
     found = checks(report)
     assert found["dask_vs_loky"].ok is None and found["spark_start_s"].ok is None
+    assert found["interference_pct"].ok is None and found["measuring_pct"].ok is None
     assert "8 fits" in found["dask_vs_loky"].note
+    assert checks(full_report())["interference_pct"].ok is not None
     report = full_report(store={"rows": 10_000, "load_median_s": 0.05})
     assert checks(report)["store_load_s"].ok is None and checks(report)["store_load_vs_parquet"].ok is None
     found = checks(full_report(memory=quick_memory()))

@@ -30,7 +30,7 @@ class Settings:
 
 # The quick run (tests/test_bench.py, in make test) takes every path once at the least size: one quiet trial per engine
 # and no Spark launch of the memory test (its code is the Dask one's; the batch comparison and the quiet sweep start
-# Spark) took it from 48 s to ~35 s on a quiet machine.
+# Spark) took it from 48 s to 42 s on a quiet machine.
 QUICK = Settings(
     rows=1_000,
     fits=4,

@@ -64,7 +64,9 @@ ANALYSIS_CONFIGURATIONS = 1_000  # the analysis target is about a store of this 
 
 
 BUSY_LIMIT = 0.10  # above this share of the machine used by others during the batches, timings are not judged
-TIMED = ("dask_vs_loky", "spark_vs_loky", "spark_outside_s", "spark_start_s")  # judged on a full, quiet run only
+# judged on a full, quiet run only: the ratios and Spark's times, and the shares of a batch's time (a quick run's
+# batches of a few tenths of a second made reading interference 3 % of one)
+TIMED = ("dask_vs_loky", "spark_vs_loky", "spark_outside_s", "spark_start_s", "measuring_pct", "interference_pct")
 
 
 @dataclass(frozen=True)
