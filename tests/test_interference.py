@@ -157,7 +157,8 @@ def test_a_batch_taken_beside_a_busy_loop_is_disturbed_taken_again_and_left_out(
         name="hog", store=str(tmp_path / "store"), engines=["dask"], baseline=False,
         cluster={"manager": "local", "nodes": 1, "cores_per_node": 1, "memory_per_node": "4GiB"},
         sizing={"cores_per_executor": [1], "reserve": {"cores": 0, "memory": "1GiB"}, "application_master": 0},
-        workload={"dataset": "digits", "epochs": [300], "trials": 3, "n_fits": 2, "exact_epochs": True,
+        # 2 fits one after another: ~2 s quiet (300 epochs took 0.5 s a fit), twice the 1 s a reading needs
+        workload={"dataset": "digits", "epochs": [600], "trials": 3, "n_fits": 2, "exact_epochs": True,
                   "model": {"hidden_layer_sizes": [64]}, "remeasure_disturbed": 2,
                   "interference_limit": 0.25},
     )  # fmt: skip
