@@ -27,6 +27,7 @@ from sweeper.store.parquet import load_results
 from sweeper.workload.machine_load import Busiest, MachineLoad, others_cpu
 from sweeper.workload.usage import MachineReading, ProcessUsage, Usage, machine, measured
 from tests.conftest import minimal_grid
+from tests.support.batches import READABLE_EPOCHS
 from tests.support.busy import busy_loop_outside_this_process_tree
 from tests.support.leftovers import assert_no_launch_processes
 from tests.support.synthetic_stores import ArmSpec, synthetic_rows, to_frame
@@ -157,8 +158,8 @@ def test_a_batch_taken_beside_a_busy_loop_is_disturbed_taken_again_and_left_out(
         name="hog", store=str(tmp_path / "store"), engines=["dask"], baseline=False,
         cluster={"manager": "local", "nodes": 1, "cores_per_node": 1, "memory_per_node": "4GiB"},
         sizing={"cores_per_executor": [1], "reserve": {"cores": 0, "memory": "1GiB"}, "application_master": 0},
-        # 2 fits one after another: ~2 s quiet (300 epochs took 0.5 s a fit), twice the 1 s a reading needs
-        workload={"dataset": "digits", "epochs": [600], "trials": 3, "n_fits": 2, "exact_epochs": True,
+        # 2 fits one after another on the one slot
+        workload={"dataset": "digits", "epochs": [READABLE_EPOCHS // 2], "trials": 3, "n_fits": 2, "exact_epochs": True,
                   "model": {"hidden_layer_sizes": [64]}, "remeasure_disturbed": 2,
                   "interference_limit": 0.25},
     )  # fmt: skip

@@ -46,7 +46,7 @@ from sweeper.store.row import InterferenceColumns
 from sweeper.workload.data import Data
 from tests.conftest import REPO, minimal_grid
 from tests.support import launches
-from tests.support.batches import replicas
+from tests.support.batches import READABLE_EPOCHS, replicas
 from tests.support.busy import busy_loop_in_node
 from tests.support.figures import assert_resource_figures
 from tests.support.leftovers import assert_no_launch_processes
@@ -329,9 +329,7 @@ def test_no_secret_reaches_the_output_the_store_the_scratch_files_or_the_report(
 
 
 HOG_LIMIT = 0.1  # as the namespaced YARN cluster's hog (tests/test_ns_sweep.py)
-# a fit (one on each host) well over interference.MIN_SPAN_S on a quiet machine: 300 epochs took 0.5-0.6 s here quiet,
-# and the hog's host read nothing (CI rehearsal, 2026-11-28); 1200 take ~2 s
-HOG_EPOCHS = 1200
+HOG_EPOCHS = READABLE_EPOCHS  # one fit on each host (with 300 the hog's host read nothing, a quiet CI rehearsal)
 
 
 @dataclass

@@ -31,10 +31,10 @@ from typing import Any
 from sweeper.run.interference import process_tree_cpu_s
 from tests.bench.machine import machine_busy_s, machine_cores
 from tests.bench.text import _fmt
+from tests.support.batches import READABLE_EPOCHS
 
-# A tiny MLP on digits, 2 fits per slot: a batch of ~2 s on a quiet machine, twice the MIN_SPAN_S a reading needs
-# (300 epochs took 0.5 s there; with 150 a quiet make bench read no batch and counted 0 measurements).
-QUIET_EPOCHS = 600
+# MLP (64) on digits, 2 fits per slot, readable (with 150 a quiet make bench read no batch and counted 0 measurements)
+QUIET_EPOCHS = READABLE_EPOCHS // 2
 MIN_QUIET = 20  # quiet measurements the false-mark target needs
 
 

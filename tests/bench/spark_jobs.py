@@ -52,15 +52,17 @@ def main() -> None:
         context = launches.context(Path(scratch), environment={"OMP_NUM_THREADS": "1"})
         with starter("spark", "local")(launch, context) as session:
             session.run_batch(tasks, data)  # warm-up
-            for _ in range(args.rounds):
-                for way, parallel in ways.items():
-                    joblib_batch.joblib.Parallel = parallel
-                    started = time.perf_counter()
-                    results = session.run_batch(tasks, data)
-                    wall_s = time.perf_counter() - started
-                    measured[way].append((wall_s, wall_s - sum(r.fit_s for r in results) / SLOTS))
-                    print(f"{way}: batch {wall_s:.2f} s, outside the fits {measured[way][-1][1]:.2f} s", flush=True)
-    joblib_batch.joblib.Parallel = ways["one job per fit"]
+            try:
+                for _ in range(args.rounds):
+                    for way, parallel in ways.items():
+                        joblib_batch.joblib.Parallel = parallel  # the joblib module's own: every caller's, restored
+                        started = time.perf_counter()
+                        results = session.run_batch(tasks, data)
+                        wall_s = time.perf_counter() - started
+                        measured[way].append((wall_s, wall_s - sum(r.fit_s for r in results) / SLOTS))
+                        print(f"{way}: batch {wall_s:.2f} s, outside the fits {measured[way][-1][1]:.2f} s", flush=True)
+            finally:
+                joblib_batch.joblib.Parallel = ways["one job per fit"]
     for way, times in measured.items():
         batch_s, outside_s = statistics.median(t[0] for t in times), statistics.median(t[1] for t in times)
         print(f"{way}: median batch {batch_s:.2f} s, outside the fits {outside_s:.2f} s")

@@ -9,6 +9,11 @@ from sweeper.config.grid import DEFAULT_ESTIMATOR
 from sweeper.workload.data import Data
 from sweeper.workload.tasks import FitTask, Recipe, make_batch
 
+# Epochs of one MLP (64) fit on digits (exact epochs, 1 thread) that a slot runs in ~2 s on a quiet machine (300 took
+# 0.5-0.6 s here, 2026-11-28): twice the span an interference reading needs (sweeper.run.interference.MIN_SPAN_S).
+# A batch that must be read gives each slot READABLE_EPOCHS / (its fits) epochs a fit.
+READABLE_EPOCHS = 1200
+
 TEST_RECIPE = Recipe(
     seed=0, exact_epochs=False, threads_per_fit=1, folds=2, param_grid=(), local_epochs=1, estimator=DEFAULT_ESTIMATOR
 )
