@@ -61,6 +61,8 @@ MLLIB = "spark-mllib"
 # the spark pairs cover those launches; the local pair covers MLlib's own batches and errors
 PAIRS = [(engine, manager) for engine, manager in LAUNCHERS if engine != MLLIB or manager == "local"]
 BAD_SOLVER = "no-such-solver"
+JOBLIB_ENGINES = ("spark", "dask", "ray")  # their batches go through sweeper.launch.joblib_batch
+LISTENER_WAIT_MS = 60_000
 RAY_DEFAULT_GCS_PORT = 6379  # a head's port unless it is given one: a second head on the host could not start
 
 
@@ -294,7 +296,9 @@ def assert_ran_on_the_cluster(engine: str, session: Any, results: list[FitResult
 
 
 def completed_tasks(spark: Any) -> list[int]:
-    """How many tasks each executor of the application has completed (Spark's status store)."""
+    """How many tasks each executor of the application has completed (Spark's status store, once the listener
+    bus has delivered every event so far: the store is written after the job returned)."""
+    spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(LISTENER_WAIT_MS)
     iterator = spark.sparkContext._jsc.sc().statusStore().executorList(True).iterator()
     found = []
     while iterator.hasNext():
@@ -302,6 +306,25 @@ def completed_tasks(spark: Any) -> list[int]:
         if executor.id() != "driver":
             found.append(int(executor.completedTasks()))
     return found
+
+
+def assert_a_task_a_slot(engine: str, session: Any, digits: Data) -> None:
+    """Alike fits go as one joblib task a slot, each slot's share in one worker process; a search's (parameter
+    combinations of unequal cost) one fit a task. On Spark every task is a job of one task: the executors count them.
+    """
+    if engine not in JOBLIB_ENGINES:
+        return
+    slots = session.granted.executors * session.granted.cores_per_executor
+    alike = replicas(digits, fits=2 * slots)
+    search = [replace(task, params=(*task.params, ("alpha", 10.0**-k))) for k, task in enumerate(alike)]
+    spark = session.spark if isinstance(session, SparkAppSession) else None
+    before = sum(completed_tasks(spark)) if spark else 0
+    pids = [r.pid for r in session.run_batch(alike, digits)]
+    assert all(pids[i] == pids[i + 1] for i in range(0, len(pids), 2)), pids  # a slot's 2 fits in one process
+    if spark:
+        grouped = sum(completed_tasks(spark))
+        session.run_batch(search, digits)
+        assert (grouped - before, sum(completed_tasks(spark)) - grouped) == (slots, 2 * slots)
 
 
 def assert_driver_classes(session: SparkAppSession, classes: ClassArchive | None, archived: bool) -> None:
@@ -347,6 +370,7 @@ def test_a_launch_is_granted_its_plan_runs_fits_on_the_cluster_keeps_a_fits_erro
             return {r.pid for r in session.run_batch(tasks, digits)}
 
         on.while_running(engine, session, {r.pid for r in results}, again)
+        assert_a_task_a_slot(engine, session, digits)
         with pytest.raises(error_type) as raised:
             session.run_batch([tasks[1], failing], digits)
         assert raised.type is error_type and re.fullmatch(message, str(raised.value)), repr(raised.value)

@@ -15,13 +15,8 @@ from sweeper.launch.base import Granted, LaunchContext
 from sweeper.launch.lifecycle import ManagerBackend, Teardown
 from sweeper.names import BASELINE_ENGINE
 from sweeper.workload.data import Data
-from sweeper.workload.fit import FitResult, run_fit
+from sweeper.workload.fit import FitResult, run_fits
 from sweeper.workload.tasks import FitTask
-
-
-def _run_sequentially(tasks: list[FitTask], data: Data) -> list[FitResult]:
-    """All fits of a batch, one after the other."""
-    return [run_fit(task, data) for task in tasks]
 
 
 class BaselineSession:
@@ -38,7 +33,7 @@ class BaselineSession:
         return get_reusable_executor(max_workers=1, env=self._environment, reuse=False)
 
     def run_batch(self, tasks: list[FitTask], data: Data) -> list[FitResult]:
-        return self._executor.submit(_run_sequentially, tasks, data).result()
+        return self._executor.submit(run_fits, tasks, data).result()
 
     def jvm_peak_heap_gib(self) -> float | None:
         return None  # no JVM

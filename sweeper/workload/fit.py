@@ -81,6 +81,11 @@ def run_fit(task: FitTask, data: Data | SharedData) -> FitResult:
     return FitResult.of_this_process(task, fit_s, accuracy, iterations_run(model, task.epochs), probe.usage)
 
 
+def run_fits(tasks: list[FitTask], data: Data | SharedData) -> list[FitResult]:
+    """Several fits one after the other in this worker (one engine task for all of them)."""
+    return [run_fit(task, data) for task in tasks]
+
+
 def fit_result(task: FitTask, data: Data, train_once: Callable[[dict[str, Any]], averaging.Outcome]) -> FitResult:
     """Time one data-parallel training and score its averaged weights."""
     from threadpoolctl import threadpool_limits

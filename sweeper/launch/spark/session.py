@@ -57,7 +57,7 @@ class SparkAppSession:
                 self._shipped[1].broadcast.unpersist()
             self._shipped = (data, BroadcastData(self.spark.sparkContext.broadcast(data)))
         # joblib runs a batch with n_jobs=1 in the calling process (the driver): ask for 2, Spark queues the second.
-        return run_on_backend("spark", max(self.n_jobs, 2), tasks, self._shipped[1])
+        return run_on_backend("spark", self.n_jobs, tasks, self._shipped[1], n_jobs=max(self.n_jobs, 2))
 
     def _data_parallel(self, task: FitTask, data: Data) -> FitResult:
         """One model across the executors; the shards are a cached RDD, shipped once per launch."""
