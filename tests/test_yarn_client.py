@@ -31,6 +31,7 @@ from sweeper.launch.hosts.yarn_client import YarnClient, hadoop_lib
 from sweeper.launch.options import YarnOptions
 from sweeper.launch.registry import starter
 from sweeper.launch.spark import yarn as spark_yarn
+from sweeper.launch.spark.conf import QUICK_START_JAVA_OPTIONS
 from sweeper.planning.plan import Launch
 from tests.support import launches
 from tests.support.hadoop_sites import site
@@ -155,6 +156,9 @@ def test_the_driver_gives_its_address_toward_the_resource_manager(
     assert spark.variables()["SPARK_LOCAL_IP"] == ours
     assert conf["spark.yarn.tags"].startswith("sweeper,sweeper-spark-")
     assert "file:" not in conf["spark.yarn.am.extraJavaOptions"]  # the driver's paths do not exist on the nodes
+    # the AM and the spark engine's executors only move tasks and results: C1 alone, as on this machine
+    quick = {conf[f"spark.{jvm}.extraJavaOptions"].split()[0] for jvm in ("yarn.am", "executor", "driver")}
+    assert quick == {QUICK_START_JAVA_OPTIONS}, conf
     dask = dask_yarn.YarnDask(one_container(), context, tmp_path / "dask-0")
     dask.check()
     assert dask.site.host == ours

@@ -16,8 +16,8 @@ from sweeper.workload.tasks import FitTask
 def dispatch_groups(tasks: list[FitTask], slots: int) -> list[list[FitTask]]:
     """The batch's fits as joblib dispatches: one a slot when the fits are alike, else one a fit.
 
-    Every dispatch costs an engine a task of its own (on Spark a whole job, ~70 ms on a warm executor
-    while the slot idles; BENCHMARKS.md). Fits of one configuration (replicas, folds) take the same
+    Every dispatch costs an engine a task of its own (on Spark a whole job, 70-145 ms on a warm
+    executor while the slot idles; BENCHMARKS.md). Fits of one configuration (replicas, folds) take the same
     time, so handing each slot its share at once ends when one fit a dispatch would; a search's
     parameter combinations differ in cost and go one by one, so a free slot takes the next. Shares
     differ by one fit at most, in the batch's order.

@@ -16,11 +16,11 @@ from sweeper.planning.plan import Launch
 JAVA_OPTIONS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions", "spark.yarn.am.extraJavaOptions")
 LIST_PROPERTIES = ("spark.yarn.dist.archives",)
 PINNED_PREFIXES = ("spark.executorEnv.", "spark.yarn.appMasterEnv.")
-# A local launch's JVMs (the driver's; the executors' of the spark engine) only move tasks and results between
-# the driver and the Python workers that run the fits: without the optimizing compiler, which competes with the
-# fits for the cores while they start, a 2-executor launch started in 15-33 s instead of 31-65 s (3 starts each,
-# alternated, on 2 busy cores; `make bench` records the quiet start). spark-mllib's executors train in the JVM
-# and keep it. A default: a grid's own -XX option wins.
+# The launch's JVMs (the driver's, YARN's ApplicationMaster's, the executors' of the spark engine) only move tasks
+# and results between the driver and the Python workers that run the fits: without the optimizing compiler, which
+# competes with the fits for the cores while they start, a 2-executor local launch started in 15-33 s instead of
+# 31-65 s (3 starts each, alternated, on 2 busy cores; `make bench` records the quiet start). spark-mllib's
+# executors train in the JVM and keep it. A default: a grid's own -XX option wins.
 QUICK_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 QUIET_LOG4J = """rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = console
@@ -82,14 +82,22 @@ def local_conf(launch: Launch, context: LaunchContext, log4j: Path) -> dict[str,
     master = f"local-cluster[{launch.executors},{launch.cores_per_executor},{memory_mib}]"
     conf = application_conf(launch, context, master=master, driver_host="127.0.0.1", python=sys.executable)
     quiet = f"-Dlog4j2.configurationFile=file:{log4j}"
-    executors = quiet if launch.engine in ONE_MODEL_ENGINES else f"{QUICK_START_JAVA_OPTIONS} {quiet}"
     conf.update(
         {
             "spark.driver.extraJavaOptions": f"{QUICK_START_JAVA_OPTIONS} {quiet}",
-            "spark.executor.extraJavaOptions": executors,
+            "spark.executor.extraJavaOptions": executor_java_options(launch.engine, quiet),
         }
     )
     return conf
+
+
+def executor_java_options(engine: str, options: str) -> str:
+    """An executor's Java ``options`` after the quick-start default, except where it trains in the JVM (spark-mllib).
+
+    >>> executor_java_options("spark", "-Dx=1"), executor_java_options("spark-mllib", "-Dx=1")
+    ('-XX:TieredStopAtLevel=1 -Dx=1', '-Dx=1')
+    """
+    return options if engine in ONE_MODEL_ENGINES else f"{QUICK_START_JAVA_OPTIONS} {options}"
 
 
 def with_spark_conf(conf: Mapping[str, str], spark_conf: Mapping[str, str]) -> dict[str, str]:

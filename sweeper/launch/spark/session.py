@@ -56,7 +56,8 @@ class SparkAppSession:
             if self._shipped is not None:
                 self._shipped[1].broadcast.unpersist()
             self._shipped = (data, BroadcastData(self.spark.sparkContext.broadcast(data)))
-        # joblib runs a batch with n_jobs=1 in the calling process (the driver): ask for 2, Spark queues the second.
+        # joblib runs a batch with n_jobs=1 in the calling process (the driver): a one-slot launch asks for 2
+        # (its alike fits are one dispatch anyway; a search's next fit waits in Spark's queue).
         return run_on_backend("spark", self.n_jobs, tasks, self._shipped[1], n_jobs=max(self.n_jobs, 2))
 
     def _data_parallel(self, task: FitTask, data: Data) -> FitResult:

@@ -53,7 +53,7 @@ from sweeper.launch.hosts.yarn_client import YarnClient
 from sweeper.launch.lifecycle import Teardown
 from sweeper.launch.logs import containers_log
 from sweeper.launch.spark.base import SparkBackend
-from sweeper.launch.spark.conf import local_conf
+from sweeper.launch.spark.conf import QUICK_START_JAVA_OPTIONS, executor_java_options, local_conf
 from sweeper.launch.spark.session import SparkAppSession, executor_heaps, uniform_shape, wait_registered
 from sweeper.launch.spark.yarn_jars import jars_upload, python_libs_uploads
 
@@ -208,14 +208,14 @@ class YarnSpark(SparkBackend):
                 "spark.driver.bindAddress": self.site.host,
                 "spark.yarn.tags": application_tags(self.tag),
                 "spark.yarn.dist.files": str(self.log4j),
-                "spark.executor.extraJavaOptions": container_java,
+                "spark.executor.extraJavaOptions": executor_java_options(self.launch.engine, container_java),
                 "spark.submit.deployMode": "client",
                 "spark.executor.instances": str(self.launch.executors),
                 "spark.dynamicAllocation.enabled": "false",
                 "spark.yarn.am.memory": f"{AM_MEMORY_MIB}m",
                 "spark.yarn.am.cores": "1",
                 "spark.yarn.maxAppAttempts": "1",
-                "spark.yarn.am.extraJavaOptions": container_java,
+                "spark.yarn.am.extraJavaOptions": f"{QUICK_START_JAVA_OPTIONS} {container_java}",
                 "spark.executorEnv.PYSPARK_PYTHON": python,
                 "spark.yarn.appMasterEnv.PYSPARK_PYTHON": python,
             }

@@ -1,8 +1,9 @@
 """What-if model of a batch's time, per engine, from the structure of the work (``sweeper predict``).
 
 A batch is ``n_fits`` independent fits that joblib schedules over the launch's slots (total cores /
-threads per fit). The model has three parts, each fitted to the medians of a sweep's configurations and
-workload points by non-negative least squares on relative errors:
+threads per fit; alike fits as each slot's share at once, :func:`sweeper.launch.joblib_batch.dispatch_groups`).
+The model has three parts, each fitted to the medians of a sweep's configurations and workload points by
+non-negative least squares on relative errors:
 
 - **one fit**: ``fit_s = fixed_s + work_s x w + contention_s x w x (c - 1)``, ``w`` = epochs x training rows / 1e6
   (``epochs``: the value of the grid's work axis, ``max_iter`` or ``n_estimators`` or another knob, 1 without
