@@ -49,7 +49,10 @@ def judge_node(
     loopback = address.startswith("127.") and not local
     names = f"{report.get('hostname')} resolves to {address}"
     if loopback and binds_own_name:
-        names += " on itself: a daemon binding its own name there listens on loopback only; fix its /etc/hosts"
+        names += (
+            " on itself: a daemon binding its own name there listens on loopback only (Spark's executors: the other"
+            " nodes' fetches of their blocks are refused, ~15 s of retries each); fix its /etc/hosts"
+        )
     elif loopback:
         names += " on itself (harmless here: sweeper binds the address the driver resolves, not this name)"
     found.add("host-name", node, not (loopback and binds_own_name), names)
