@@ -24,6 +24,7 @@ import psutil
 import pytest
 from sklearn.utils._param_validation import InvalidParameterError
 
+from sweeper.engines import DESCRIPTORS
 from sweeper.launch.base import Granted, LaunchContext, Session
 from sweeper.launch.hosts.hadoop_conf import read_hadoop_conf
 from sweeper.launch.hosts.node_managers import containers_left
@@ -61,7 +62,7 @@ MLLIB = "spark-mllib"
 # the spark pairs cover those launches; the local pair covers MLlib's own batches and errors
 PAIRS = [(engine, manager) for engine, manager in LAUNCHERS if engine != MLLIB or manager == "local"]
 BAD_SOLVER = "no-such-solver"
-JOBLIB_ENGINES = ("spark", "dask", "ray")  # their batches go through sweeper.launch.joblib_batch
+JOBLIB_ENGINES = tuple(engine.name for engine in DESCRIPTORS if engine.joblib)  # through launch/joblib_batch.py
 LISTENER_WAIT_MS = 60_000
 RAY_DEFAULT_GCS_PORT = 6379  # a head's port unless it is given one: a second head on the host could not start
 
@@ -297,7 +298,7 @@ def assert_ran_on_the_cluster(engine: str, session: Any, results: list[FitResult
 
 def completed_tasks(spark: Any) -> list[int]:
     """How many tasks each executor of the application has completed (Spark's status store, once the listener
-    bus has delivered every event so far: the store is written after the job returned)."""
+    bus, a Spark-private API, has delivered every event so far: the store is written after the job returned)."""
     spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(LISTENER_WAIT_MS)
     iterator = spark.sparkContext._jsc.sc().statusStore().executorList(True).iterator()
     found = []
