@@ -328,6 +328,22 @@ def assert_a_task_a_slot(engine: str, session: Any, digits: Data) -> None:
         assert (grouped - before, sum(completed_tasks(spark)) - grouped) == (slots, 2 * slots)
 
 
+def assert_workers_import_installed_pyspark(engine: str, session: Any) -> None:
+    """Every executor's Python workers import the installed pyspark, not the zip of its sources Spark puts first on
+    their path (sweeper/launch/spark/python_daemon.py); MLlib's fits run in the JVM."""
+    if not isinstance(session, SparkAppSession) or engine == MLLIB:
+        return
+
+    def pyspark_of_worker(_: Any) -> Iterator[str]:  # nested: cloudpickle ships it by value, not by this module
+        import pyspark
+
+        yield pyspark.__file__
+
+    tasks = 2 * session.granted.executors * session.granted.cores_per_executor
+    found = set(session.spark.sparkContext.parallelize(range(tasks), tasks).mapPartitions(pyspark_of_worker).collect())
+    assert found and not any(".zip" in path for path in found), found
+
+
 def assert_driver_classes(session: SparkAppSession, classes: ClassArchive | None, archived: bool) -> None:
     """The driver maps Spark's class archive when there was one at the launch's start, else it writes one at exit."""
     driver = driver_process(session.spark)
@@ -372,6 +388,7 @@ def test_a_launch_is_granted_its_plan_runs_fits_on_the_cluster_keeps_a_fits_erro
 
         on.while_running(engine, session, {r.pid for r in results}, again)
         assert_a_task_a_slot(engine, session, digits)
+        assert_workers_import_installed_pyspark(engine, session)
         with pytest.raises(error_type) as raised:
             session.run_batch([tasks[1], failing], digits)
         assert raised.type is error_type and re.fullmatch(message, str(raised.value)), repr(raised.value)

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from sweeper.launch.base import LaunchContext, LaunchError
+from sweeper.launch.spark import python_daemon
 from sweeper.names import ONE_MODEL_ENGINES
 from sweeper.planning.plan import Launch
 
@@ -52,7 +53,8 @@ def application_conf(
 
     The planned executors (cores, heap, overhead, at most executors x cores cores), one task per
     fit's threads, no task retries (a failed fit is a recorded failure), no UI, the executors'
-    Python, heartbeats often enough to report executor metrics, and the fit environment in every executor.
+    Python and its daemon (:mod:`sweeper.launch.spark.python_daemon`), heartbeats often enough to report executor
+    metrics, and the fit environment in every executor.
     """
     conf = {
         "spark.master": master,
@@ -69,6 +71,8 @@ def application_conf(
         "spark.ui.showConsoleProgress": "false",
         "spark.pyspark.python": python,
         "spark.pyspark.driver.python": sys.executable,
+        # the workers import the installed pyspark (compiled), not Spark's zips of its sources
+        "spark.python.daemon.module": python_daemon.__name__,
         # executor metrics (the peak heap of every row) reach the driver with heartbeats: every 2 s, not 10 s
         "spark.executor.heartbeatInterval": "2s",
     }

@@ -212,6 +212,9 @@ class YarnSpark(SparkBackend):
                 "spark.submit.deployMode": "client",
                 "spark.executor.instances": str(self.launch.executors),
                 "spark.dynamicAllocation.enabled": "false",
+                # the session is made while the executors start (YARN's default waits for 80 % of them first):
+                # the launch waits for all of them itself (granted)
+                "spark.scheduler.minRegisteredResourcesRatio": "0",
                 "spark.yarn.am.memory": f"{AM_MEMORY_MIB}m",
                 "spark.yarn.am.cores": "1",
                 "spark.yarn.maxAppAttempts": "1",
