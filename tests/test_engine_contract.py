@@ -377,7 +377,7 @@ def test_a_launch_is_granted_its_plan_runs_fits_on_the_cluster_keeps_a_fits_erro
     archived = classes is not None and classes.path.exists()
     with starter(engine, manager)(launch, on.context()) as session:
         assert session.granted == Granted(launch.executors, launch.cores_per_executor, launch.executor_memory_mib)
-        if isinstance(session, SparkAppSession) and manager != "yarn":
+        if isinstance(session, SparkAppSession):
             assert_driver_classes(session, classes, archived)
         results = session.run_batch(tasks, digits)
         assert len(results) == len(tasks) and all(0 < r.accuracy <= 1 for r in results)

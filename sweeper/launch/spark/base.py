@@ -26,8 +26,6 @@ class SparkBackend(ManagerBackend):
     """
 
     engine = "spark"
-    # yarn: HADOOP_CONF_DIR, a directory of files, is on the driver's class path, where CDS allows only empty ones
-    archives_classes: ClassVar[bool] = True
     executors_here: ClassVar[bool] = False
     spark: Any
     driver_exit_code: int | None = None
@@ -68,7 +66,7 @@ class SparkBackend(ManagerBackend):
 
     def start(self, teardown: Teardown) -> None:
         self.log4j.write_text(QUIET_LOG4J)
-        self.classes = archive = class_archive() if self.archives_classes else None
+        self.classes = archive = class_archive()
         self.start_cluster(teardown)
         variables = self.variables()
         if archive is not None:

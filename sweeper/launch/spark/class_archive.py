@@ -3,7 +3,7 @@
 A JVM's start is mostly reading, parsing and verifying classes: Spark's driver loads ~10,000 from its jars. The first
 launch's driver writes the classes it loaded into a dynamic CDS archive when it exits (``-XX:ArchiveClassesAtExit``,
 a few seconds at its end); every later launch's driver JVM, and on ``local`` its executor JVMs, map that archive
-(``-XX:SharedArchiveFile``) instead (not on ``yarn``: ``HADOOP_CONF_DIR`` is on the driver's class path). Measured
+(``-XX:SharedArchiveFile``) instead (on ``yarn`` the driver only: the containers run elsewhere). Measured
 on 2 busy cores: a 2-executor ``local-cluster`` session up in 5.5-5.6 s instead of 11.1-11.4 s (BENCHMARKS.md has
 the quiet start). The JVMs run the same code with the same options; only their classes come from the archive.
 
@@ -11,7 +11,9 @@ It is kept in ``~/.cache/sweeper/spark-classes/<key>/spark.jsa`` (``$XDG_CACHE_H
 covering the Java runtime and Spark's jars, so another Java or Spark writes its own. A JVM that cannot use an archive
 starts as it would without one (``-Xshare:auto``), and CDS's own messages are off. A directory on an archived class
 path must be empty: the launch's ``SPARK_CONF_DIR`` is the key's empty ``conf`` directory (the quiet log settings
-reach the driver in ``SPARK_SUBMIT_OPTS``). A grid's ``spark_conf`` turns it off with ``-Xshare:off``.
+reach the driver in ``SPARK_SUBMIT_OPTS``); one after Spark's jars (a YARN driver's ``HADOOP_CONF_DIR``) may
+hold files, as a JVM may map an archive whose class path begins its own. A grid's ``spark_conf`` turns it off
+with ``-Xshare:off``.
 """
 
 from __future__ import annotations

@@ -167,8 +167,6 @@ class QueueWatchdog:
 class YarnSpark(SparkBackend):
     """Executors in YARN containers, client mode: the driver runs here."""
 
-    archives_classes = False
-
     app_id: str | None = None
     staged_jars: str | None = None  # spark.yarn.archive on the cluster's file system (an archive, no file: FS)
     staged_archive: str | None = None  # the packed environment there
