@@ -213,6 +213,10 @@ class YarnSpark(SparkBackend):
                 # the session is made while the executors start (YARN's default waits for 80 % of them first):
                 # the launch waits for all of them itself (granted)
                 "spark.scheduler.minRegisteredResourcesRatio": "0",
+                # the ApplicationMaster asks for its pending executors at 0.2, 0.6, 1.4, 3 s ... (Spark doubles the
+                # wait up to this interval, 3 s by default): capped at 0.5 s, an executor the ResourceManager
+                # granted on a node's later heartbeat is launched up to a second sooner
+                "spark.yarn.scheduler.heartbeat.interval-ms": "500",
                 "spark.yarn.am.memory": f"{AM_MEMORY_MIB}m",
                 "spark.yarn.am.cores": "1",
                 "spark.yarn.maxAppAttempts": "1",
