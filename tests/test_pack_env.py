@@ -153,7 +153,8 @@ def test_a_yarn_launch_packs_an_unchanged_environment_once(
 # What the processes in a container import, besides a fit: the probe's packages, the workers' entry points and the
 # modules whose functions the engines send them (sweeper.launch.*.session, a data-parallel training)
 CONTAINER_MODULES = (
-    "sweeper.source", "pyspark.daemon", "pyspark.worker", "distributed.cli.dask_worker", "joblibspark",
+    "sweeper.source", "sweeper.launch.spark.python_daemon", "pyspark.daemon", "pyspark.worker",
+    "distributed.cli.dask_worker", "joblibspark",
     "sweeper.launch.spark.session", "sweeper.launch.dask.session", "sweeper.workload.averaging",
 )  # fmt: skip
 

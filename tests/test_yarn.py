@@ -27,6 +27,7 @@ from sweeper import load_results
 from sweeper.launch.base import LaunchContext, LaunchError
 from sweeper.launch.options import YarnOptions, options_for
 from sweeper.launch.registry import starter
+from sweeper.launch.spark import python_daemon
 from sweeper.launch.spark import yarn as spark_yarn
 from tests.conftest import REPO, minimal_grid
 from tests.support import launches
@@ -34,6 +35,10 @@ from tests.support.faults import wait_until_fitting
 from tests.support.figures import assert_resource_figures
 from tests.support.hadoop_sites import site
 from tests.support.yarn_cluster import YarnCluster, applications, assert_no_containers, live_applications, rest
+
+# what runs a fit in a container: a Spark executor's Python daemon (the sweeper's, or pyspark's where a grid
+# names it) and its workers, forked from it; a Dask worker
+FIT_PROCESS_MARKERS = (python_daemon.__name__, "pyspark.daemon", "dask_worker")
 
 pytestmark = [pytest.mark.integration, pytest.mark.yarn]
 
@@ -193,7 +198,7 @@ def fit_processes(application: str) -> list[psutil.Process]:
         try:
             cmdline = " ".join(process.info["cmdline"] or [])
             in_container = f"/appcache/{application}/" in (process.info["cwd"] or "")
-            if in_container and ("pyspark.daemon" in cmdline or "dask_worker" in cmdline):
+            if in_container and any(marker in cmdline for marker in FIT_PROCESS_MARKERS):
                 found.append(process)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
