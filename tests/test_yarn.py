@@ -27,18 +27,17 @@ from sweeper import load_results
 from sweeper.launch.base import LaunchContext, LaunchError
 from sweeper.launch.options import YarnOptions, options_for
 from sweeper.launch.registry import starter
-from sweeper.launch.spark import python_daemon
 from sweeper.launch.spark import yarn as spark_yarn
 from tests.conftest import REPO, minimal_grid
 from tests.support import launches
 from tests.support.faults import wait_until_fitting
 from tests.support.figures import assert_resource_figures
 from tests.support.hadoop_sites import site
+from tests.support.leftovers import SPARK_PYTHON_DAEMONS
 from tests.support.yarn_cluster import YarnCluster, applications, assert_no_containers, live_applications, rest
 
-# what runs a fit in a container: a Spark executor's Python daemon (the sweeper's, or pyspark's where a grid
-# names it) and its workers, forked from it; a Dask worker
-FIT_PROCESS_MARKERS = (python_daemon.__name__, "pyspark.daemon", "dask_worker")
+# what runs a fit in a container: a Spark executor's Python daemon and its workers, forked from it; a Dask worker
+FIT_PROCESS_MARKERS = (*SPARK_PYTHON_DAEMONS, "dask_worker")
 
 pytestmark = [pytest.mark.integration, pytest.mark.yarn]
 

@@ -20,12 +20,13 @@ from sweeper.launch.spark import python_daemon
 # Every process this test run starts inherits this variable (tests/conftest.py sets it): an orphan that
 # carries another run's value belongs to that run, so two runs on one machine do not blame each other.
 RUN_VARIABLE = "SWEEPER_TEST_RUN"
+# a Spark executor's Python daemon: the sweeper's, or pyspark's where a grid names it
+SPARK_PYTHON_DAEMONS = (python_daemon.__name__, "pyspark.daemon")
 
 LAUNCH_PROCESS_MARKERS = (
     "org.apache.spark.executor.CoarseGrainedExecutorBackend",
     "org.apache.spark.deploy.SparkSubmit",
-    "pyspark.daemon",
-    python_daemon.__name__,  # the executors' Python daemon the sweeper runs instead
+    *SPARK_PYTHON_DAEMONS,
     "multiprocessing.spawn",
     "popen_loky_posix",
     "distributed.cli",

@@ -21,13 +21,14 @@ from pathlib import Path
 PACKAGES = ("pyspark", "py4j")  # each has a version.py, in Spark's zips as in an installed copy
 
 
-def _zip_version(entry: str, package: str) -> bytes | None:
-    """``package/version.py`` in the zip ``entry`` of ``sys.path``; None when it is no such zip."""
+def _zipped_versions(entry: str) -> dict[str, bytes]:
+    """``package -> its version.py`` for the :data:`PACKAGES` in the zip ``entry`` of ``sys.path`` (none: not a zip)."""
     try:
         with zipfile.ZipFile(entry) as archive:
-            return archive.read(f"{package}/version.py")
-    except (OSError, KeyError, zipfile.BadZipFile):
-        return None
+            names = set(archive.namelist())
+            return {p: archive.read(f"{p}/version.py") for p in PACKAGES if f"{p}/version.py" in names}
+    except (OSError, zipfile.BadZipFile):
+        return {}
 
 
 def _installed_version(package: str, path: Sequence[str]) -> bytes | None:
@@ -45,10 +46,8 @@ def without_shadowing_zips(path: Sequence[str]) -> list[str]:
     """``path`` without the zips of :data:`PACKAGES` whose version the rest of ``path`` has installed."""
     zipped = {}  # entry -> (package, its version.py)
     for entry in path:
-        for package in PACKAGES:
-            version = _zip_version(entry, package)
-            if version is not None:
-                zipped[entry] = (package, version)
+        for package, version in _zipped_versions(entry).items():
+            zipped[entry] = (package, version)
     rest = [entry for entry in path if entry not in zipped]
     same = {entry for entry, (package, version) in zipped.items() if version == _installed_version(package, rest)}
     return [entry for entry in path if entry not in same]
