@@ -88,6 +88,26 @@ def test_an_unknown_queue_fails_at_once(on_yarn: YarnCluster, tmp_path: Path) ->
     assert_no_containers()
 
 
+def test_executors_that_cannot_start_end_the_launch_when_yarn_ends_the_application(
+    on_yarn: YarnCluster, tmp_path: Path
+) -> None:
+    """Every executor JVM exits at once (a Java agent that is not there): Spark's ApplicationMaster ends the
+    application after its executor failures, and the launch fails then with YARN's reason, not at its start limit
+    with a guess. (An unknown ``-XX:`` option would not do: Spark's JVMs ignore those.)"""
+    refused = {"spark.executor.extraJavaOptions": f"-javaagent:{tmp_path / 'no-such-agent.jar'}"}
+    launch_context = launches.context(tmp_path / "run", YarnOptions(), start_timeout_s=600, spark_conf=refused)
+    with (
+        pytest.raises(
+            LaunchError, match=r"ended with 0 of 2 executors registered \(FAILED: .*executor failures"
+        ) as ended,
+        starter("spark", "yarn")(launches.launch("spark", "yarn"), launch_context),
+    ):
+        pytest.fail("executors that cannot start started")
+    assert "within 600 s" not in str(ended.value)
+    assert_no_containers()
+    assert not live_applications(on_yarn)
+
+
 @pytest.mark.parametrize("engine", ["spark", "dask"])
 def test_executors_yarn_crowds_onto_one_node_fail_the_launch_named_by_node_manager(
     engine: str, on_yarn: YarnCluster, tmp_path: Path

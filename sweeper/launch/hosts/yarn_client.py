@@ -25,6 +25,9 @@ LIVE_STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
 ROW = re.compile(r"^\s*(application_\d+_\d+)\t")
 NODE_ROW = re.compile(r"^\s*(\S+:\d+)\t\s*([A-Z_]+)\t\s*(\S+:\d+)\t")  # Node-Id, Node-State, Node-Http-Address
 _NODE_WEB_ADDRESSES: dict[tuple[str, ...], list[str]] = {}  # by client configuration directories
+# Hadoop's clients here only wait on RPCs: without the optimizing compiler, `FsShell -ls` of a local directory ran
+# in 0.34-0.38 s instead of 0.47-0.54 s (3 runs each, alternated)
+CLIENT_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 SWEEPER_JAR = "sweeper-yarn.jar"  # deploy/yarn's own classes: the Containers client and its ApplicationMaster
 REPO_LIB = Path(__file__).resolve().parents[3] / "deploy" / "yarn" / "target" / "lib"
 
@@ -53,7 +56,7 @@ def hadoop_java(conf: HadoopConf, lib: Path, main_class: str, heap_mib: int = 25
     in Hadoop's jars, so a client's stdout holds only what it prints.
     """
     classpath = os.pathsep.join([*map(str, conf.conf_dirs), str(lib / SWEEPER_JAR), str(lib / "*")])
-    return [java(), f"-Xmx{heap_mib}m", "-cp", classpath, main_class]
+    return [java(), f"-Xmx{heap_mib}m", CLIENT_JAVA_OPTIONS, "-cp", classpath, main_class]
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,19 @@ class YarnClient:
             rows = (NODE_ROW.match(line) for line in output.splitlines())
             _NODE_WEB_ADDRESSES[key] = [row.group(3) for row in rows if row is not None]
         return _NODE_WEB_ADDRESSES[key]
+
+    def ended_why(self, app_id: str) -> str:
+        """What YARN says of an application that ended: ``FAILED: <its diagnostics' first line>``; or why it cannot."""
+        try:
+            output = self._run("-status", app_id)
+        except LaunchError as error:
+            return f"YARN's report of it could not be read: {error}"
+        fields = {}
+        for line in output.splitlines():
+            key, colon, value = line.strip().partition(" : ")
+            if colon and key not in fields:
+                fields[key] = value.strip()
+        return f"{fields.get('Final-State', 'UNDEFINED')}: {fields.get('Diagnostics') or 'no diagnostics'}"
 
     def kill(self, app_id: str) -> None:
         self._run("-kill", app_id)

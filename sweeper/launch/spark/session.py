@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import re
 import subprocess
 import time
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +15,7 @@ from sweeper.launch.base import Granted, LaunchContext, LaunchError
 from sweeper.launch.hosts.processes import kill_tree
 from sweeper.launch.joblib_batch import run_on_backend
 from sweeper.launch.spark.conf import with_spark_conf
+from sweeper.launch.spark.executor_heap import heap_mib
 from sweeper.launch.spark.shards import SparkShards
 from sweeper.workload.data import Data
 from sweeper.workload.fit import FitResult, fit_result
@@ -99,14 +98,6 @@ def executor_processes(spark: Any) -> list[psutil.Process]:
     return found
 
 
-def heap_mib(cmdline: list[str]) -> int:
-    for argument in cmdline:
-        match = re.fullmatch(r"-Xmx(\d+)([mMgG])", argument)
-        if match:
-            return int(match.group(1)) * (1024 if match.group(2) in "gG" else 1)
-    return 0
-
-
 def granted_executors(spark: Any, expected: int, timeout_s: float) -> Granted:
     """Wait until the executors registered, then read their cores (status store) and heap (-Xmx)."""
     summaries = wait_registered(spark, expected, timeout_s)
@@ -115,43 +106,27 @@ def granted_executors(spark: Any, expected: int, timeout_s: float) -> Granted:
     return uniform_shape(summaries, {heap_mib(p.cmdline()) for p in executor_processes(spark)})
 
 
-def _own_executor_heap(_: Iterable[int]) -> Iterator[tuple[str, str, int, int]]:
-    """In a Spark task: (node, machine, pid, heap MiB) of the executor JVM running it, read on its own node.
+class ApplicationStopped(LaunchError):
+    """The application stopped while its executors were starting: its cluster manager ended it."""
 
-    The node is the container's NodeManager on YARN (:func:`sweeper.workload.usage.node_manager`).
-    """
-    import os
-    from pathlib import Path
-
-    from sweeper.workload.usage import executor_jvm, machine, node_manager
-
-    jvm = executor_jvm(os.getpid())
-    if jvm is not None:
-        arguments = Path(f"/proc/{jvm}/cmdline").read_bytes().decode(errors="replace").split("\0")
-        yield node_manager(), machine(), jvm, heap_mib(arguments)
-
-
-def executor_heaps(spark: Any, executors: int, cores: int, rounds: int = 3) -> dict[tuple[str, str, int], int]:
-    """The heap (-Xmx, MiB) of each of the application's executor JVMs, keyed by (node, machine, pid).
-
-    Each is read by a task on its own node: small tasks spread over every slot; a round that did not
-    reach every executor is repeated with more of them. Nothing is read from this machine.
-    """
-    seen: dict[tuple[str, str, int], int] = {}
-    tasks = 2 * executors * cores
-    for _ in range(rounds):
-        found = spark.sparkContext.parallelize(range(tasks), tasks).mapPartitions(_own_executor_heap).collect()
-        seen.update({(node, where, pid): heap for node, where, pid, heap in found})
-        if len(seen) >= executors:
-            break
-        tasks *= 2
-    return seen
+    def __init__(self, registered: int, expected: int) -> None:
+        super().__init__(
+            f"spark: the application stopped with {registered} of {expected} executors registered "
+            "(its cluster manager ended it: the launch's log says why)"
+        )
+        self.registered = registered
 
 
 def wait_registered(spark: Any, expected: int, timeout_s: float) -> list[tuple[int, int]]:
-    """(cores, memory) of the registered executors, once ``expected`` of them are, or when the time is up."""
+    """(cores, memory) of the registered executors, once ``expected`` of them are, or when the time is up.
+
+    Raises :class:`ApplicationStopped` as soon as the application stopped (YARN ends one whose executors keep failing
+    to start: waiting out the start limit would only hide why)."""
     deadline = time.monotonic() + timeout_s
+    summaries: list[tuple[int, int]] = []
     while True:
+        if spark.sparkContext._jsc.sc().isStopped():
+            raise ApplicationStopped(len(summaries), expected)
         summaries = [(cores, memory) for cores, memory in _executor_summaries(spark) if memory > 0]
         if len(summaries) >= expected or time.monotonic() > deadline:
             return summaries

@@ -54,7 +54,8 @@ from sweeper.launch.lifecycle import Teardown
 from sweeper.launch.logs import containers_log
 from sweeper.launch.spark.base import SparkBackend
 from sweeper.launch.spark.conf import QUICK_START_JAVA_OPTIONS, executor_java_options, local_conf
-from sweeper.launch.spark.session import SparkAppSession, executor_heaps, uniform_shape, wait_registered
+from sweeper.launch.spark.executor_heap import executor_heaps
+from sweeper.launch.spark.session import ApplicationStopped, SparkAppSession, uniform_shape, wait_registered
 from sweeper.launch.spark.yarn_jars import jars_upload, python_libs_uploads
 
 YARN_EXECUTOR_CLASS = "org.apache.spark.executor.YarnCoarseGrainedExecutorBackend"
@@ -73,10 +74,16 @@ def _yarn_executor_processes(app_id: str) -> list[psutil.Process]:
     return found
 
 
-def _granted_yarn_executors(spark: Any, expected: int, timeout_s: float) -> tuple[Granted, list[str]]:
+def _granted_yarn_executors(spark: Any, yarn: YarnClient, expected: int, timeout_s: float) -> tuple[Granted, list[str]]:
     """Wait for the executors; cores from the status store, heaps (-Xmx) and NodeManagers read by tasks on them."""
     app_id = spark.sparkContext.applicationId
-    summaries = wait_registered(spark, expected, timeout_s)
+    try:
+        summaries = wait_registered(spark, expected, timeout_s)
+    except ApplicationStopped as stopped:
+        raise LaunchError(
+            f"spark on yarn: application {app_id} ended with {stopped.registered} of {expected} executors registered"
+            f" ({yarn.ended_why(app_id)}; the containers' log says why each executor failed)"
+        ) from stopped
     if len(summaries) < expected:
         raise LaunchError(
             f"spark on yarn: {len(summaries)} of {expected} executors registered within {timeout_s:.0f} s "
@@ -272,7 +279,9 @@ class YarnSpark(SparkBackend):
 
     def granted(self) -> Granted:
         remaining_s = max(self.deadline - time.monotonic(), 1.0)  # the time in the queue counts too
-        granted, self.node_managers = _granted_yarn_executors(self.spark, self.launch.executors, remaining_s)
+        granted, self.node_managers = _granted_yarn_executors(
+            self.spark, self.site.client, self.launch.executors, remaining_s
+        )
         return granted
 
     def check_placement(self) -> None:
