@@ -2,8 +2,8 @@
 
 A fresh cluster (tests/support/ns_cluster.py: 2 nodes, HDFS and YARN, empty NodeManager caches), healthy as
 ``sweeper check`` wants it (its nodes' /etc/hosts without Debian's ``127.0.1.1 <own name>`` line, which the check
-fails: with it, an executor that fetches a broadcast from another node's executor is refused and retries for 15 s,
-in the start's heap-reading round or in the warm-up; BENCHMARKS.md, "Warm-ups of 16 s"), takes
+fails: with it, an executor that fetches a broadcast from another node's executor is refused and retries for 15 s
+in the warm-up; BENCHMARKS.md, "Warm-ups of 16 s"), takes
 ``sweeps`` one-configuration Spark sweeps of the namespaced sweep's grid (tests/test_ns_sweep.py: 3 executors x 1
 core over both nodes, one trial), one after another, each into a store of its own. The first stages Spark's jars,
 pyspark's zips and the packed environment on HDFS (``staging_s``, apart from the start) and its containers

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import subprocess
 import time
 from dataclasses import dataclass
@@ -15,7 +16,6 @@ from sweeper.launch.base import Granted, LaunchContext, LaunchError
 from sweeper.launch.hosts.processes import kill_tree
 from sweeper.launch.joblib_batch import run_on_backend
 from sweeper.launch.spark.conf import with_spark_conf
-from sweeper.launch.spark.executor_heap import heap_mib
 from sweeper.launch.spark.shards import SparkShards
 from sweeper.workload.data import Data
 from sweeper.workload.fit import FitResult, fit_result
@@ -96,6 +96,19 @@ def executor_processes(spark: Any) -> list[psutil.Process]:
         except psutil.NoSuchProcess:
             continue
     return found
+
+
+def heap_mib(cmdline: list[str]) -> int:
+    """A JVM's ``-Xmx`` in MiB (0 without one).
+
+    >>> heap_mib(["java", "-Xmx2g", "-cp", "x"]), heap_mib(["java", "-Xmx1536m"]), heap_mib(["java"])
+    (2048, 1536, 0)
+    """
+    for argument in cmdline:
+        match = re.fullmatch(r"-Xmx(\d+)([mMgG])", argument)
+        if match:
+            return int(match.group(1)) * (1024 if match.group(2) in "gG" else 1)
+    return 0
 
 
 def granted_executors(spark: Any, expected: int, timeout_s: float) -> Granted:

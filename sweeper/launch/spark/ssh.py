@@ -30,12 +30,12 @@ from sweeper.launch.lifecycle import Teardown
 from sweeper.launch.options import SshCluster
 from sweeper.launch.spark.base import SparkBackend
 from sweeper.launch.spark.conf import application_conf, with_spark_conf
-from sweeper.launch.spark.executor_heap import heap_mib
 from sweeper.launch.spark.session import (
     EXECUTOR_CLASS,
     SparkAppSession,
     get_or_create,
     granted_executors,
+    heap_mib,
 )
 from sweeper.planning.plan import Launch
 

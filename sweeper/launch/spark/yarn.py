@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,6 @@ from sweeper.launch.lifecycle import Teardown
 from sweeper.launch.logs import containers_log
 from sweeper.launch.spark.base import SparkBackend
 from sweeper.launch.spark.conf import QUICK_START_JAVA_OPTIONS, executor_java_options, local_conf
-from sweeper.launch.spark.executor_heap import executor_heaps
 from sweeper.launch.spark.session import ApplicationStopped, SparkAppSession, uniform_shape, wait_registered
 from sweeper.launch.spark.yarn_jars import jars_upload, python_libs_uploads
 
@@ -75,7 +75,7 @@ def _yarn_executor_processes(app_id: str) -> list[psutil.Process]:
 
 
 def _granted_yarn_executors(spark: Any, yarn: YarnClient, expected: int, timeout_s: float) -> tuple[Granted, list[str]]:
-    """Wait for the executors; cores from the status store, heaps (-Xmx) and NodeManagers read by tasks on them."""
+    """Wait for the executors; each one's cores, heap and NodeManager (:func:`registered_executors`)."""
     app_id = spark.sparkContext.applicationId
     try:
         summaries = wait_registered(spark, expected, timeout_s)
@@ -89,10 +89,48 @@ def _granted_yarn_executors(spark: Any, yarn: YarnClient, expected: int, timeout
             f"spark on yarn: {len(summaries)} of {expected} executors registered within {timeout_s:.0f} s "
             f"(application {app_id}: is the cluster big enough for the executors and the AM?)"
         )
-    heaps = executor_heaps(spark, expected, max(cores for cores, _ in summaries))
-    if not heaps:
-        raise LaunchError(f"spark on yarn: no task of {app_id} could read its executor's heap")
-    return uniform_shape(summaries, set(heaps.values())), [node for node, _, _ in heaps]
+    executors = registered_executors(spark)
+    unplaced = [executor for executor in executors if executor.node_manager is None]
+    if unplaced:
+        raise LaunchError(f"spark on yarn: executors of {app_id} registered without their NodeManager: {unplaced}")
+    granted = uniform_shape([(e.cores, e.heap_mib) for e in executors], {e.heap_mib for e in executors})
+    return granted, [str(executor.node_manager) for executor in executors]
+
+
+@dataclass(frozen=True)
+class RegisteredExecutor:
+    """An executor as it registered with the driver."""
+
+    cores: int
+    heap_mib: int  # the -Xmx its ApplicationMaster launched it with: its resource profile's executor memory
+    node_manager: str | None  # NM_HOST:NM_PORT of its container, from the container's environment
+
+
+def registered_executors(spark: Any) -> list[RegisteredExecutor]:
+    """The application's registered executors, from Spark's status store: no task runs for it.
+
+    A YARN executor registers with its container's attributes (``NM_HOST`` and ``NM_PORT``, read by the executor
+    from the environment its NodeManager gave it); its heap is the memory of the resource profile its ApplicationMaster
+    launched it with (``-Xmx``, exactly)."""
+    context = spark.sparkContext._jsc.sc()
+    profiles = context.resourceProfileManager()
+    found = []
+    iterator = context.statusStore().executorList(True).iterator()
+    while iterator.hasNext():
+        executor = iterator.next()
+        if executor.id() == "driver":
+            continue
+        memory = profiles.resourceProfileFromId(executor.resourceProfileId()).executorResources().get("memory")
+        attributes = executor.attributes()
+        host, port = attributes.get("NM_HOST"), attributes.get("NM_PORT")
+        found.append(
+            RegisteredExecutor(
+                cores=int(executor.totalCores()),
+                heap_mib=int(memory.get().amount()) if memory.isDefined() else 0,
+                node_manager=f"{host.get()}:{port.get()}" if host.isDefined() and port.isDefined() else None,
+            )
+        )
+    return found
 
 
 class SparkYarnSession(SparkAppSession):
