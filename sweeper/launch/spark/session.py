@@ -6,6 +6,7 @@ import contextlib
 import re
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,14 +178,17 @@ def _peak_heap_gib(spark: Any) -> float | None:
     return max(peaks) / 1024**3 if peaks and max(peaks) > 0 else None
 
 
-def _executor_summaries(spark: Any) -> list[tuple[int, int]]:
+def active_executors(spark: Any) -> Iterator[Any]:
+    """The active executors in Spark's status store (``ExecutorSummary``), the driver left out."""
     iterator = spark.sparkContext._jsc.sc().statusStore().executorList(True).iterator()
-    summaries = []
     while iterator.hasNext():
         executor = iterator.next()
         if executor.id() != "driver":
-            summaries.append((int(executor.totalCores()), int(executor.maxMemory())))
-    return summaries
+            yield executor
+
+
+def _executor_summaries(spark: Any) -> list[tuple[int, int]]:
+    return [(int(executor.totalCores()), int(executor.maxMemory())) for executor in active_executors(spark)]
 
 
 def new_session(conf: dict[str, str], context: LaunchContext) -> Any:

@@ -55,7 +55,13 @@ from sweeper.launch.lifecycle import Teardown
 from sweeper.launch.logs import containers_log
 from sweeper.launch.spark.base import SparkBackend
 from sweeper.launch.spark.conf import QUICK_START_JAVA_OPTIONS, executor_java_options, local_conf
-from sweeper.launch.spark.session import ApplicationStopped, SparkAppSession, uniform_shape, wait_registered
+from sweeper.launch.spark.session import (
+    ApplicationStopped,
+    SparkAppSession,
+    active_executors,
+    uniform_shape,
+    wait_registered,
+)
 from sweeper.launch.spark.yarn_jars import jars_upload, python_libs_uploads
 
 YARN_EXECUTOR_CLASS = "org.apache.spark.executor.YarnCoarseGrainedExecutorBackend"
@@ -112,14 +118,9 @@ def registered_executors(spark: Any) -> list[RegisteredExecutor]:
     A YARN executor registers with its container's attributes (``NM_HOST`` and ``NM_PORT``, read by the executor
     from the environment its NodeManager gave it); its heap is the memory of the resource profile its ApplicationMaster
     launched it with (``-Xmx``, exactly)."""
-    context = spark.sparkContext._jsc.sc()
-    profiles = context.resourceProfileManager()
+    profiles = spark.sparkContext._jsc.sc().resourceProfileManager()
     found = []
-    iterator = context.statusStore().executorList(True).iterator()
-    while iterator.hasNext():
-        executor = iterator.next()
-        if executor.id() == "driver":
-            continue
+    for executor in active_executors(spark):
         memory = profiles.resourceProfileFromId(executor.resourceProfileId()).executorResources().get("memory")
         attributes = executor.attributes()
         host, port = attributes.get("NM_HOST"), attributes.get("NM_PORT")
