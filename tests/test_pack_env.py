@@ -9,6 +9,7 @@ import shlex
 import subprocess
 import sys
 import tarfile
+import time
 import venv
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 
 from sweeper.errors import UserError
 from sweeper.launch.hosts import packed_cache
+from sweeper.launch.hosts.node_imports import CONTAINER_MODULES, compiled_imports
 from sweeper.launch.hosts.pack_env import pack, site_packages
 from tests.conftest import REPO, run_cli
 
@@ -66,10 +68,17 @@ def test_the_archive_has_the_venv_a_real_sweeper_and_none_of_what_containers_do_
     assert not [name for name in names if name.startswith(f"lib/python{version}/test/")]
     assert {f"{site}/sweeper/__init__.py", f"{site}/sweeper/workload/fit.py", f"{site}/sweeper/launch/base.py"} <= names
     left_out = (
-        "numpyish/core.pyi", "numpyish/tests", "__pycache__", "pyspark/jars", "pyspark/examples", "pyspark/data",
-        "numpyish/_ext.pyx", "numpyish/_ext.c", "numpyish/include", "mypy", "mypy-1.0.dist-info", "__editable__",
+        "numpyish/core.pyi", "numpyish/tests", "numpyish/__pycache__", "pyspark/jars", "pyspark/examples",
+        "pyspark/data", "numpyish/_ext.pyx", "numpyish/_ext.c", "numpyish/include", "mypy", "mypy-1.0.dist-info",
+        "__editable__",
     )  # fmt: skip
     assert not [name for name in names for part in left_out if f"{site}/{part}" in name or part in name.split("/")]
+    # what a node's Python imports (numpyish is not), compiled: sweeper's package and the standard library's json
+    tag = sys.implementation.cache_tag
+    assert {
+        f"{site}/sweeper/__pycache__/__init__.{tag}.pyc",
+        f"lib/python{version}/json/__pycache__/__init__.{tag}.pyc",
+    } <= names
     assert "bin/mypy" not in names  # the script the left-out distribution installed
     assert packed.files == len(names)
     assert not list(tmp_path.glob("*.partial*"))
@@ -88,6 +97,7 @@ def without_this_python(argv: list[str]) -> list[str]:
 @pytest.mark.skipif(os.geteuid() != 0, reason="hiding this machine's Python needs a mount namespace (root)")
 def test_the_packed_environment_runs_sweeper_where_this_python_is_gone(small_venv: Path, tmp_path: Path) -> None:
     packed = pack(tmp_path / "env.tar", prefix=small_venv)
+    packed_at = time.time()
     unpacked = tmp_path / "node" / "environment"
     unpacked.mkdir(parents=True)
     with tarfile.open(packed.path) as archive:
@@ -104,6 +114,13 @@ def test_the_packed_environment_runs_sweeper_where_this_python_is_gone(small_ven
     assert found.returncode == 0, found.stderr
     prefix, package = found.stdout.split()
     assert Path(prefix) == unpacked and Path(package).is_relative_to(unpacked), found.stdout
+    written = {
+        path.relative_to(unpacked).as_posix() for path in unpacked.rglob("*.pyc") if path.stat().st_mtime > packed_at
+    }
+    # what no node's process imports was compiled there (sqlite3); what they do came compiled (json, sweeper)
+    stdlib = f"lib/python{sys.version_info.major}.{sys.version_info.minor}"
+    assert f"{stdlib}/sqlite3/__pycache__/dbapi2.{sys.implementation.cache_tag}.pyc" in written
+    assert not [name for name in written if "/json/" in name or "/sweeper/" in name]
     hidden = subprocess.run(without_this_python([sys.executable, "-c", "1"]), capture_output=True, check=False)
     assert hidden.returncode != 0  # the mounts did hide this Python
 
@@ -150,21 +167,15 @@ def test_a_yarn_launch_packs_an_unchanged_environment_once(
     assert not list(first.parent.glob("*.partial*"))
 
 
-# What the processes in a container import, besides a fit: the probe's packages, the workers' entry points and the
-# modules whose functions the engines send them (sweeper.launch.*.session, a data-parallel training)
-CONTAINER_MODULES = (
-    "sweeper.source", "sweeper.launch.spark.python_daemon", "pyspark.daemon", "pyspark.worker",
-    "distributed.cli.dask_worker", "joblibspark",
-    "sweeper.launch.spark.session", "sweeper.launch.dask.session", "sweeper.workload.averaging",
-)  # fmt: skip
-
-
-def test_no_process_in_a_container_imports_what_an_automatic_pack_leaves_out() -> None:
-    """A fresh interpreter imports those modules and runs a fit on digits: no module it loaded is a package that
-    packed_cache.AUTO_EXCLUDED leaves out (matplotlib, pygments, asyncssh, the test tools, ...)."""
+def test_no_process_in_a_container_imports_what_an_automatic_pack_leaves_out_or_compiles_a_module(
+    tmp_path: Path,
+) -> None:
+    """A fresh interpreter imports what a node's processes import and runs a fit on digits: no module it loaded is a
+    package that packed_cache.AUTO_EXCLUDED leaves out (matplotlib, pygments, asyncssh, the test tools, ...), and
+    every source module it loaded is one whose .pyc the archive carries."""
     code = "\n".join(
         [
-            "import importlib, json, sys",
+            "import importlib, json, os, sys",
             "started = set(sys.modules)  # and what the venv's .pth files import (not packed: _distutils_hack)",
             f"for name in {CONTAINER_MODULES!r}: importlib.import_module(name)",
             "from sweeper.workload.data import Dataset, load",
@@ -176,14 +187,19 @@ def test_no_process_in_a_container_imports_what_an_automatic_pack_leaves_out() -
             "tasks = make_batch(recipe, 'replicas', {'hidden_layer_sizes': (8,)}, 2, 0, 1, labels=data.y_train)",
             "assert run_fit(tasks[0], data).accuracy > 0",
             "print(json.dumps(sorted({name.split('.')[0] for name in set(sys.modules) - started})))",
+            "modules = [sys.modules[name] for name in set(sys.modules) - started]",
+            "sources = {os.path.realpath(m.__file__) for m in modules if getattr(m, '__cached__', None)}",
+            "print(json.dumps(sorted(sources)))",
         ]
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=REPO)
     assert done.returncode == 0, done.stderr[-3000:]
-    imported = json.loads(done.stdout.splitlines()[-1])
+    imported, sources = map(json.loads, done.stdout.splitlines()[-2:])
     assert {"sweeper", "sklearn", "pyspark", "distributed"} <= set(imported)
     patterns = packed_cache.AUTO_EXCLUDED
     assert not [name for name in imported if any(fnmatch.fnmatch(name, pattern) for pattern in patterns)]
+    compiled = compiled_imports(Path(sys.executable), REPO / "sweeper", tmp_path)
+    assert len(sources) > 1000 and not sorted(set(sources) - set(compiled))
 
 
 def test_spark_jars_stay_for_ssh_hosts_when_asked(small_venv: Path, tmp_path: Path) -> None:

@@ -4,7 +4,8 @@ The archive holds the venv's tree (``bin/``, ``lib/``, ``pyvenv.cfg``) at its ro
 ``environment`` link gives ``./environment/bin/python``. sweeper itself goes in as a real copy of
 its package: executors unpickle tasks that name ``sweeper.workload.fit``, and an editable install's
 finder points at a source tree the nodes do not have. Left out, because no process in a container
-needs them: ``__pycache__`` and ``*.pyc`` (Python rebuilds them), type stubs (``*.pyi``), the
+needs them: the compiled modules (``__pycache__``, ``*.pyc``) but those of what a node's processes import
+(:mod:`sweeper.launch.hosts.node_imports`: a container cannot write them), type stubs (``*.pyi``), the
 packages' own ``tests/`` directories, what only builds extensions (C, C++ and Cython sources and headers,
 ``include/`` directories: :data:`BUILD_SUFFIXES`), pyspark's ``jars/`` (the executor JVMs get Spark's jars
 from ``spark.yarn.jars``; the Python workers never start a JVM), ``examples/`` and their ``data/``, and the
@@ -27,17 +28,20 @@ import io
 import os
 import sys
 import tarfile
+import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from sweeper.errors import UserError
 from sweeper.launch.hosts import interpreter
+from sweeper.launch.hosts.node_imports import Compiled, compiled_imports
 
 PACK_SUFFIXES = (".tar.gz", ".tgz", ".tar")
 ALWAYS_DROPPED = (
-    "__pycache__/", "*.pyc", "*.pyi", "tests/ of packages", "C, C++ and Cython sources and headers (include/)",
+    "__pycache__/ and *.pyc but what a node imports", "*.pyi", "tests/ of packages",
+    "C, C++ and Cython sources and headers (include/)",
     "pyspark/jars/", "pyspark/work/", "pyspark/examples/", "pyspark/data/", "sweeper editable hooks",
     "pyvenv.cfg and the links to the base interpreter", "the standard library's tests, IDLE, Tk and distutils",
 )  # fmt: skip
@@ -97,11 +101,15 @@ def pack(
     files = 0
     options = {"compresslevel": compresslevel} if mode == "w:gz" else {}
     try:
-        with tarfile.open(partial, mode, **options) as archive:  # type: ignore[call-overload]
-            for path, name in _members(prefix, site, source, exclude, spark_jars):
+        with (
+            tempfile.TemporaryDirectory(prefix="sweeper-pyc-") as scratch,
+            tarfile.open(partial, mode, **options) as archive,  # type: ignore[call-overload]
+        ):
+            compiled = compiled_imports(prefix / "bin" / "python", source, Path(scratch))
+            for path, name in _with_compiled(_members(prefix, site, source, exclude, spark_jars), compiled):
                 archive.add(path, arcname=name, recursive=False)
                 files += 1
-            files += _add_interpreter(archive, prefix)
+            files += _add_interpreter(archive, prefix, compiled)
         partial.replace(out)
     finally:
         partial.unlink(missing_ok=True)
@@ -109,11 +117,12 @@ def pack(
     return Packed(out, files, out.stat().st_size / 2**20, time.perf_counter() - started, dropped)
 
 
-def _add_interpreter(archive: tarfile.TarFile, prefix: Path) -> int:
-    """The base interpreter, its standard library and libraries, and the ``bin/python`` launcher; entries added."""
+def _add_interpreter(archive: tarfile.TarFile, prefix: Path, compiled: Mapping[str, Compiled]) -> int:
+    """The base interpreter, its standard library (with the ``compiled`` modules) and libraries, and the
+    ``bin/python`` launcher; entries added."""
     binary = interpreter.base_binary()
     name = f"python{interpreter.VERSION}"
-    members = [(binary, f"bin/{name}"), *interpreter.stdlib_members()]
+    members = [(binary, f"bin/{name}"), *_with_compiled(interpreter.stdlib_members(), compiled)]
     libraries = [(library, f"{interpreter.LIBS}/{library.name}") for library in interpreter.shared_libraries(binary)]
     _add_generated(archive, interpreter.LIBS, tarfile.DIRTYPE, 0o755)
     for path, inner in [*members, *libraries]:
@@ -122,6 +131,21 @@ def _add_interpreter(archive: tarfile.TarFile, prefix: Path) -> int:
     _add_generated(archive, "bin/python", tarfile.REGTYPE, 0o755, data=script)
     _add_generated(archive, "bin/python3", tarfile.SYMTYPE, 0o777, link="python")
     return len(members) + len(libraries) + 3
+
+
+def _with_compiled(members: Iterable[tuple[Path, str]], compiled: Mapping[str, Compiled]) -> Iterator[tuple[Path, str]]:
+    """``members``, each source module in ``compiled`` followed by its ``.pyc`` (after its ``__pycache__``)."""
+    directories: set[str] = set()
+    for path, name in members:
+        yield path, name
+        cached = compiled.get(os.path.realpath(path)) if name.endswith(".py") else None
+        if cached is None:
+            continue
+        inner = f"{name.rpartition('/')[0]}/__pycache__"
+        if inner not in directories:
+            directories.add(inner)
+            yield path.parent, inner  # the source's directory: its mode and owner
+        yield cached.path, f"{inner}/{cached.name}"
 
 
 def _add_generated(

@@ -26,7 +26,7 @@ from sweeper.launch.base import LaunchError
 from sweeper.launch.hosts import interpreter
 from sweeper.launch.hosts.pack_env import members, pack
 
-PACK_FORMAT = "5"  # bump when pack() changes what it writes
+PACK_FORMAT = "6"  # bump when pack() changes what it writes
 KEPT_ARCHIVES = 3
 AUTO_LEVEL = 1  # gzip level of an automatic pack: 3-4x faster than 6, ~10 % larger
 # Tools for building and checking code, which no process in a container imports: fewer files for every
