@@ -1,11 +1,12 @@
 """The compiled modules a packed environment carries: those the processes on a node import.
 
-YARN unpacks the environment into its NodeManager's cache, which a container's user cannot write, so Python
-compiles a module shipped without its ``.pyc`` again in every process that imports it: a Dask worker, a
-Spark executor's Python daemon and workers, each unpickling a fit that imports scikit-learn. Every ``.pyc`` of
-the venv would add ~9,000 files to the archive, and a NodeManager without Hadoop's native library sets each
-unpacked file's permissions with a ``chmod`` process of its own (~3 ms a file, once per node); the modules
-those processes import, scikit-learn's estimators included (a grid may name any), are ~2,200.
+YARN unpacks the environment into its NodeManager's cache; where a container's user cannot write there (containers
+that do not run as the NodeManager's user), Python compiles a module shipped without its ``.pyc`` again in every
+process that imports it: a Dask worker, a Spark executor's Python daemon and workers, each unpickling a fit that
+imports scikit-learn. Every ``.pyc`` of the venv would add ~9,000 files to the archive, and a NodeManager without
+Hadoop's native library sets each unpacked file's permissions with a ``chmod`` process of its own (~3 ms a file,
+once per node); the modules those processes import, scikit-learn's estimators included (a grid may name any), are
+~2,100.
 """
 
 from __future__ import annotations
@@ -92,8 +93,8 @@ class Compiled:
 def compiled_imports(python: Path, sweeper_source: Path, scratch: Path) -> dict[str, Compiled]:
     """{real path of a source file: its ``.pyc``} for every module ``python`` imports as a node's processes do, with
     ``sweeper_source`` (the package pack ships) importable; the ``.pyc`` files the venv lacks are compiled into
-    ``scratch``. None if that Python cannot tell (a warning: the archive still works, its processes compile what they
-    import)."""
+    ``scratch``. Empty if that Python cannot tell (a warning: the archive still works, its processes compile what
+    they import)."""
     env = {**os.environ, "PYTHONPATH": str(sweeper_source.parent), "PYTHONDONTWRITEBYTECODE": "1"}
     done = subprocess.run(
         [str(python), "-c", _REPORT, str(scratch), *CONTAINER_MODULES],

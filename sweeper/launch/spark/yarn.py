@@ -101,7 +101,7 @@ def _granted_yarn_executors(spark: Any, yarn: YarnClient, expected: int, timeout
         ) from stopped
     if len(summaries) < expected:
         unreached = (
-            f"; or, none registered with the ApplicationMaster in the driver, does this machine reach the "
+            f"; with none registered and the ApplicationMaster in the driver: does this machine reach the "
             f"ResourceManager's scheduler address (yarn.resourcemanager.scheduler.address, port 8030)? A grid's "
             f"spark_conf {UNMANAGED_AM}: false runs it in a container"
             if in_driver and not summaries
