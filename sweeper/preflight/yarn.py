@@ -32,13 +32,11 @@ from sweeper.launch.hosts.ssh import MIN_JAVA
 from sweeper.launch.hosts.yarn import container_python, driver_address, shipped_environment
 from sweeper.launch.hosts.yarn_client import YarnClient, hadoop_lib
 from sweeper.launch.options import YarnOptions
-from sweeper.launch.spark.driver_am import UNMANAGED_AM
-from sweeper.names import on_spark
 from sweeper.planning.plan import Launch
 from sweeper.preflight.capacity import capacity_problem, gib, node_capacity, node_needs
 from sweeper.preflight.nodes import judge_node
 from sweeper.preflight.probe import PROBE, DriverListener
-from sweeper.preflight.reach import ResourceManager, resource_managers
+from sweeper.preflight.reach import resource_managers
 from sweeper.preflight.report import Preflight
 from sweeper.shapes import counted
 
@@ -58,8 +56,7 @@ def check_yarn(options: YarnOptions, launches: list[Launch], kill_orphans: bool 
     """Every check of a YARN cluster before a sweep; nothing measured."""
     found = Preflight()
     conf = _configuration(found, options)
-    spark = any(on_spark(launch.engine) for launch in launches)
-    urls = _reachable(found, conf, spark) if conf is not None else []
+    urls = _reachable(found, conf) if conf is not None else []
     if conf is None or not urls:
         return found
     client = YarnClient(conf)
@@ -101,10 +98,9 @@ def _configuration(found: Preflight, options: YarnOptions) -> HadoopConf | None:
     return conf
 
 
-def _reachable(found: Preflight, conf: HadoopConf, spark: bool) -> list[str]:
-    """The web URLs of the ResourceManagers that accept connections on both ports; each one reported, and for
-    ``spark`` launches its scheduler address. Where none does, the Java client is not started (it would retry every
-    HA id for minutes)."""
+def _reachable(found: Preflight, conf: HadoopConf) -> list[str]:
+    """The web URLs of the ResourceManagers that accept connections on both ports; each one reported. Where none
+    does, the Java client is not started (it would retry every HA id for minutes)."""
     try:
         managers = resource_managers(conf)
     except HadoopConfError as error:
@@ -118,25 +114,7 @@ def _reachable(found: Preflight, conf: HadoopConf, spark: bool) -> list[str]:
         elif not up and manager is managers[-1]:
             detail += "; no ResourceManager reachable: nothing else checked"
         found.add("resource-manager", None, manager.reachable or bool(up), detail)
-    for manager in up if spark else []:
-        _scheduler_reachable(found, manager)
     return [manager.web.shown for manager in up]
-
-
-def _scheduler_reachable(found: Preflight, manager: ResourceManager) -> None:
-    """Spark's ApplicationMaster runs in the driver (sweeper/launch/spark/driver_am.py): this machine must reach the
-    scheduler address. A warning where it does not: a grid may run it in a container instead."""
-    name = f"{manager.rm_id}: " if manager.rm_id else ""
-    if manager.scheduler.problem is None:
-        found.add("rm-scheduler", None, True, f"{name}scheduler {manager.scheduler.shown} accepts connections")
-        return
-    found.warn(
-        "rm-scheduler",
-        None,
-        f"{name}{manager.scheduler.problem}: Spark's ApplicationMaster runs in the driver and registers there; "
-        f"where this machine cannot reach it, set spark_conf {UNMANAGED_AM}: false (the ApplicationMaster in a "
-        "container, its start ~4 s longer)",
-    )
 
 
 def _orphans(found: Preflight, client: YarnClient, orphans: list[Any], kill: bool) -> None:

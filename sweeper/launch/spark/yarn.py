@@ -55,7 +55,6 @@ from sweeper.launch.lifecycle import Teardown
 from sweeper.launch.logs import containers_log
 from sweeper.launch.spark.base import SparkBackend
 from sweeper.launch.spark.conf import QUICK_START_JAVA_OPTIONS, executor_java_options, local_conf
-from sweeper.launch.spark.driver_am import UNMANAGED_AM, DriverApplicationMaster, runs_in_driver
 from sweeper.launch.spark.session import (
     ApplicationStopped,
     SparkAppSession,
@@ -84,32 +83,17 @@ def _yarn_executor_processes(app_id: str) -> list[psutil.Process]:
 def _granted_yarn_executors(spark: Any, yarn: YarnClient, expected: int, timeout_s: float) -> tuple[Granted, list[str]]:
     """Wait for the executors; each one's cores, heap and NodeManager (:func:`registered_executors`)."""
     app_id = spark.sparkContext.applicationId
-    in_driver = runs_in_driver(spark)
     try:
-        summaries = wait_registered(
-            spark, expected, timeout_s, DriverApplicationMaster(spark).gave_up if in_driver else None
-        )
+        summaries = wait_registered(spark, expected, timeout_s)
     except ApplicationStopped as stopped:
-        why = (
-            "its ApplicationMaster, run by the driver, gave up: its executors kept failing to start"
-            if in_driver and not spark.sparkContext._jsc.sc().isStopped()
-            else yarn.ended_why(app_id)
-        )
         raise LaunchError(
             f"spark on yarn: application {app_id} ended with {stopped.registered} of {expected} executors registered"
-            f" ({why}; the containers' log says why each executor failed)"
+            f" ({yarn.ended_why(app_id)}; the containers' log says why each executor failed)"
         ) from stopped
     if len(summaries) < expected:
-        unreached = (
-            f"; with none registered and the ApplicationMaster in the driver: does this machine reach the "
-            f"ResourceManager's scheduler address (yarn.resourcemanager.scheduler.address, port 8030)? A grid's "
-            f"spark_conf {UNMANAGED_AM}: false runs it in a container"
-            if in_driver and not summaries
-            else ""
-        )
         raise LaunchError(
             f"spark on yarn: {len(summaries)} of {expected} executors registered within {timeout_s:.0f} s "
-            f"(application {app_id}: is the cluster big enough for the executors and the AM?{unreached})"
+            f"(application {app_id}: is the cluster big enough for the executors and the AM?)"
         )
     executors = registered_executors(spark)
     unplaced = [executor for executor in executors if executor.node_manager is None]
@@ -279,11 +263,6 @@ class YarnSpark(SparkBackend):
                 # wait up to this interval, 3 s by default): capped at 0.5 s, an executor the ResourceManager
                 # granted on a node's later heartbeat is launched up to a second sooner
                 "spark.yarn.scheduler.heartbeat.interval-ms": "500",
-                # the ApplicationMaster runs in the driver (sweeper/launch/spark/driver_am.py): no container or JVM of
-                # its own to wait for; started once the client's poll of YARN (1 s by default) sees it ACCEPTED. A
-                # grid sets it "false" where this machine cannot reach the ResourceManager's scheduler address.
-                UNMANAGED_AM: "true",
-                "spark.yarn.clientLaunchMonitorInterval": "100ms",
                 "spark.yarn.am.memory": f"{AM_MEMORY_MIB}m",
                 "spark.yarn.am.cores": "1",
                 "spark.yarn.maxAppAttempts": "1",
