@@ -67,9 +67,10 @@ for module in list(sys.modules.values()):
     if not source or not source.endswith(".py") or not os.path.isfile(source):
         continue
     source = os.path.realpath(source)
-    cached = importlib.util.cache_from_source(source)
     if source in pairs:
         continue
+    cached = importlib.util.cache_from_source(source)
+    name = os.path.basename(cached)
     if not valid(source, cached):
         cached = os.path.join(scratch, f"{len(pairs)}.pyc")
         try:
@@ -77,7 +78,7 @@ for module in list(sys.modules.values()):
                                invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)
         except py_compile.PyCompileError:
             continue
-    pairs[source] = [cached, os.path.basename(importlib.util.cache_from_source(source))]
+    pairs[source] = [cached, name]
 print(json.dumps(pairs))
 """
 
