@@ -217,6 +217,8 @@ def test_yarn_check_passes_on_the_mini_cluster_and_names_each_planted_fault(
     running = {node["id"] for node in rest(yarn, "/nodes")["nodes"]["node"]}
     assert len(running) == 2 and probed == running, report["checks"]  # every NodeManager ran the probe
     assert {c["node"] for c in report["checks"] if c["check"] == "driver-reachable" and c["ok"]} == probed
+    scheduler = [c for c in report["checks"] if c["check"] == "rm-scheduler"]  # Spark's AM, run by the driver
+    assert [(c["ok"], c.get("warning")) for c in scheduler] == [(True, False)], scheduler
     fits = [c["detail"] for c in report["checks"] if c["check"] == "node-capacity"]  # 1 x 1 core x 2 GiB per node
     assert len(fits) == 1 and "the busiest needs 2.0 GiB and 1 vcore;" in fits[0], report["checks"]
 

@@ -23,6 +23,8 @@ from sweeper.launch.hosts.hadoop_conf import HadoopConf, read_hadoop_conf
 from sweeper.planning.plan import Launch
 from sweeper.preflight.capacity import NodeCapacity, capacity_problem, node_capacity, node_needs
 from sweeper.preflight.reach import CONNECT_TIMEOUT_S, resource_managers
+from sweeper.preflight.report import Preflight
+from sweeper.preflight.yarn import _reachable
 from tests.conftest import minimal_grid, run_cli
 from tests.support.hadoop_sites import site
 from tests.support.sshd import Sshd
@@ -145,8 +147,9 @@ def test_the_rpc_addresses_follow_the_ha_ids_as_the_web_urls_do(tmp_path: Path) 
     }), {})  # fmt: skip
     assert ha.resource_manager_addresses() == ["sw-rm1.invalid:8032", "rm2.lan:9032"]
     assert ha.resource_manager_urls() == ["http://sw-rm1.invalid:8088", "http://rm2.lan:9088"]
+    assert ha.scheduler_addresses() == ["sw-rm1.invalid:8030", "rm2.lan:8030"]
     one = read_hadoop_conf(conf_with(tmp_path, {"yarn.resourcemanager.hostname": "rm.lan"}), {})
-    assert one.resource_manager_addresses() == ["rm.lan:8032"]
+    assert one.resource_manager_addresses() == ["rm.lan:8032"] and one.scheduler_addresses() == ["rm.lan:8030"]
 
 
 def test_ha_resource_managers_whose_names_do_not_resolve_are_named_as_such_in_seconds(tmp_path: Path) -> None:
@@ -195,6 +198,28 @@ def test_a_port_that_never_answers_is_named_timed_out_within_the_bound(tmp_path:
     assert not manager.reachable
     assert manager.rpc.problem == f"RPC 127.0.0.1:{silent_port}: no answer within 5 s (timed out)"
     assert manager.web.problem is not None and "refused" in manager.web.problem
+
+
+def test_a_scheduler_address_out_of_reach_warns_a_sweep_with_spark_only(tmp_path: Path) -> None:
+    """Spark's ApplicationMaster runs in the driver and registers at the scheduler address: a closed one is a
+    warning naming the way back to a container, for Spark launches only (Dask's ApplicationMaster runs in one)."""
+    scheduler = closed_port()
+    with socket.socket() as rpc, socket.socket() as web:
+        for server in (rpc, web):
+            server.bind(("127.0.0.1", 0))
+            server.listen()
+        conf = read_hadoop_conf(conf_with(tmp_path, {
+            "yarn.resourcemanager.address": f"127.0.0.1:{rpc.getsockname()[1]}",
+            "yarn.resourcemanager.webapp.address": f"127.0.0.1:{web.getsockname()[1]}",
+            "yarn.resourcemanager.scheduler.address": f"127.0.0.1:{scheduler}",
+        }), {})  # fmt: skip
+        with_spark, dask_only = Preflight(), Preflight()
+        assert _reachable(with_spark, conf, spark=True) and _reachable(dask_only, conf, spark=False)
+    (warned,) = [check for check in with_spark.checks if check.check == "rm-scheduler"]
+    assert warned.ok and warned.warning, warned
+    assert f"scheduler 127.0.0.1:{scheduler} refused the connection" in warned.detail, warned.detail
+    assert "spark.yarn.unmanagedAM.enabled: false" in warned.detail
+    assert not [check for check in dask_only.checks if check.check == "rm-scheduler"]
 
 
 # --- SSH hosts whose names do not resolve --------------------------------------------------------------------------

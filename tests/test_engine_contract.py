@@ -4,7 +4,7 @@ A launch is granted its plan, runs a batch of fits in the cluster's worker proce
 process), lets a raising fit's exception through with its type and message, and leaves nothing running.
 Each manager adds its own checks: ssh a hostile ``remote_dir``, fits over SSH, an abort and a batch on
 new workers, no session left (ray: on the session's two namespaced hosts, each node on its host's address, per
-host as planned, nothing left there); yarn one application of an AM and the executors' containers, none left;
+host as planned, nothing left there); yarn one application of the executors' containers (and Dask's AM), none left;
 standalone the clusters, still up. On ``local`` a launch has one slot, where joblib would run a one-job
 ``Parallel`` call in the calling process whatever the backend.
 """
@@ -40,7 +40,7 @@ from sweeper.launch.options import (
 from sweeper.launch.registry import LAUNCHERS, starter
 from sweeper.launch.spark.class_archive import ClassArchive, class_archive
 from sweeper.launch.spark.session import SparkAppSession, driver_process
-from sweeper.names import BASELINE_ENGINE
+from sweeper.names import BASELINE_ENGINE, on_spark
 from sweeper.planning.plan import Launch
 from sweeper.workload.data import Data
 from sweeper.workload.fit import FitResult
@@ -140,12 +140,14 @@ class OnYarn(OnManager):
     def while_running(self, engine: str, session: Session, pids: set[int], again: Callable[[], set[int]]) -> None:
         running = rest(self.cluster, "/apps?states=RUNNING")["apps"]["app"]
         assert len(running) == 1
-        # AM + 2 containers of 512 + 384 MiB (YARN rounds up to multiples of 128 MiB)
-        assert running[0]["runningContainers"] == 3
+        # 2 containers of 512 + 384 MiB (YARN rounds up to multiples of 128 MiB), and Dask's ApplicationMaster's
+        # (Spark's runs in the driver: sweeper/launch/spark/driver_am.py)
+        containers = 2 if on_spark(engine) else 3
+        assert running[0]["runningContainers"] == containers
         self.app_ids = [running[0]["id"]]
         self.yarn = YarnClient(read_hadoop_conf(self.cluster.conf_dir, {}))
         held = containers_left(self.yarn, self.app_ids)  # as each NodeManager's own REST API lists them
-        assert sum(len(ids) for ids in held.values()) == 3, held
+        assert sum(len(ids) for ids in held.values()) == containers, held
 
     def after(self) -> None:
         # the launch ended only once every NodeManager released the containers: nothing to wait for here

@@ -271,6 +271,7 @@ def test_substitution_stops_at_the_length_limit_in_bounded_time(tmp_path: Path) 
     assert conf.overgrown() == [
         "yarn.resourcemanager.hostname",
         "yarn.resourcemanager.address",
+        "yarn.resourcemanager.scheduler.address",
         "yarn.resourcemanager.webapp.address",
         "yarn.resourcemanager.webapp.https.address",
     ]

@@ -323,8 +323,8 @@ def test_planted_faults_are_named_by_check_and_by_the_failed_rows_log_file(
     (tmp_path / "big.yaml").write_text(yaml.safe_dump(big, sort_keys=False))
     faulty = {**grid, "name": "ns-faults", "store": str(tmp_path / "store"), "engines": ["spark"]}
     faulty["workload"] = {**grid["workload"], "start_timeout_s": 60}
-    # the application fails at its first dead executor: with the ApplicationMaster on sw-node1, Spark would otherwise
-    # start executors on sw-node2 again and again (6 deaths, ~30 s) before giving up
+    # the application fails at its first dead executor: Spark would otherwise start executors on sw-node2 again and
+    # again (6 deaths, ~30 s) before giving up
     faulty["spark_conf"] = {"spark.executor.maxNumFailures": 1}
     (tmp_path / "faulty.yaml").write_text(yaml.safe_dump(faulty, sort_keys=False))
     with without_jdk17(ns_yarn, "sw-node2"):

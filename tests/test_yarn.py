@@ -88,18 +88,27 @@ def test_an_unknown_queue_fails_at_once(on_yarn: YarnCluster, tmp_path: Path) ->
     assert_no_containers()
 
 
-def test_executors_that_cannot_start_end_the_launch_when_yarn_ends_the_application(
-    on_yarn: YarnCluster, tmp_path: Path
+@pytest.mark.parametrize(
+    ("application_master", "why"),
+    [
+        ("true", r"its ApplicationMaster, run by the driver, gave up: its executors kept failing to start"),
+        ("false", r"FAILED: .*executor failures"),  # in a container of its own: YARN ends the application
+    ],
+)
+def test_executors_that_cannot_start_end_the_launch_when_their_application_master_gives_up(
+    application_master: str, why: str, on_yarn: YarnCluster, tmp_path: Path
 ) -> None:
-    """Every executor JVM exits at once (a Java agent that is not there): Spark's ApplicationMaster ends the
-    application after its executor failures, and the launch fails then with YARN's reason, not at its start limit
-    with a guess. (An unknown ``-XX:`` option would not do: Spark's JVMs ignore those.)"""
-    refused = {"spark.executor.extraJavaOptions": f"-javaagent:{tmp_path / 'no-such-agent.jar'}"}
+    """Every executor JVM exits at once (a Java agent that is not there): Spark's ApplicationMaster gives up after
+    its executor failures, and the launch fails then with its reason, not at its start limit with a guess; the
+    sweeper's default runs the ApplicationMaster in the driver, a grid may put it in a container. (An unknown
+    ``-XX:`` option would not do: Spark's JVMs ignore those.)"""
+    refused = {
+        "spark.executor.extraJavaOptions": f"-javaagent:{tmp_path / 'no-such-agent.jar'}",
+        "spark.yarn.unmanagedAM.enabled": application_master,
+    }
     launch_context = launches.context(tmp_path / "run", YarnOptions(), start_timeout_s=600, spark_conf=refused)
     with (
-        pytest.raises(
-            LaunchError, match=r"ended with 0 of 2 executors registered \(FAILED: .*executor failures"
-        ) as ended,
+        pytest.raises(LaunchError, match=rf"ended with 0 of 2 executors registered \({why}") as ended,
         starter("spark", "yarn")(launches.launch("spark", "yarn"), launch_context),
     ):
         pytest.fail("executors that cannot start started")

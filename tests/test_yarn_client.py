@@ -166,9 +166,12 @@ def test_the_driver_gives_its_address_toward_the_resource_manager(
     assert "--death-timeout" in worker and "127.0.0.1" not in worker
 
 
-def test_an_application_the_queue_holds_fails_at_the_start_limit_named_so(yarn: YarnCluster, tmp_path: Path) -> None:
-    """An application holding all of the cluster's memory: the next one waits ACCEPTED for room for its
-    ApplicationMaster. That wait counts toward start_timeout_s, and the error says so."""
+def test_an_application_the_cluster_has_no_room_for_fails_at_the_start_limit_named_so(
+    yarn: YarnCluster, tmp_path: Path
+) -> None:
+    """An application holding all of the cluster's memory: Dask's next one waits ACCEPTED for room for its
+    ApplicationMaster, Spark's (its ApplicationMaster in the driver) RUNNING for its executors. That wait counts
+    toward start_timeout_s, and the error says which and how much room the cluster had."""
     conf = read_hadoop_conf(yarn.conf_dir, {})
     client = YarnClient(conf)
     blocker = f"sweeper-blocker-{uuid.uuid4().hex[:8]}"
@@ -185,10 +188,15 @@ def test_an_application_the_queue_holds_fails_at_the_start_limit_named_so(yarn: 
             time.sleep(1)
         assert sleeping_containers() == fill
         assert rest(yarn, "/metrics")["clusterMetrics"]["availableMB"] < step
+        held = {
+            "spark": r"0 of 1 executors registered within \d+ s \(application \S+ in queue \S+: YARN granted 0 "
+            r"executor containers; the cluster has \d+ MiB",
+            "dask": "the queue held the application ACCEPTED",
+        }
         for engine, start in (("spark", starter("spark", "yarn")), ("dask", starter("dask", "yarn"))):
             started = time.monotonic()
             with (
-                pytest.raises(LaunchError, match="the queue held the application ACCEPTED"),
+                pytest.raises(LaunchError, match=held[engine]),
                 start(one_container(engine), context),
             ):
                 pass

@@ -1,5 +1,6 @@
 """Whether a ResourceManager answers at all, known in seconds: each of its addresses resolved, then a TCP connect to
-its RPC port (where the Java client goes) and its web port (the REST API the checks read).
+its RPC port (where the Java client goes), its web port (the REST API the checks read) and its scheduler port
+(where Spark's ApplicationMaster, run by the driver, registers).
 
 Every address is tried at once, each within its own bounds (a name service that does not answer, a port that drops
 packets), so that a cluster with no ResourceManager up is reported in ~10 s instead of the minutes the Java client
@@ -14,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from sweeper.launch.hosts.hadoop_conf import RM_RPC_PORT, HadoopConf
+from sweeper.launch.hosts.hadoop_conf import RM_RPC_PORT, RM_SCHEDULER_PORT, HadoopConf
 
 RESOLVE_TIMEOUT_S = 5.0
 CONNECT_TIMEOUT_S = 5.0
@@ -24,7 +25,7 @@ CONNECT_TIMEOUT_S = 5.0
 class Endpoint:
     """One address of a ResourceManager, and what resolving and connecting to it did (once :meth:`settle` ran)."""
 
-    role: str  # "RPC" or "web"
+    role: str  # "RPC", "web" or "scheduler"
     shown: str  # as the configuration names it: host:port, or the web URL
     host: str
     port: int
@@ -68,11 +69,12 @@ class Endpoint:
 
 @dataclass(frozen=True)
 class ResourceManager:
-    """One ResourceManager (one HA id, or the only one) and its two addresses."""
+    """One ResourceManager (one HA id, or the only one) and its addresses."""
 
     rm_id: str | None
     rpc: Endpoint
     web: Endpoint
+    scheduler: Endpoint  # not in :attr:`reachable`: only an ApplicationMaster outside a container needs it
 
     @property
     def reachable(self) -> bool:
@@ -109,11 +111,19 @@ def resource_managers(conf: HadoopConf) -> list[ResourceManager]:
     """Every ResourceManager of the configuration, each address tried at once; back within
     RESOLVE_TIMEOUT_S + CONNECT_TIMEOUT_S (an attempt still running then is reported as such and left behind)."""
     rm_ids: list[str | None] = list(conf.ha_rm_ids) or [None]
+    addresses = zip(
+        rm_ids, conf.resource_manager_addresses(), conf.resource_manager_urls(), conf.scheduler_addresses(), strict=True
+    )
     found = [
-        ResourceManager(rm_id, _endpoint("RPC", rpc, rpc, RM_RPC_PORT), _endpoint("web", url, url, _web_port(url)))
-        for rm_id, rpc, url in zip(rm_ids, conf.resource_manager_addresses(), conf.resource_manager_urls(), strict=True)
+        ResourceManager(
+            rm_id,
+            _endpoint("RPC", rpc, rpc, RM_RPC_PORT),
+            _endpoint("web", url, url, _web_port(url)),
+            _endpoint("scheduler", scheduler, scheduler, RM_SCHEDULER_PORT),
+        )
+        for rm_id, rpc, url, scheduler in addresses
     ]
-    endpoints = [endpoint for rm in found for endpoint in (rm.rpc, rm.web)]
+    endpoints = [endpoint for rm in found for endpoint in (rm.rpc, rm.web, rm.scheduler)]
     for endpoint in endpoints:  # daemon threads: a lookup the resolver never answers does not hold the exit
         threading.Thread(target=endpoint.attempt, name="sweeper-check-rm", daemon=True).start()
     budget_s = RESOLVE_TIMEOUT_S + CONNECT_TIMEOUT_S

@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import json
 import shlex
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
@@ -28,15 +25,18 @@ from sweeper.config.sizing import spark_overhead_mib
 from sweeper.launch.base import LaunchError
 from sweeper.launch.hosts.containers import AM_MEMORY_MIB, ContainerShape, containers_command, shipped_archive
 from sweeper.launch.hosts.hadoop_conf import HadoopConf, HadoopConfError, read_hadoop_conf
+from sweeper.launch.hosts.rm_rest import rest
 from sweeper.launch.hosts.ssh import MIN_JAVA
 from sweeper.launch.hosts.yarn import container_python, driver_address, shipped_environment
 from sweeper.launch.hosts.yarn_client import YarnClient, hadoop_lib
 from sweeper.launch.options import YarnOptions
+from sweeper.launch.spark.driver_am import UNMANAGED_AM
+from sweeper.names import on_spark
 from sweeper.planning.plan import Launch
 from sweeper.preflight.capacity import capacity_problem, gib, node_capacity, node_needs
 from sweeper.preflight.nodes import judge_node
 from sweeper.preflight.probe import PROBE, DriverListener
-from sweeper.preflight.reach import resource_managers
+from sweeper.preflight.reach import ResourceManager, resource_managers
 from sweeper.preflight.report import Preflight
 from sweeper.shapes import counted
 
@@ -56,7 +56,8 @@ def check_yarn(options: YarnOptions, launches: list[Launch], kill_orphans: bool 
     """Every check of a YARN cluster before a sweep; nothing measured."""
     found = Preflight()
     conf = _configuration(found, options)
-    urls = _reachable(found, conf) if conf is not None else []
+    spark = any(on_spark(launch.engine) for launch in launches)
+    urls = _reachable(found, conf, spark) if conf is not None else []
     if conf is None or not urls:
         return found
     client = YarnClient(conf)
@@ -98,9 +99,10 @@ def _configuration(found: Preflight, options: YarnOptions) -> HadoopConf | None:
     return conf
 
 
-def _reachable(found: Preflight, conf: HadoopConf) -> list[str]:
-    """The web URLs of the ResourceManagers that accept connections on both ports; each one reported. Where none
-    does, the Java client is not started (it would retry every HA id for minutes)."""
+def _reachable(found: Preflight, conf: HadoopConf, spark: bool) -> list[str]:
+    """The web URLs of the ResourceManagers that accept connections on both ports; each one reported, and for
+    ``spark`` launches its scheduler address. Where none does, the Java client is not started (it would retry every
+    HA id for minutes)."""
     try:
         managers = resource_managers(conf)
     except HadoopConfError as error:
@@ -114,7 +116,25 @@ def _reachable(found: Preflight, conf: HadoopConf) -> list[str]:
         elif not up and manager is managers[-1]:
             detail += "; no ResourceManager reachable: nothing else checked"
         found.add("resource-manager", None, manager.reachable or bool(up), detail)
+    for manager in up if spark else []:
+        _scheduler_reachable(found, manager)
     return [manager.web.shown for manager in up]
+
+
+def _scheduler_reachable(found: Preflight, manager: ResourceManager) -> None:
+    """Spark's ApplicationMaster runs in the driver (sweeper/launch/spark/driver_am.py): this machine must reach the
+    scheduler address. A warning where it does not: a grid may run it in a container instead."""
+    name = f"{manager.rm_id}: " if manager.rm_id else ""
+    if manager.scheduler.problem is None:
+        found.add("rm-scheduler", None, True, f"{name}scheduler {manager.scheduler.shown} accepts connections")
+        return
+    found.warn(
+        "rm-scheduler",
+        None,
+        f"{name}{manager.scheduler.problem}: Spark's ApplicationMaster runs in the driver and registers there; "
+        f"where this machine cannot reach it, set spark_conf {UNMANAGED_AM}: false (the ApplicationMaster in a "
+        "container, its start ~4 s longer)",
+    )
 
 
 def _orphans(found: Preflight, client: YarnClient, orphans: list[Any], kill: bool) -> None:
@@ -128,27 +148,6 @@ def _orphans(found: Preflight, client: YarnClient, orphans: list[Any], kill: boo
         found.add("orphans", None, True, f"killed: {listed}")
         return
     found.add("orphans", None, False, f"still running from earlier sweeps: {listed} (sweeper check --kill-orphans)")
-
-
-def rest(conf: HadoopConf, path: str, urls: list[str] | None = None) -> Any:
-    """A GET of the ResourceManager's REST API, trying each HA address (``urls``, else the configuration's;
-    a standby redirects to the active)."""
-    errors = []
-    for url in urls if urls is not None else conf.resource_manager_urls():
-        request = urllib.request.Request(f"{url}/ws/v1/cluster{path}", headers={"Accept": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                return json.load(response)
-        except urllib.error.HTTPError as error:
-            if error.code in (401, 403):
-                raise LaunchError(
-                    f"{url}: the ResourceManager's REST API refused the request ({error.code} {error.reason}): "
-                    "it needs authentication (Kerberos/SPNEGO or a web filter), which sweeper does not do"
-                ) from error
-            errors.append(f"{url}: {error.code} {error.reason}")
-        except (OSError, ValueError) as error:
-            errors.append(f"{url}: {error}")
-    raise LaunchError("no ResourceManager answered: " + "; ".join(errors))
 
 
 def _largest_need_mib(launches: list[Launch]) -> tuple[int, Launch | None]:

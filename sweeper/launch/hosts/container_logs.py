@@ -28,6 +28,7 @@ MISSES = 8  # container numbers in a row on no NodeManager: the attempt has no m
 REQUEST_TIMEOUT_S = 5.0
 ENDED_STATES = ("FINISHED", "FAILED", "KILLED")  # a start that failed often ends its application first
 _NUMBERED = re.compile(r"^(container_(?:e\d+_)?\d+_\d+_\d+_)(\d+)$")
+_EPOCH = re.compile(r"^container_(e\d+_)")
 
 
 def _save_container_logs(yarn: YarnClient, app_ids: Iterable[str], out: Path) -> Path | None:
@@ -39,8 +40,8 @@ def _save_container_logs(yarn: YarnClient, app_ids: Iterable[str], out: Path) ->
         return None
     parts = []
     for app_id in app_ids:
-        for am in _am_containers(yarn, app_id):
-            parts += _attempt_logs(nodes, am)
+        for first in _first_containers(yarn, app_id, nodes):
+            parts += _attempt_logs(nodes, first)
     if not parts:
         return None
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -48,19 +49,52 @@ def _save_container_logs(yarn: YarnClient, app_ids: Iterable[str], out: Path) ->
     return out
 
 
-def _am_containers(yarn: YarnClient, app_id: str) -> list[str]:
-    """The ApplicationMaster's container of each attempt of ``app_id``, from the ResourceManager."""
+def _first_containers(yarn: YarnClient, app_id: str, nodes: list[str]) -> list[str]:
+    """The first container of each attempt of ``app_id``, from the ResourceManager: its ApplicationMaster's, or
+    for an unmanaged attempt container 1 (:func:`_unmanaged_first`)."""
     for url in yarn.conf.resource_manager_urls():
         found = _get(f"{url}/ws/v1/cluster/apps/{app_id}/appattempts")
         if isinstance(found, dict):
-            attempts = (found.get("appAttempts") or {}).get("appAttempt") or []
-            return [str(a["containerId"]) for a in attempts if isinstance(a, dict) and a.get("containerId")]
+            attempts = [a for a in (found.get("appAttempts") or {}).get("appAttempt") or [] if isinstance(a, dict)]
+            return [
+                str(a["containerId"]) if a.get("containerId") else _unmanaged_first(app_id, int(a["id"]), nodes)
+                for a in attempts
+                if a.get("containerId") or a.get("id")
+            ]
     return []
 
 
-def _attempt_logs(nodes: list[str], am_container: str) -> list[str]:
-    """Every container of one attempt, numbered on from its ApplicationMaster's, as headed log parts."""
-    match = _NUMBERED.match(am_container)
+def _unmanaged_first(app_id: str, attempt: int, nodes: list[str]) -> str:
+    """Container 1 of an attempt with no ApplicationMaster container, as YARN names it (:func:`_epoch`).
+
+    >>> _unmanaged_first("application_1700000000000_0042", 1, [])
+    'container_1700000000000_0042_01_000001'
+    """
+    cluster, number = app_id.removeprefix("application_").split("_")
+    return f"container_{_epoch(nodes)}{cluster}_{number}_{attempt:02d}_000001"
+
+
+def _epoch(nodes: list[str]) -> str:
+    """The ResourceManager's epoch in container names (``e<n>_`` once it restarted, else ""), from the first
+    NodeManager listing any container."""
+    for node in nodes:
+        listed = _get(f"{node}/ws/v1/node/containers")
+        containers = listed.get("containers") if isinstance(listed, dict) else None
+        ids = [str(c.get("id", "")) for c in _as_list((containers or {}).get("container"))]
+        if ids:
+            epoch = _EPOCH.match(ids[0])
+            return epoch.group(1) if epoch else ""
+    return ""
+
+
+def _as_list(value: Any) -> list[Any]:
+    """A REST list that Hadoop's JSON gives as one object when it has one element."""
+    return value if isinstance(value, list) else [value] if isinstance(value, dict) else []
+
+
+def _attempt_logs(nodes: list[str], first_container: str) -> list[str]:
+    """Every container of one attempt, numbered on from its first (the ApplicationMaster's), as headed log parts."""
+    match = _NUMBERED.match(first_container)
     if match is None:
         return []
     prefix, first = match.group(1), int(match.group(2))
@@ -81,11 +115,9 @@ def _container_logs(node: str, container: str) -> list[str]:
     if listed is None:
         return []
     infos = listed.get("containerLogsInfo") if isinstance(listed, dict) else listed
-    entries = infos if isinstance(infos, list) else [infos]
     names = []
-    for entry in entries:
-        files = (entry or {}).get("containerLogInfo") or []
-        names += [str(f["fileName"]) for f in (files if isinstance(files, list) else [files]) if f.get("fileName")]
+    for entry in _as_list(infos):
+        names += [str(f["fileName"]) for f in _as_list(entry.get("containerLogInfo")) if f.get("fileName")]
     host = urllib.parse.urlsplit(node).netloc
     parts = []
     for name in sorted(set(names)):

@@ -33,6 +33,7 @@ DEFAULTS = {
     "hadoop.security.authentication": "simple",
     "yarn.resourcemanager.hostname": "0.0.0.0",
     "yarn.resourcemanager.address": "${yarn.resourcemanager.hostname}:8032",
+    "yarn.resourcemanager.scheduler.address": "${yarn.resourcemanager.hostname}:8030",
     "yarn.resourcemanager.webapp.address": "${yarn.resourcemanager.hostname}:8088",
     "yarn.resourcemanager.webapp.https.address": "${yarn.resourcemanager.hostname}:8090",
     "yarn.http.policy": "HTTP_ONLY",
@@ -40,6 +41,7 @@ DEFAULTS = {
 }
 DEPRECATED = {"fs.default.name": "fs.defaultFS"}  # Hadoop's DeprecationDelta for the keys read here
 RM_RPC_PORT = 8032  # YarnConfiguration.DEFAULT_RM_PORT
+RM_SCHEDULER_PORT = 8030  # YarnConfiguration.DEFAULT_RM_SCHEDULER_PORT: where an ApplicationMaster registers
 MAX_SUBSTITUTIONS = 20  # Configuration.MAX_SUBST
 # No substitution makes a value longer than this: Hadoop's values are a few hundred characters, while a value of
 # megabytes substituted into itself (${a}${a}...) grows by its size in each of the 20 rounds, and the check printed it.
@@ -182,6 +184,24 @@ class HadoopConf:
                 )
             addresses.append(self._with_port(address or str(host), RM_RPC_PORT))
         return addresses
+
+    def scheduler_addresses(self) -> list[str]:
+        """The ResourceManager's scheduler addresses (where an ApplicationMaster registers and asks for containers:
+        Spark's, run by the driver here), one per HA id as :meth:`resource_manager_addresses`; an HA id with neither
+        its own scheduler address nor host name gets its RPC address's host."""
+        key = "yarn.resourcemanager.scheduler.address"
+        rm_ids = self.ha_rm_ids
+        if not rm_ids:
+            return [self._with_port(self.get(key) or "", RM_SCHEDULER_PORT)]
+        return [
+            self._with_port(
+                self.get(f"{key}.{rm_id}")
+                or self.get(f"yarn.resourcemanager.hostname.{rm_id}")
+                or rpc.rpartition(":")[0],
+                RM_SCHEDULER_PORT,
+            )
+            for rm_id, rpc in zip(rm_ids, self.resource_manager_addresses(), strict=True)
+        ]
 
     @staticmethod
     def _with_port(address: str, port: int) -> str:

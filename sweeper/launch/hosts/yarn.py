@@ -85,11 +85,18 @@ def driver_address(conf: HadoopConf) -> str:
     raise LaunchError(f"manager yarn: no route from here to the ResourceManager ({'; '.join(errors)})")
 
 
-def queue_held_message(held_s: float, queue: str | None) -> str:
-    """The failed row's error when YARN kept the application waiting for room."""
+def queue_held_message(held_s: float, queue: str | None, am_in_driver: bool = False) -> str:
+    """The failed row's error when YARN kept the application waiting for room (``am_in_driver``: or for its
+    ApplicationMaster, run by the driver, to register)."""
+    unreached = (
+        ", or this machine did not reach the ResourceManager's scheduler address (yarn.resourcemanager.scheduler"
+        ".address, port 8030), where Spark's ApplicationMaster, run by the driver, registers (sweeper check tries it)"
+        if am_in_driver
+        else ""
+    )
     return (
         f"yarn: the queue held the application ACCEPTED for {held_s:.0f} s (workload.start_timeout_s) "
-        f"in queue {queue or 'default'}: the cluster had no room for it; it was killed"
+        f"in queue {queue or 'default'}: the cluster had no room for it{unreached}; it was killed"
     )
 
 

@@ -6,7 +6,7 @@ import contextlib
 import re
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,15 +131,17 @@ class ApplicationStopped(LaunchError):
         self.registered = registered
 
 
-def wait_registered(spark: Any, expected: int, timeout_s: float) -> list[tuple[int, int]]:
+def wait_registered(
+    spark: Any, expected: int, timeout_s: float, gave_up: Callable[[], bool] | None = None
+) -> list[tuple[int, int]]:
     """(cores, memory) of the registered executors, once ``expected`` of them are, or when the time is up.
 
     Raises :class:`ApplicationStopped` as soon as the application stopped (YARN ends one whose executors keep failing
-    to start: waiting out the start limit would only hide why)."""
+    to start: waiting out the start limit would only hide why), or ``gave_up`` says its manager gave up on it."""
     deadline = time.monotonic() + timeout_s
     summaries: list[tuple[int, int]] = []
     while True:
-        if spark.sparkContext._jsc.sc().isStopped():
+        if spark.sparkContext._jsc.sc().isStopped() or (gave_up is not None and gave_up()):
             raise ApplicationStopped(len(summaries), expected)
         summaries = [(cores, memory) for cores, memory in _executor_summaries(spark) if memory > 0]
         if len(summaries) >= expected or time.monotonic() > deadline:

@@ -41,6 +41,7 @@ from sweeper.launch.hosts.container_logs import save_tagged_logs
 from sweeper.launch.hosts.containers import AM_MEMORY_MIB
 from sweeper.launch.hosts.node_managers import wait_containers_released
 from sweeper.launch.hosts.processes import kill_tree
+from sweeper.launch.hosts.rm_rest import rest
 from sweeper.launch.hosts.staging import archive_upload, stage
 from sweeper.launch.hosts.yarn import (
     ARCHIVE_LINK,
@@ -54,7 +55,13 @@ from sweeper.launch.hosts.yarn_client import YarnClient
 from sweeper.launch.lifecycle import Teardown
 from sweeper.launch.logs import containers_log
 from sweeper.launch.spark.base import SparkBackend
-from sweeper.launch.spark.conf import QUICK_START_JAVA_OPTIONS, executor_java_options, local_conf
+from sweeper.launch.spark.conf import QUICK_START_JAVA_OPTIONS, executor_java_options, local_conf, with_spark_conf
+from sweeper.launch.spark.driver_am import (
+    UNMANAGED_AM,
+    DriverApplicationMaster,
+    configured_in_driver,
+    runs_in_driver,
+)
 from sweeper.launch.spark.session import (
     ApplicationStopped,
     SparkAppSession,
@@ -83,17 +90,25 @@ def _yarn_executor_processes(app_id: str) -> list[psutil.Process]:
 def _granted_yarn_executors(spark: Any, yarn: YarnClient, expected: int, timeout_s: float) -> tuple[Granted, list[str]]:
     """Wait for the executors; each one's cores, heap and NodeManager (:func:`registered_executors`)."""
     app_id = spark.sparkContext.applicationId
+    in_driver = runs_in_driver(spark)
     try:
-        summaries = wait_registered(spark, expected, timeout_s)
+        summaries = wait_registered(
+            spark, expected, timeout_s, DriverApplicationMaster(spark).gave_up if in_driver else None
+        )
     except ApplicationStopped as stopped:
+        why = (
+            "its ApplicationMaster, run by the driver, gave up: its executors kept failing to start"
+            if in_driver and not spark.sparkContext._jsc.sc().isStopped()
+            else yarn.ended_why(app_id)
+        )
         raise LaunchError(
             f"spark on yarn: application {app_id} ended with {stopped.registered} of {expected} executors registered"
-            f" ({yarn.ended_why(app_id)}; the containers' log says why each executor failed)"
+            f" ({why}; the containers' log says why each executor failed)"
         ) from stopped
     if len(summaries) < expected:
         raise LaunchError(
             f"spark on yarn: {len(summaries)} of {expected} executors registered within {timeout_s:.0f} s "
-            f"(application {app_id}: is the cluster big enough for the executors and the AM?)"
+            f"({_pending_why(yarn, app_id, in_driver)})"
         )
     executors = registered_executors(spark)
     unplaced = [executor for executor in executors if executor.node_manager is None]
@@ -176,6 +191,22 @@ def _wait_released(yarn: YarnClient, tag: str, app_id: str | None, timeout_s: fl
         logging.getLogger(__name__).warning("could not end YARN application %s: %s", tag, error)
     if app_id is not None:
         wait_containers_released(yarn, [app_id], max(deadline - time.monotonic(), 1.0))
+
+
+def _pending_why(yarn: YarnClient, app_id: str, am_in_driver: bool) -> str:
+    """Why executors are still missing at the start limit, as far as the ResourceManager says: the containers it
+    granted the application and the room the cluster has left."""
+    try:
+        app = rest(yarn.conf, f"/apps/{app_id}")["app"]
+        free = rest(yarn.conf, "/metrics")["clusterMetrics"]
+    except (LaunchError, KeyError, TypeError):
+        return f"application {app_id}: is the cluster big enough for the executors and the AM?"
+    held = int(app.get("runningContainers") or 0) - (0 if am_in_driver else 1)
+    return (
+        f"application {app_id} in queue {app.get('queue')}: YARN granted {max(held, 0)} executor containers; the "
+        f"cluster has {free.get('availableMB')} MiB and {free.get('availableVirtualCores')} vcores free: other "
+        f"applications hold the room, or the cluster or the queue is too small for the executors"
+    )
 
 
 class QueueWatchdog:
@@ -263,6 +294,11 @@ class YarnSpark(SparkBackend):
                 # wait up to this interval, 3 s by default): capped at 0.5 s, an executor the ResourceManager
                 # granted on a node's later heartbeat is launched up to a second sooner
                 "spark.yarn.scheduler.heartbeat.interval-ms": "500",
+                # the ApplicationMaster runs in the driver (sweeper/launch/spark/driver_am.py): no container or JVM of
+                # its own to wait for; started once the client's poll of YARN (1 s by default) sees it ACCEPTED. A
+                # grid sets it "false" where this machine cannot reach the ResourceManager's scheduler address.
+                UNMANAGED_AM: "true",
+                "spark.yarn.clientLaunchMonitorInterval": "100ms",
                 "spark.yarn.am.memory": f"{AM_MEMORY_MIB}m",
                 "spark.yarn.am.cores": "1",
                 "spark.yarn.maxAppAttempts": "1",
@@ -307,7 +343,8 @@ class YarnSpark(SparkBackend):
             spark = super().connect()
         except Exception as error:  # py4j wraps YARN's refusal (too big, unknown queue): say it plainly
             if watchdog.held_s is not None:
-                raise LaunchError(queue_held_message(watchdog.held_s, self.site.options.queue)) from error
+                in_driver = configured_in_driver(with_spark_conf(self.conf(), self.context.spark_conf))
+                raise LaunchError(queue_held_message(watchdog.held_s, self.site.options.queue, in_driver)) from error
             raise LaunchError(
                 f"spark on yarn did not start: {error_text(error).strip().partition(chr(10))[0]}"
             ) from error
