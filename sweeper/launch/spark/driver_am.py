@@ -2,7 +2,8 @@
 
 In client mode the ApplicationMaster only asks YARN for the executors' containers and launches them. Run in the
 driver's JVM as an unmanaged AM, it needs no container of its own, no JVM to start and no NodeManager heartbeat
-to be placed: a later launch on the namespaced cluster started in 10.0-12.1 s instead of 15.2-16.0 s (BENCHMARKS.md).
+to be placed: a later launch on the namespaced cluster started in 10.0-12.1 s instead of 15.2-16.0 s (one busy
+machine, alternated: BENCHMARKS.md).
 The driver then talks to the ResourceManager's scheduler address (``yarn.resourcemanager.scheduler.address``,
 port 8030) as well as its client address.
 

@@ -194,18 +194,18 @@ def _wait_released(yarn: YarnClient, tag: str, app_id: str | None, timeout_s: fl
 
 
 def _pending_why(yarn: YarnClient, app_id: str, am_in_driver: bool) -> str:
-    """Why executors are still missing at the start limit, as far as the ResourceManager says: the containers it
-    granted the application and the room the cluster has left."""
+    """Why executors are still missing at the start limit, as far as the ResourceManager says: the application's
+    executor containers running and the room the cluster has left."""
     try:
         app = rest(yarn.conf, f"/apps/{app_id}")["app"]
         free = rest(yarn.conf, "/metrics")["clusterMetrics"]
     except (LaunchError, KeyError, TypeError):
         return f"application {app_id}: is the cluster big enough for the executors and the AM?"
-    held = int(app.get("runningContainers") or 0) - (0 if am_in_driver else 1)
+    running = max(int(app.get("runningContainers") or 0) - (0 if am_in_driver else 1), 0)
     return (
-        f"application {app_id} in queue {app.get('queue')}: YARN granted {max(held, 0)} executor containers; the "
-        f"cluster has {free.get('availableMB')} MiB and {free.get('availableVirtualCores')} vcores free: other "
-        f"applications hold the room, or the cluster or the queue is too small for the executors"
+        f"application {app_id} in queue {app.get('queue')}: {running} executor containers running; the cluster has "
+        f"{free.get('availableMB')} MiB and {free.get('availableVirtualCores')} vcores free: other applications "
+        f"hold the room, or the cluster or the queue is too small for the executors"
     )
 
 
