@@ -200,9 +200,12 @@ def test_a_port_that_never_answers_is_named_timed_out_within_the_bound(tmp_path:
     assert manager.web.problem is not None and "refused" in manager.web.problem
 
 
-def test_a_scheduler_address_out_of_reach_warns_a_sweep_with_spark_only(tmp_path: Path) -> None:
+def test_a_scheduler_address_out_of_reach_warns_where_the_application_master_runs_in_the_driver(
+    tmp_path: Path,
+) -> None:
     """Spark's ApplicationMaster runs in the driver and registers at the scheduler address: a closed one is a
-    warning naming the way back to a container, for Spark launches only (Dask's ApplicationMaster runs in one)."""
+    warning naming the way back to a container, only where an ApplicationMaster runs in the driver (not for Dask's,
+    nor for Spark's where the grid puts it in a container)."""
     scheduler = closed_port()
     with socket.socket() as rpc, socket.socket() as web:
         for server in (rpc, web):
@@ -214,7 +217,7 @@ def test_a_scheduler_address_out_of_reach_warns_a_sweep_with_spark_only(tmp_path
             "yarn.resourcemanager.scheduler.address": f"127.0.0.1:{scheduler}",
         }), {})  # fmt: skip
         with_spark, dask_only = Preflight(), Preflight()
-        assert _reachable(with_spark, conf, spark=True) and _reachable(dask_only, conf, spark=False)
+        assert _reachable(with_spark, conf, am_in_driver=True) and _reachable(dask_only, conf, am_in_driver=False)
     (warned,) = [check for check in with_spark.checks if check.check == "rm-scheduler"]
     assert warned.ok and warned.warning, warned
     assert f"scheduler 127.0.0.1:{scheduler} refused the connection" in warned.detail, warned.detail

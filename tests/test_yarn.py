@@ -94,6 +94,7 @@ def test_an_unknown_queue_fails_at_once(on_yarn: YarnCluster, tmp_path: Path) ->
         ("true", r"its ApplicationMaster, run by the driver, gave up: its executors kept failing to start"),
         ("false", r"FAILED: .*executor failures"),  # in a container of its own: YARN ends the application
     ],
+    ids=["in-the-driver", "in-a-container"],
 )
 def test_executors_that_cannot_start_end_the_launch_when_their_application_master_gives_up(
     application_master: str, why: str, on_yarn: YarnCluster, tmp_path: Path

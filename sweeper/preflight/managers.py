@@ -34,7 +34,7 @@ def yarn(options: ManagerOptions, plan: Plan, kill_orphans: bool) -> Preflight:
     from sweeper.preflight.yarn import check_yarn
 
     assert isinstance(options, YarnOptions)
-    return check_yarn(options, list(plan.launches), kill_orphans)
+    return check_yarn(options, list(plan.launches), kill_orphans, dict(plan.grid.spark_conf))
 
 
 def standalone(options: ManagerOptions, plan: Plan, kill_orphans: bool) -> Preflight:

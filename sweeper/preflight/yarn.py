@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from sweeper.launch.hosts.ssh import MIN_JAVA
 from sweeper.launch.hosts.yarn import container_python, driver_address, shipped_environment
 from sweeper.launch.hosts.yarn_client import YarnClient, hadoop_lib
 from sweeper.launch.options import YarnOptions
-from sweeper.launch.spark.driver_am import UNMANAGED_AM
+from sweeper.launch.spark.driver_am import UNMANAGED_AM, sweeper_runs_in_driver
 from sweeper.names import on_spark
 from sweeper.planning.plan import Launch
 from sweeper.preflight.capacity import capacity_problem, gib, node_capacity, node_needs
@@ -52,12 +53,15 @@ def am_mib(engine: str) -> int:
     return AM_MIB.get(engine, AM_MEMORY_MIB)
 
 
-def check_yarn(options: YarnOptions, launches: list[Launch], kill_orphans: bool = False) -> Preflight:
-    """Every check of a YARN cluster before a sweep; nothing measured."""
+def check_yarn(
+    options: YarnOptions, launches: list[Launch], kill_orphans: bool = False, spark_conf: Mapping[str, str] = {}
+) -> Preflight:
+    """Every check of a YARN cluster before a sweep (the grid's ``spark_conf`` says where Spark's
+    ApplicationMaster runs); nothing measured."""
     found = Preflight()
     conf = _configuration(found, options)
-    spark = any(on_spark(launch.engine) for launch in launches)
-    urls = _reachable(found, conf, spark) if conf is not None else []
+    am_in_driver = any(on_spark(launch.engine) for launch in launches) and sweeper_runs_in_driver(spark_conf)
+    urls = _reachable(found, conf, am_in_driver) if conf is not None else []
     if conf is None or not urls:
         return found
     client = YarnClient(conf)
@@ -99,10 +103,10 @@ def _configuration(found: Preflight, options: YarnOptions) -> HadoopConf | None:
     return conf
 
 
-def _reachable(found: Preflight, conf: HadoopConf, spark: bool) -> list[str]:
-    """The web URLs of the ResourceManagers that accept connections on both ports; each one reported, and for
-    ``spark`` launches its scheduler address. Where none does, the Java client is not started (it would retry every
-    HA id for minutes)."""
+def _reachable(found: Preflight, conf: HadoopConf, am_in_driver: bool) -> list[str]:
+    """The web URLs of the ResourceManagers that accept connections on both ports; each one reported, and where
+    Spark's ApplicationMaster runs in the driver (``am_in_driver``) its scheduler address. Where none does, the
+    Java client is not started (it would retry every HA id for minutes)."""
     try:
         managers = resource_managers(conf)
     except HadoopConfError as error:
@@ -116,7 +120,7 @@ def _reachable(found: Preflight, conf: HadoopConf, spark: bool) -> list[str]:
         elif not up and manager is managers[-1]:
             detail += "; no ResourceManager reachable: nothing else checked"
         found.add("resource-manager", None, manager.reachable or bool(up), detail)
-    for manager in up if spark else []:
+    for manager in up if am_in_driver else []:
         _scheduler_reachable(found, manager)
     return [manager.web.shown for manager in up]
 

@@ -49,6 +49,15 @@ def configured_in_driver(conf: Mapping[str, str]) -> bool:
     return str(conf.get(UNMANAGED_AM, "false")).strip().lower() == "true"
 
 
+def sweeper_runs_in_driver(spark_conf: Mapping[str, str]) -> bool:
+    """Whether the sweeper's YARN launches run the ApplicationMaster in the driver under a grid's ``spark_conf``.
+
+    >>> sweeper_runs_in_driver({}), sweeper_runs_in_driver({UNMANAGED_AM: "False"})
+    (True, False)
+    """
+    return configured_in_driver({UNMANAGED_AM: "true", **spark_conf})
+
+
 def runs_in_driver(spark: Any) -> bool:
     """Whether the application's ApplicationMaster runs in the driver."""
     return configured_in_driver({UNMANAGED_AM: spark.sparkContext.getConf().get(UNMANAGED_AM, "false")})
