@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.launch.base import LaunchError
+from sweeper.launch.hosts.rm_rest import rest
 from sweeper.launch.hosts.yarn_client import LIVE_STATES, YarnClient
 
 TAIL_BYTES = 64 * 1024  # of each log file
@@ -52,16 +53,16 @@ def _save_container_logs(yarn: YarnClient, app_ids: Iterable[str], out: Path) ->
 def _first_containers(yarn: YarnClient, app_id: str, nodes: list[str]) -> list[str]:
     """The first container of each attempt of ``app_id``, from the ResourceManager: its ApplicationMaster's, or
     for an unmanaged attempt container 1 (:func:`_unmanaged_first`)."""
-    for url in yarn.conf.resource_manager_urls():
-        found = _get(f"{url}/ws/v1/cluster/apps/{app_id}/appattempts")
-        if isinstance(found, dict):
-            attempts = [a for a in (found.get("appAttempts") or {}).get("appAttempt") or [] if isinstance(a, dict)]
-            return [
-                str(a["containerId"]) if a.get("containerId") else _unmanaged_first(app_id, int(a["id"]), nodes)
-                for a in attempts
-                if a.get("containerId") or a.get("id")
-            ]
-    return []
+    try:
+        found = rest(yarn.conf, f"/apps/{app_id}/appattempts")
+    except LaunchError:
+        return []
+    attempts = _as_list((found.get("appAttempts") or {}).get("appAttempt") if isinstance(found, dict) else None)
+    return [
+        str(a["containerId"]) if a.get("containerId") else _unmanaged_first(app_id, int(a["id"]), nodes)
+        for a in attempts
+        if a.get("containerId") or a.get("id")
+    ]
 
 
 def _unmanaged_first(app_id: str, attempt: int, nodes: list[str]) -> str:

@@ -55,12 +55,12 @@ from sweeper.launch.hosts.yarn_client import YarnClient
 from sweeper.launch.lifecycle import Teardown
 from sweeper.launch.logs import containers_log
 from sweeper.launch.spark.base import SparkBackend
-from sweeper.launch.spark.conf import QUICK_START_JAVA_OPTIONS, executor_java_options, local_conf, with_spark_conf
+from sweeper.launch.spark.conf import QUICK_START_JAVA_OPTIONS, executor_java_options, local_conf
 from sweeper.launch.spark.driver_am import (
     UNMANAGED_AM,
     DriverApplicationMaster,
-    configured_in_driver,
     runs_in_driver,
+    sweeper_runs_in_driver,
 )
 from sweeper.launch.spark.session import (
     ApplicationStopped,
@@ -343,7 +343,7 @@ class YarnSpark(SparkBackend):
             spark = super().connect()
         except Exception as error:  # py4j wraps YARN's refusal (too big, unknown queue): say it plainly
             if watchdog.held_s is not None:
-                in_driver = configured_in_driver(with_spark_conf(self.conf(), self.context.spark_conf))
+                in_driver = sweeper_runs_in_driver(self.context.spark_conf)
                 raise LaunchError(queue_held_message(watchdog.held_s, self.site.options.queue, in_driver)) from error
             raise LaunchError(
                 f"spark on yarn did not start: {error_text(error).strip().partition(chr(10))[0]}"
