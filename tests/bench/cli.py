@@ -86,9 +86,10 @@ def run(settings: Settings, command: str, profile_dir: Path | None = None) -> di
             )
     from tests.bench.quiet import quiet_sweep  # here: `python -m tests.bench.quiet` runs that module alone
 
-    log(f"a quiet sweep of {settings.quiet_trials} trials per engine (false marks)")
+    engines = ", ".join(settings.quiet_engines)
+    log(f"a quiet sweep of {settings.quiet_trials} trials per engine (false marks): {engines}")
     with tempfile.TemporaryDirectory(prefix="sweeper-bench-quiet-") as scratch:
-        report["quiet_sweep"] = quiet_sweep(settings.quiet_trials, Path(scratch))
+        report["quiet_sweep"] = quiet_sweep(settings.quiet_trials, Path(scratch), settings.quiet_engines)
     if settings.yarn_start_sweeps:
         log(f"{settings.yarn_start_sweeps} Spark sweeps on the namespaced YARN cluster (starts paid once)")
         with tempfile.TemporaryDirectory(prefix="sweeper-bench-yarn-starts-") as scratch:

@@ -36,15 +36,16 @@ from tests.support.batches import READABLE_EPOCHS
 # MLP (64) on digits, 2 fits per slot, readable (with 150 a quiet make bench read no batch and counted 0 measurements)
 QUIET_EPOCHS = READABLE_EPOCHS // 2
 MIN_QUIET = 20  # quiet measurements the false-mark target needs
+ENGINES = ("spark", "dask")
 
 
-def quiet_grid(trials: int, limit: float) -> dict[str, Any]:
-    """Spark and Dask, 2 executors (workers) x 1 core on this machine, one point, ``trials`` trials."""
+def quiet_grid(trials: int, limit: float, engines: Sequence[str] = ENGINES) -> dict[str, Any]:
+    """Spark and Dask (or ``engines``), 2 executors (workers) x 1 core on this machine, one point, ``trials`` trials."""
     return {
         "name": "bench-quiet",
         "cluster": {"manager": "local", "nodes": 1, "cores_per_node": machine_cores(), "memory_per_node": "8GiB"},
         "sizing": {"cores_per_executor": [1], "reserve": {"cores": 0, "memory": "1GiB"}, "application_master": 0},
-        "engines": ["spark", "dask"],
+        "engines": list(engines),
         "baseline": False,
         "workload": {
             "dataset": "digits",
@@ -83,20 +84,20 @@ class ForeignMeter:
         self.pairs.append((float(row["interference_cpu_share"]), bool(row["disturbed"]), share))
 
 
-def quiet_sweep(trials: int, scratch: Path) -> dict[str, Any]:
+def quiet_sweep(trials: int, scratch: Path, engines: Sequence[str] = ENGINES) -> dict[str, Any]:
     """Run the sweep into ``scratch`` beside a :class:`ForeignMeter`; its marks against the meter's account."""
     from sweeper.config.grid import INTERFERENCE_LIMIT
     from sweeper.config.load import parse
     from sweeper.planning.plan import make_plan
     from sweeper.run import runner
 
-    plan = make_plan(parse(quiet_grid(trials, INTERFERENCE_LIMIT), Path("<bench-quiet>")))
+    plan = make_plan(parse(quiet_grid(trials, INTERFERENCE_LIMIT, engines), Path("<bench-quiet>")))
     meter, began = ForeignMeter(), time.perf_counter()
     runner.run(plan, store=scratch, report=meter, warn=lambda _: None)
     return {
         **mark_figures(meter.pairs, INTERFERENCE_LIMIT),
         "wall_s": time.perf_counter() - began,
-        "launch": f"spark and dask, {machine_cores()} x 1 core on this machine",
+        "launch": f"{' and '.join(engines)}, {machine_cores()} x 1 core on this machine",
         "batch": f"{2 * machine_cores()} fits of MLP (64) on digits, {QUIET_EPOCHS} epochs, {trials} trials each",
     }
 

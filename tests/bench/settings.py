@@ -23,14 +23,16 @@ class Settings:
     store_files: int = 4
     analysis_configurations: int = 1_000
     quiet_trials: int = 20  # per engine, of the quiet sweep (false marks: tests/bench/quiet.py)
+    quiet_engines: tuple[str, ...] = ("spark", "dask")
     racing_repeats: int = 300  # replays of racing per store (tests/bench/racing.py)
     yarn_start_sweeps: int = 3  # one-launch Spark sweeps on the namespaced YARN cluster (tests/bench/yarn_starts.py)
     quick: bool = False
 
 
-# The quick run (tests/test_bench.py, in make test) takes every path once at the least size: one quiet trial per engine
-# and no Spark launch of the memory test (its code is the Dask one's; the batch comparison and the quiet sweep start
-# Spark) took it from 48 s to 42 s on a quiet machine.
+# The quick run (tests/test_bench.py, in make test) takes every path once at the least size. No Spark launch of the
+# memory test (its code is the Dask one's; the batch comparison starts Spark) took it from 48 s to 42 s on a quiet
+# machine; the quiet sweep's Dask launch alone, 2 trials (a launch's first row is never compared: its second is), from
+# 91 s to 81 s on a busy one.
 QUICK = Settings(
     rows=1_000,
     fits=4,
@@ -40,7 +42,8 @@ QUICK = Settings(
     spark_launches=0,
     store_rows=10_000,
     analysis_configurations=20,
-    quiet_trials=1,
+    quiet_trials=2,
+    quiet_engines=("dask",),
     racing_repeats=20,
     yarn_start_sweeps=0,
     quick=True,

@@ -28,7 +28,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -61,14 +61,26 @@ def sweeper_home(conf: HadoopConf) -> str:
     return f"{conf.default_fs.rstrip('/')}/user/{user}/.sweeper"
 
 
-def stage(conf: HadoopConf, lib: Path, uploads: Sequence[Upload], timeout_s: float = 600) -> tuple[list[str], float]:
+def staged_uris(conf: HadoopConf, uploads: Sequence[Upload]) -> list[str]:
+    """Each upload's URI on the cluster's file system, known before it is staged (its name is made of its content)."""
+    home = sweeper_home(conf)
+    return [f"{home}/{upload.path}" for upload in uploads]
+
+
+def stage(
+    conf: HadoopConf,
+    lib: Path,
+    uploads: Sequence[Upload],
+    timeout_s: float = 600,
+    environment: Mapping[str, str] | None = None,
+) -> tuple[list[str], float]:
     """Each upload's URI on the cluster's file system, put there unless it is; and the seconds spent here.
 
-    What an earlier launch of this process staged or found costs nothing; the rest costs one JVM, which looks for
-    every file at once and uploads the missing ones.
+    What an earlier launch of this process staged or found costs nothing; the rest costs one JVM (started with
+    ``environment``, else this process's), which looks for every file at once and uploads the missing ones.
     """
     home = sweeper_home(conf)
-    uris = [f"{home}/{upload.path}" for upload in uploads]
+    uris = staged_uris(conf, uploads)
     known = {path for fs, path in STAGED if fs == conf.default_fs}
     wanted = {uri: upload for uri, upload in zip(uris, uploads, strict=True) if upload.path not in known}
     if not wanted:
@@ -76,7 +88,7 @@ def stage(conf: HadoopConf, lib: Path, uploads: Sequence[Upload], timeout_s: flo
     started = time.monotonic()
     with (
         tempfile.TemporaryDirectory(prefix="sweeper-staging-") as scratch,
-        _StageJvm(conf, lib, list(wanted), timeout_s) as jvm,
+        _StageJvm(conf, lib, list(wanted), timeout_s, environment) as jvm,
     ):
         missing = jvm.missing()
         made = {uri: wanted[uri].make(Path(scratch)) for uri in missing}
@@ -93,11 +105,47 @@ def stage(conf: HadoopConf, lib: Path, uploads: Sequence[Upload], timeout_s: flo
     return uris, time.monotonic() - started
 
 
+class BackgroundStaging:
+    """:func:`stage` on a thread, so that a driver JVM starts beside it: the URIs at once, the result at :meth:`wait`.
+
+    The staging JVM starts with the environment of the moment this is made (the launch sets the driver's after).
+    """
+
+    def __init__(self, conf: HadoopConf, lib: Path, uploads: Sequence[Upload]) -> None:
+        self.uris = staged_uris(conf, uploads)
+        self._call = (conf, lib, list(uploads))
+        self._environment = dict(os.environ)
+        self._thread: threading.Thread | None = None
+        self._staged_s = 0.0
+        self._error: BaseException | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="sweeper-staging", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            _, self._staged_s = stage(*self._call, environment=self._environment)
+        except BaseException as error:  # raised again in the launch's thread by wait()
+            self._error = error
+
+    def wait(self) -> float:
+        """The seconds spent staging (0: found staged by this process); its error, raised here."""
+        if self._thread is not None:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._staged_s
+
+
 class _StageJvm:
     """``sweeper.yarn.Stage``: its answers on stdout, its log in a file, killed at ``timeout_s``."""
 
-    def __init__(self, conf: HadoopConf, lib: Path, uris: list[str], timeout_s: float) -> None:
+    def __init__(
+        self, conf: HadoopConf, lib: Path, uris: list[str], timeout_s: float, environment: Mapping[str, str] | None
+    ) -> None:
         self.command = [*hadoop_java(conf, lib, STAGE_CLASS), *uris]
+        self.environment = None if environment is None else dict(environment)
         self.uris = uris
         self.timeout_s = timeout_s
         self.timed_out = False
@@ -105,7 +153,12 @@ class _StageJvm:
     def __enter__(self) -> _StageJvm:
         self.log = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
-            self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True
+            self.command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+            env=self.environment,
         )
         self.timer = threading.Timer(self.timeout_s, self._kill)
         self.timer.daemon = True

@@ -205,6 +205,21 @@ def new_session(conf: dict[str, str], context: LaunchContext) -> Any:
     return spark
 
 
+def start_driver_jvm(conf: dict[str, str], context: LaunchContext) -> None:
+    """Start the driver's JVM (Spark's gateway) with the session's configuration, before the session is made.
+
+    :func:`new_session` then makes its context in that JVM: a launch starts the JVM while it does other work (YARN:
+    staging). A failure becomes a :class:`LaunchError` with Java's message.
+    """
+    from pyspark import SparkConf, SparkContext
+
+    spark_conf = SparkConf(loadDefaults=False).setAll(list(with_spark_conf(conf, context.spark_conf).items()))
+    try:
+        SparkContext._ensure_initialized(conf=spark_conf)
+    except Exception as error:
+        raise LaunchError(f"spark: {_java_message(error)}") from None
+
+
 def get_or_create(builder: Any) -> Any:
     """``builder.getOrCreate()``; a failure becomes a :class:`LaunchError` with Java's message.
 

@@ -42,7 +42,7 @@ from sweeper.launch.hosts.containers import AM_MEMORY_MIB
 from sweeper.launch.hosts.node_managers import wait_containers_released
 from sweeper.launch.hosts.processes import kill_tree
 from sweeper.launch.hosts.rm_rest import rest
-from sweeper.launch.hosts.staging import archive_upload, stage
+from sweeper.launch.hosts.staging import BackgroundStaging, archive_upload
 from sweeper.launch.hosts.yarn import (
     ARCHIVE_LINK,
     YarnSite,
@@ -66,6 +66,7 @@ from sweeper.launch.spark.session import (
     ApplicationStopped,
     SparkAppSession,
     active_executors,
+    start_driver_jvm,
     uniform_shape,
     wait_registered,
 )
@@ -249,6 +250,8 @@ class YarnSpark(SparkBackend):
     staged_archive: str | None = None  # the packed environment there
     staged_python_libs: tuple[str, ...] = ()  # pyspark.zip and py4j's there: the driver's PYSPARK_ARCHIVES_PATH
     staging_s = 0.0  # the time this launch spent staging them (the first launch of a sweep)
+    staging: BackgroundStaging | None = None  # what this launch stages, beside the driver JVM's start
+    hashed_s = 0.0  # hashing the archive (once a process): staging too
 
     def check(self) -> None:
         super().check()
@@ -329,13 +332,16 @@ class YarnSpark(SparkBackend):
         if self.site.archive is not None and not self.site.local_file_system:  # once per cluster in a sweep
             started = time.monotonic()  # hashing the archive (once a process) is staging too
             uploads = [jars_upload(), archive_upload(self.site.archive), *python_libs_uploads()]
-            uris, staged_s = stage(self.site.conf, self.site.client.lib, uploads)
-            self.staged_jars, self.staged_archive, *libs = uris
+            self.staging = BackgroundStaging(self.site.conf, self.site.client.lib, uploads)
+            self.hashed_s = time.monotonic() - started
+            self.staged_jars, self.staged_archive, *libs = self.staging.uris  # named by content: known now
             self.staged_python_libs = tuple(libs)
-            self.staging_s = self.site.packed_s + (time.monotonic() - started if staged_s else 0.0)
 
     def connect(self) -> Any:
-        """Submit and wait until the application runs; one still waiting in its queue at the start limit is killed."""
+        """Stage beside the driver JVM's start, then submit and wait until the application runs; one still waiting in
+        its queue at the start limit is killed."""
+        if self.staging is not None:
+            self._stage_beside_the_driver_jvm(self.staging)
         self.deadline = time.monotonic() + self.context.start_timeout_s
         watchdog = QueueWatchdog(self.site.client, self.tag, self.context.start_timeout_s)
         watchdog.start()
@@ -352,6 +358,16 @@ class YarnSpark(SparkBackend):
             watchdog.stop()
         self.app_id = spark.sparkContext.applicationId
         return spark
+
+    def _stage_beside_the_driver_jvm(self, staging: BackgroundStaging) -> None:
+        """Staging (a JVM looking for the files on the cluster, putting the missing ones) and the driver's JVM start
+        at once; the application is submitted once both are done. Staging's time is the session's ``staging_s``."""
+        staging.start()
+        try:
+            start_driver_jvm(self.driver_conf(), self.context)
+        finally:
+            staged_s = staging.wait()  # waited for also when the JVM did not start; its error wins
+        self.staging_s = self.site.packed_s + (self.hashed_s + staged_s if staged_s else 0.0)
 
     def granted(self) -> Granted:
         remaining_s = max(self.deadline - time.monotonic(), 1.0)  # the time in the queue counts too
