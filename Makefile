@@ -110,8 +110,8 @@ test: setup  ## the whole suite, integration tests included, what CI runs (make 
 	$(BIN)/pytest $(XDIST) -m 'not integration' --durations=10
 	$(BIN)/pytest -p no:xdist -m integration --durations=25
 
-test-fast: setup  ## the inner loop: no cluster starts (make setup: root or sudo)
-	$(BIN)/pytest $(XDIST) -m 'not integration'
+test-fast: setup  ## the inner loop: no cluster starts, no slow test (make setup: root or sudo)
+	$(BIN)/pytest $(XDIST) -m 'not integration and not slow'
 
 test-oldest: setup $(OLDEST)/bin/sweeper  ## the fast suite on the oldest versions setup.cfg allows, in .venv-oldest (make setup: root or sudo)
 	$(OLDEST)/bin/pytest $(XDIST) -m 'not integration' -p no:cacheprovider

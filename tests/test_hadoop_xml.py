@@ -143,6 +143,7 @@ def test_check_refuses_the_file_naming_its_line_and_nothing_is_fetched(
     assert listener.heard == []
 
 
+@pytest.mark.slow  # two sweeper processes, ~10 s
 def test_run_fails_before_any_java_with_or_without_its_check(listener: Listener, tmp_path: Path) -> None:
     name, text, expected = hostile(listener.address)["doctype-parameter-entity"]
     directory = conf_dir(tmp_path, {name: text}, rm_address=listener.address)

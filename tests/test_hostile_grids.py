@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -217,6 +218,7 @@ def test_the_bases_are_valid_grids() -> None:
         assert _plan_exit_code(yaml.safe_dump(base).encode()) == (0, "")
 
 
+@pytest.mark.slow  # 250 grids, ~45 s
 @PROPERTY
 @given(mutated_grids())
 def test_a_mutated_grid_is_planned_or_refused_without_a_traceback(grid: Any) -> None:

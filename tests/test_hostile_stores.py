@@ -190,6 +190,7 @@ EVERY_COMMAND = ["compare", "recommend", "recommend --json", "report", "replay -
                  "predict --grid GRID --json"]  # fmt: skip
 
 
+@pytest.mark.slow  # every command on 3 stores, ~12 s
 @pytest.mark.parametrize(
     ("extremes", "every_row"),
     [(EXTREMES, {"n_train": MAX_ROWS}), ({}, {"n_train": 0}), ({}, {"fraction": 5e-324})],

@@ -240,6 +240,7 @@ def test_ten_million_measurements_are_refused_before_any_is_built(
     ) in err, err
 
 
+@pytest.mark.slow  # ~8 s
 def test_a_million_measurements_are_planned(write_grid: Callable[..., Path]) -> None:
     grid = grid_file.load(write_grid({**big_grid(epochs=1000, fractions=1000, alphas=1), "baseline": False}))
     grid = replace(grid, engines=("dask",))

@@ -25,7 +25,6 @@ from tests.bench.settings import QUICK, Settings
 from tests.bench.shipping import data_nbytes
 from tests.bench.targets import evaluate
 from tests.bench.text import _fmt, log
-from tests.bench.yarn_starts import yarn_starts
 
 
 def load_data(rows: int) -> tuple[Data, str, str]:
@@ -86,11 +85,13 @@ def run(settings: Settings, command: str, profile_dir: Path | None = None) -> di
             )
     from tests.bench.quiet import quiet_sweep  # here: `python -m tests.bench.quiet` runs that module alone
 
-    engines = ", ".join(settings.quiet_engines)
-    log(f"a quiet sweep of {settings.quiet_trials} trials per engine (false marks): {engines}")
+    quiet_engines = ", ".join(settings.quiet_engines)
+    log(f"a quiet sweep of {settings.quiet_trials} trials per engine (false marks): {quiet_engines}")
     with tempfile.TemporaryDirectory(prefix="sweeper-bench-quiet-") as scratch:
         report["quiet_sweep"] = quiet_sweep(settings.quiet_trials, Path(scratch), settings.quiet_engines)
     if settings.yarn_start_sweeps:
+        from tests.bench.yarn_starts import yarn_starts  # here, as quiet_sweep
+
         log(f"{settings.yarn_start_sweeps} Spark sweeps on the namespaced YARN cluster (starts paid once)")
         with tempfile.TemporaryDirectory(prefix="sweeper-bench-yarn-starts-") as scratch:
             report["yarn_starts"] = yarn_starts(settings.yarn_start_sweeps, Path(scratch))

@@ -12,7 +12,6 @@ from tests.bench.machine import CPU_PARTS, FOREIGN
 from tests.bench.stats import ratio
 from tests.bench.targets import BUSY_LIMIT, Check, diagnose, evaluate, machine_busy_share
 from tests.bench.text import _fmt, _size
-from tests.bench.yarn_starts import yarn_starts_lines
 
 
 def _verdict(check: Check) -> str:
@@ -137,6 +136,9 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     ]
     lines += _analysis_lines(report.get("analysis", {}))
     lines += _racing_lines(report.get("racing", {}))
+    # here: `python -m tests.bench.yarn_starts` runs that module alone (imported with the package, runpy warns)
+    from tests.bench.yarn_starts import yarn_starts_lines
+
     lines += yarn_starts_lines(report.get("yarn_starts", {}))
     for name, memory in report.get("memory", {}).items():
         rss = memory.get("rss_mib", [])
