@@ -30,17 +30,17 @@ from typing import Any
 
 from sweeper.run.interference import process_tree_cpu_s
 from tests.bench.machine import machine_busy_s, machine_cores
+from tests.bench.settings import Settings
 from tests.bench.text import _fmt
 from tests.support.batches import READABLE_EPOCHS
 
 # MLP (64) on digits, 2 fits per slot, readable (with 150 a quiet make bench read no batch and counted 0 measurements)
 QUIET_EPOCHS = READABLE_EPOCHS // 2
 MIN_QUIET = 20  # quiet measurements the false-mark target needs
-ENGINES = ("spark", "dask")
 
 
-def quiet_grid(trials: int, limit: float, engines: Sequence[str] = ENGINES) -> dict[str, Any]:
-    """Spark and Dask (or ``engines``), 2 executors (workers) x 1 core on this machine, one point, ``trials`` trials."""
+def quiet_grid(trials: int, limit: float, engines: Sequence[str]) -> dict[str, Any]:
+    """``engines`` (Spark and Dask), 2 executors (workers) x 1 core on this machine, one point, ``trials`` trials."""
     return {
         "name": "bench-quiet",
         "cluster": {"manager": "local", "nodes": 1, "cores_per_node": machine_cores(), "memory_per_node": "8GiB"},
@@ -84,7 +84,7 @@ class ForeignMeter:
         self.pairs.append((float(row["interference_cpu_share"]), bool(row["disturbed"]), share))
 
 
-def quiet_sweep(trials: int, scratch: Path, engines: Sequence[str] = ENGINES) -> dict[str, Any]:
+def quiet_sweep(trials: int, scratch: Path, engines: Sequence[str]) -> dict[str, Any]:
     """Run the sweep into ``scratch`` beside a :class:`ForeignMeter`; its marks against the meter's account."""
     from sweeper.config.grid import INTERFERENCE_LIMIT
     from sweeper.config.load import parse
@@ -168,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=20, help="trials per engine (default 20)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="sweeper-bench-quiet-") as scratch:
-        quiet = quiet_sweep(args.trials, Path(scratch))
+        quiet = quiet_sweep(args.trials, Path(scratch), Settings().quiet_engines)
     print("\n".join(quiet_lines(quiet)))
     print({key: value for key, value in quiet.items() if not isinstance(value, str)})
     return 0
