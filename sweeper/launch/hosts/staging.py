@@ -79,7 +79,6 @@ def stage(
     What an earlier launch of this process staged or found costs nothing; the rest costs one JVM (started with
     ``environment``, else this process's), which looks for every file at once and uploads the missing ones.
     """
-    home = sweeper_home(conf)
     uris = staged_uris(conf, uploads)
     known = {path for fs, path in STAGED if fs == conf.default_fs}
     wanted = {uri: upload for uri, upload in zip(uris, uploads, strict=True) if upload.path not in known}
@@ -100,8 +99,8 @@ def stage(
                 file=sys.stderr,
                 flush=True,
             )
-    for upload in wanted.values():
-        STAGED[(conf.default_fs, upload.path)] = f"{home}/{upload.path}"
+    for uri, upload in wanted.items():
+        STAGED[(conf.default_fs, upload.path)] = uri
     return uris, time.monotonic() - started
 
 
@@ -145,7 +144,7 @@ class _StageJvm:
         self, conf: HadoopConf, lib: Path, uris: list[str], timeout_s: float, environment: Mapping[str, str] | None
     ) -> None:
         self.command = [*hadoop_java(conf, lib, STAGE_CLASS), *uris]
-        self.environment = None if environment is None else dict(environment)
+        self.environment = environment
         self.uris = uris
         self.timeout_s = timeout_s
         self.timed_out = False

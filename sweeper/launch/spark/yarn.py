@@ -66,6 +66,7 @@ from sweeper.launch.spark.session import (
     ApplicationStopped,
     SparkAppSession,
     active_executors,
+    new_session,
     start_driver_jvm,
     uniform_shape,
     wait_registered,
@@ -340,13 +341,14 @@ class YarnSpark(SparkBackend):
     def connect(self) -> Any:
         """Stage beside the driver JVM's start, then submit and wait until the application runs; one still waiting in
         its queue at the start limit is killed."""
+        conf = self.driver_conf()  # the JVM's and the session's
         if self.staging is not None:
-            self._stage_beside_the_driver_jvm(self.staging)
+            self._stage_beside_the_driver_jvm(self.staging, conf)
         self.deadline = time.monotonic() + self.context.start_timeout_s
         watchdog = QueueWatchdog(self.site.client, self.tag, self.context.start_timeout_s)
         watchdog.start()
         try:
-            spark = super().connect()
+            spark = new_session(conf, self.context)
         except Exception as error:  # py4j wraps YARN's refusal (too big, unknown queue): say it plainly
             if watchdog.held_s is not None:
                 in_driver = sweeper_runs_in_driver(self.context.spark_conf)
@@ -359,12 +361,12 @@ class YarnSpark(SparkBackend):
         self.app_id = spark.sparkContext.applicationId
         return spark
 
-    def _stage_beside_the_driver_jvm(self, staging: BackgroundStaging) -> None:
+    def _stage_beside_the_driver_jvm(self, staging: BackgroundStaging, conf: dict[str, str]) -> None:
         """Staging (a JVM looking for the files on the cluster, putting the missing ones) and the driver's JVM start
         at once; the application is submitted once both are done. Staging's time is the session's ``staging_s``."""
         staging.start()
         try:
-            start_driver_jvm(self.driver_conf(), self.context)
+            start_driver_jvm(conf, self.context)
         finally:
             staged_s = staging.wait()  # waited for also when the JVM did not start; its error wins
         self.staging_s = self.site.packed_s + (self.hashed_s + staged_s if staged_s else 0.0)
