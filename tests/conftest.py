@@ -4,9 +4,11 @@ The expensive clusters (an sshd, the standalone Spark master and Dask scheduler,
 once per session, at their first use, and stop after the last test that uses one (:func:`pytest_runtest_teardown`).
 The tests that use one run after all others, grouped per cluster, so that no cluster idles through the rest of the
 suite (idle, the standalone clusters took 10 % of a core and the MiniYARNCluster 5 %). Under pytest-xdist (``make
-test`` runs the quick tests on two workers, ``--dist loadgroup``; the integration tests in one process) each
-cluster's tests, and each module's, are one group on one worker, so every cluster and module fixture still starts
-once; the clusters' groups go first, the longest work, and the quick modules fill in behind them.
+test`` runs the whole suite on two workers, ``--dist loadgroup``) the tests on the shared clusters are one group, run in
+that order on one worker (no two clusters at once, each starts once), the other integration tests another, in order on
+the other worker (no two local launches at once), and each quick module a group of its own: the quick modules fill in
+behind whichever of the two ends first. A cluster test's waits (YARN's heartbeats, a start limit) are then another
+test's CPU time.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ SHARED_CLUSTERS = ("netns_ssh_hosts", "sshd", "existing_clusters", "yarn", "ns_y
 CLUSTER_OF_MANAGER = {"ssh": "sshd", "standalone": "existing_clusters", "yarn": "yarn"}
 # an (engine, manager) pair on another shared cluster than its manager's
 CLUSTER_OF_PAIR = {("ray", "ssh"): "netns_ssh_hosts"}
+# pytest-xdist's groups of the integration tests: every test on a shared cluster, every other one
+CLUSTERS_GROUP, LOCAL_INTEGRATION_GROUP = "shared-clusters", "local-integration"
 
 
 # Every sweep a test runs judges no measurement disturbed (unless its grid sets workload.interference_limit): a
@@ -180,8 +184,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run the tests of each shared cluster together, after the others; the order is kept otherwise.
 
     A module's tests stay together (its module-scoped fixtures start once) unless they are parametrized over
-    managers: those go with their manager's cluster. Under pytest-xdist, each cluster and each module is a group
-    (``xdist_group``), the clusters' first.
+    managers: those go with their manager's cluster. Under pytest-xdist (``xdist_group``) the shared clusters' tests
+    are one group, the other integration tests another, each quick module one: in that order.
     """
     unmarked = [
         item.nodeid
@@ -206,13 +210,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             return shared_cluster_rank({CLUSTER_OF_PAIR.get(pair, CLUSTER_OF_MANAGER.get(manager, ""))})
         return module_rank[item.nodeid.split("::")[0]]
 
+    items.sort(key=rank)
     if os.environ.get("PYTEST_XDIST_WORKER") is None:
-        items.sort(key=rank)
         return
     for item in items:
-        cluster = rank(item)
-        _group(item, SHARED_CLUSTERS[cluster - 1] if cluster else item.nodeid.split("::")[0])
-    items.sort(key=lambda item: (-rank(item), item.get_closest_marker("integration") is None))
+        _group(item, xdist_group(item, rank(item)))
+    # stable: each group keeps the order above
+    items.sort(key=lambda item: (not rank(item), item.get_closest_marker("integration") is None))
+
+
+def xdist_group(item: pytest.Item, cluster_rank: int) -> str:
+    """The pytest-xdist group of ``item``: the shared clusters', the other integration tests', or its module's."""
+    if cluster_rank:
+        return CLUSTERS_GROUP
+    if item.get_closest_marker("integration") is not None:
+        return LOCAL_INTEGRATION_GROUP
+    return item.nodeid.split("::")[0]
 
 
 def _group(item: pytest.Item, name: str) -> None:

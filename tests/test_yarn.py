@@ -118,6 +118,38 @@ def test_executors_that_cannot_start_end_the_launch_when_their_application_maste
     assert not live_applications(on_yarn)
 
 
+def test_an_application_yarn_ends_while_its_session_is_made_fails_the_launch_with_yarns_reason(
+    on_yarn: YarnCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The test above on a busy machine: YARN ended the application (its ApplicationMaster, in a container, gave up
+    on executors that cannot start) before the session was made, whose next call met a stopped SparkContext. Made
+    certain here: the session is used only once its context has stopped. The launch names YARN's reason."""
+    made = spark_yarn.new_session
+
+    def used_after_the_end(conf: dict[str, str], launch_context: LaunchContext) -> Any:
+        spark = made(conf, launch_context)
+        deadline = time.monotonic() + 300
+        while not spark.sparkContext._jsc.sc().isStopped():
+            assert time.monotonic() < deadline, "YARN did not end the application"
+            time.sleep(0.5)
+        spark.range(1).count()  # pyspark: "Cannot call methods on a stopped SparkContext"
+        return spark
+
+    monkeypatch.setattr(spark_yarn, "new_session", used_after_the_end)
+    refused = {
+        "spark.executor.extraJavaOptions": f"-javaagent:{tmp_path / 'no-such-agent.jar'}",
+        "spark.yarn.unmanagedAM.enabled": "false",
+    }
+    launch_context = launches.context(tmp_path / "run", YarnOptions(), start_timeout_s=600, spark_conf=refused)
+    with (
+        pytest.raises(LaunchError, match=r"application \S+ ended with 0 of 2 executors registered \(FAILED: "),
+        starter("spark", "yarn")(launches.launch("spark", "yarn"), launch_context),
+    ):
+        pytest.fail("executors that cannot start started")
+    assert_no_containers()
+    assert not live_applications(on_yarn)
+
+
 @pytest.mark.parametrize("engine", ["spark", "dask"])
 def test_executors_yarn_crowds_onto_one_node_fail_the_launch_named_by_node_manager(
     engine: str, on_yarn: YarnCluster, tmp_path: Path

@@ -22,12 +22,11 @@ from typing import Any
 
 from sweeper.launch.base import LaunchError
 from sweeper.launch.hosts.rm_rest import rest
-from sweeper.launch.hosts.yarn_client import LIVE_STATES, YarnClient
+from sweeper.launch.hosts.yarn_client import ENDED_STATES, LIVE_STATES, YarnClient
 
 TAIL_BYTES = 64 * 1024  # of each log file
 MISSES = 8  # container numbers in a row on no NodeManager: the attempt has no more
 REQUEST_TIMEOUT_S = 5.0
-ENDED_STATES = ("FINISHED", "FAILED", "KILLED")  # a start that failed often ends its application first
 _NUMBERED = re.compile(r"^(container_(?:e\d+_)?\d+_\d+_\d+_)(\d+)$")
 _EPOCH = re.compile(r"^container_(e\d+_)")
 

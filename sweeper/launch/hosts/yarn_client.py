@@ -22,6 +22,7 @@ from sweeper.launch.hosts.hadoop_conf import HadoopConf
 APPLICATION_CLI = "org.apache.hadoop.yarn.client.cli.ApplicationCLI"
 NODE_CLI = "org.apache.hadoop.yarn.client.cli.NodeCLI"
 LIVE_STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
+ENDED_STATES = ("FINISHED", "FAILED", "KILLED")  # a start that failed often ends its application first
 ROW = re.compile(r"^\s*(application_\d+_\d+)\t")
 NODE_ROW = re.compile(r"^\s*(\S+:\d+)\t\s*([A-Z_]+)\t\s*(\S+:\d+)\t")  # Node-Id, Node-State, Node-Http-Address
 _NODE_WEB_ADDRESSES: dict[tuple[str, ...], list[str]] = {}  # by client configuration directories

@@ -51,7 +51,7 @@ from sweeper.launch.hosts.yarn import (
     container_python,
     queue_held_message,
 )
-from sweeper.launch.hosts.yarn_client import YarnClient
+from sweeper.launch.hosts.yarn_client import ENDED_STATES, YarnClient
 from sweeper.launch.lifecycle import Teardown
 from sweeper.launch.logs import containers_log
 from sweeper.launch.spark.base import SparkBackend
@@ -103,10 +103,7 @@ def _granted_yarn_executors(spark: Any, yarn: YarnClient, expected: int, timeout
             if in_driver and not spark.sparkContext._jsc.sc().isStopped()
             else yarn.ended_why(app_id)
         )
-        raise LaunchError(
-            f"spark on yarn: application {app_id} ended with {stopped.registered} of {expected} executors registered"
-            f" ({why}; the containers' log says why each executor failed)"
-        ) from stopped
+        raise LaunchError(ended_message(app_id, stopped.registered, expected, why)) from stopped
     if len(summaries) < expected:
         raise LaunchError(
             f"spark on yarn: {len(summaries)} of {expected} executors registered within {timeout_s:.0f} s "
@@ -118,6 +115,14 @@ def _granted_yarn_executors(spark: Any, yarn: YarnClient, expected: int, timeout
         raise LaunchError(f"spark on yarn: executors of {app_id} registered without their NodeManager: {unplaced}")
     granted = uniform_shape([(e.cores, e.heap_mib) for e in executors], {e.heap_mib for e in executors})
     return granted, [str(executor.node_manager) for executor in executors]
+
+
+def ended_message(app_id: str, registered: int, expected: int, why: str) -> str:
+    """A launch whose application ended before its executors registered: YARN's reason (or the driver's AM's)."""
+    return (
+        f"spark on yarn: application {app_id} ended with {registered} of {expected} executors registered"
+        f" ({why}; the containers' log says why each executor failed)"
+    )
 
 
 @dataclass(frozen=True)
@@ -353,6 +358,10 @@ class YarnSpark(SparkBackend):
             if watchdog.held_s is not None:
                 in_driver = sweeper_runs_in_driver(self.context.spark_conf)
                 raise LaunchError(queue_held_message(watchdog.held_s, self.site.options.queue, in_driver)) from error
+            ended = self._ended_application()
+            if ended is not None:  # YARN ended it while the session was made (its executors failed at once)
+                client = self.site.client
+                raise LaunchError(ended_message(ended, 0, self.launch.executors, client.ended_why(ended))) from error
             raise LaunchError(
                 f"spark on yarn did not start: {error_text(error).strip().partition(chr(10))[0]}"
             ) from error
@@ -360,6 +369,14 @@ class YarnSpark(SparkBackend):
             watchdog.stop()
         self.app_id = spark.sparkContext.applicationId
         return spark
+
+    def _ended_application(self) -> str | None:
+        """The id of this launch's application if YARN has ended it, else None (also when YARN cannot be asked)."""
+        try:
+            ended = self.site.client.applications(self.tag, ENDED_STATES)
+        except LaunchError:
+            return None
+        return ended[0].app_id if ended else None
 
     def _stage_beside_the_driver_jvm(self, staging: BackgroundStaging, conf: dict[str, str]) -> None:
         """Staging (a JVM looking for the files on the cluster, putting the missing ones) and the driver's JVM start
