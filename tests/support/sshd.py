@@ -24,7 +24,7 @@ from typing import Any
 import psutil
 
 from sweeper.launch.options import SshCluster, SshOptions
-from tests.support.leftovers import in_shared_cluster
+from tests.support.leftovers import RUN_VARIABLE, in_shared_cluster
 
 SSHD = Path("/usr/sbin/sshd")
 PRIVSEP_DIR = Path("/run/sshd")  # Debian's sshd refuses to start without its privilege-separation directory
@@ -189,6 +189,9 @@ def write_config(
         "MaxSessions": "50",
         "LogLevel": "ERROR",
         "Subsystem": "sftp internal-sftp",
+        # what a session starts carries this test run's mark (tests/support/leftovers.py): a Spark or Ray daemon an
+        # SSH launch leaves orphaned is this run's, not the other pytest-xdist worker's
+        **({"SetEnv": f"{RUN_VARIABLE}={os.environ[RUN_VARIABLE]}"} if RUN_VARIABLE in os.environ else {}),
         **(extra or {}),
     }
     config = directory / "sshd_config"

@@ -21,6 +21,7 @@ from sweeper.workload.tasks import FitTask, one_model
 
 BACKEND = "sweeper-dask"
 RESTART_TIMEOUT_S = 120.0  # after an abort, how long the nannies may take to start the workers again
+SCATTER_ATTEMPTS = 3  # a broadcast that met a worker leaving is shipped again, at most this many times in all
 
 
 class FailureReportingDaskBackend(DaskDistributedBackend):
@@ -76,13 +77,24 @@ class DaskSession:
             # Dask's Active Memory Manager drops "superfluous" replicas every 2 s, broadcast ones included: a
             # worker would then fetch the data again from a peer in every batch. Keep one copy per worker.
             self.client.amm.stop()
-            shipped = self._shipped = (data, self.client.scatter(data, broadcast=True, hash=False), aborts)
+            shipped = self._shipped = (data, self._scatter_to_every_worker(data), aborts)
         if self.n_jobs == 1:
             # joblib runs a batch whose backend has one slot in the calling process: submit to the worker directly.
             futures = self.client.map(run_fit, tasks, data=shipped[1], pure=False)
             results: list[FitResult] = self.client.gather(futures)
             return results
         return run_on_backend(BACKEND, self.n_jobs, tasks, shipped[1])
+
+    def _scatter_to_every_worker(self, data: Data) -> Future:
+        """``data`` on every worker. Dask's broadcast lists the workers, then replicates to them: a worker that leaves
+        in between (after an abort, on a busy machine) fails it with a KeyError naming that worker; the data is then
+        shipped again once the planned workers are registered."""
+        for _ in range(SCATTER_ATTEMPTS - 1):
+            try:
+                return self.client.scatter(data, broadcast=True, hash=False)
+            except KeyError:
+                self.client.wait_for_workers(self.granted.executors, timeout=RESTART_TIMEOUT_S)
+        return self.client.scatter(data, broadcast=True, hash=False)
 
     def _data_parallel(self, task: FitTask, data: Data) -> FitResult:
         """One model across the workers; each shard is shipped to its worker once per launch."""
