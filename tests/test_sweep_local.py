@@ -170,7 +170,9 @@ def test_a_batch_past_its_time_limit_is_a_timeout_row_and_the_launch_restarts(tm
     assert_no_launch_processes()
 
 
-def test_a_dask_launch_measures_again_after_a_batch_aborted_at_its_time_limit(tmp_path: Path) -> None:
+def test_a_dask_launch_measures_again_after_a_batch_aborted_at_its_time_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The abort path, made deterministic: a time limit of 0 s aborts the batch wherever it is.
 
     Before, the next batch met a cluster with its workers restarting and the shipped data lost: with
@@ -204,10 +206,10 @@ def test_a_dask_launch_measures_again_after_a_batch_aborted_at_its_time_limit(tm
                 raise KeyError("tcp://127.0.0.1:1")
             return real_scatter(*args, **kwargs)
 
-        session.client.scatter = losing_a_worker_once  # type: ignore[method-assign]
-        session.forget_shipped()
-        assert len(measure.with_timeout(session, tasks, data, 600)) == len(tasks) and len(scatters) == 2
-        session.client.scatter = real_scatter  # type: ignore[method-assign]
+        with monkeypatch.context() as patched:
+            patched.setattr(session.client, "scatter", losing_a_worker_once)
+            session.forget_shipped()  # the next batch ships the data again
+            assert len(measure.with_timeout(session, tasks, data, 600)) == len(tasks) and len(scatters) == 2
         # one core left (a worker retired): the batch still runs on the cluster, not in this process
         session.client.retire_workers([sorted(session.worker_addresses())[0]])
         assert sum(session.client.ncores().values()) == 1
