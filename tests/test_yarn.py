@@ -88,6 +88,16 @@ def test_an_unknown_queue_fails_at_once(on_yarn: YarnCluster, tmp_path: Path) ->
     assert_no_containers()
 
 
+def executors_that_cannot_start(tmp_path: Path, application_master: str) -> LaunchContext:
+    """A launch whose every executor JVM exits at once (a Java agent that is not there); ``application_master``:
+    ``spark.yarn.unmanagedAM.enabled`` ("true": run by the driver, "false": in a container of its own)."""
+    refused = {
+        "spark.executor.extraJavaOptions": f"-javaagent:{tmp_path / 'no-such-agent.jar'}",
+        "spark.yarn.unmanagedAM.enabled": application_master,
+    }
+    return launches.context(tmp_path / "run", YarnOptions(), start_timeout_s=600, spark_conf=refused)
+
+
 @pytest.mark.parametrize(
     ("application_master", "why"),
     [
@@ -103,11 +113,7 @@ def test_executors_that_cannot_start_end_the_launch_when_their_application_maste
     its executor failures, and the launch fails then with its reason, not at its start limit with a guess; the
     sweeper's default runs the ApplicationMaster in the driver, a grid may put it in a container. (An unknown
     ``-XX:`` option would not do: Spark's JVMs ignore those.)"""
-    refused = {
-        "spark.executor.extraJavaOptions": f"-javaagent:{tmp_path / 'no-such-agent.jar'}",
-        "spark.yarn.unmanagedAM.enabled": application_master,
-    }
-    launch_context = launches.context(tmp_path / "run", YarnOptions(), start_timeout_s=600, spark_conf=refused)
+    launch_context = executors_that_cannot_start(tmp_path, application_master)
     with (
         pytest.raises(LaunchError, match=rf"ended with 0 of 2 executors registered \({why}") as ended,
         starter("spark", "yarn")(launches.launch("spark", "yarn"), launch_context),
@@ -136,11 +142,7 @@ def test_an_application_yarn_ends_while_its_session_is_made_fails_the_launch_wit
         return spark
 
     monkeypatch.setattr(spark_yarn, "new_session", used_after_the_end)
-    refused = {
-        "spark.executor.extraJavaOptions": f"-javaagent:{tmp_path / 'no-such-agent.jar'}",
-        "spark.yarn.unmanagedAM.enabled": "false",
-    }
-    launch_context = launches.context(tmp_path / "run", YarnOptions(), start_timeout_s=600, spark_conf=refused)
+    launch_context = executors_that_cannot_start(tmp_path, application_master="false")
     with (
         pytest.raises(LaunchError, match=r"application \S+ ended with 0 of 2 executors registered \(FAILED: "),
         starter("spark", "yarn")(launches.launch("spark", "yarn"), launch_context),
