@@ -7,12 +7,9 @@ named as such below; everything else is the real thing.
 
 from __future__ import annotations
 
-import contextlib
 import http.server
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -33,8 +30,7 @@ from tests.conftest import REPO, minimal_grid, run_cli
 from tests.support.hadoop_sites import site
 from tests.support.sshd import Sshd
 from tests.support.yarn_cluster import YarnCluster, assert_no_containers, rest, wait_until_idle
-from tests.test_yarn import yarn_grid as sweep_grid
-from tests.test_yarn_client import ha_conf_dir, wait_for_state
+from tests.test_yarn_client import ha_conf_dir, sleeping_application, wait_for_state
 
 
 def checks(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -233,33 +229,28 @@ def test_yarn_check_passes_on_the_mini_cluster_and_names_each_planted_fault(
     assert refused.returncode == 2
     assert "401" in failed(checks(refused))[("queue", None)]
 
-    # an orphan of a real sweep: `sweeper run` killed with SIGKILL while its Dask application runs on YARN
+    # an orphan: a launch's application (the sweeper's own containers client, as a Dask launch submits its workers)
+    # whose client was killed with SIGKILL, as by a kill of `sweeper run`. Its containers sleep for 10 minutes: a real
+    # Dask launch's workers end 60 s after their scheduler (`--death-timeout`), which a busy machine's two checks
+    # outlasted
     client = YarnClient(read_hadoop_conf(yarn.conf_dir, {}))
-    grid = sweep_grid(tmp_path, yarn, "orphaned", epochs=[5000], exact_epochs=True)
-    spec = yaml.safe_load(grid.read_text())
-    grid.write_text(yaml.safe_dump({**spec, "engines": ["dask"]}, sort_keys=False))
-    run = [sys.executable, "-m", "sweeper", "run", str(grid), "--skip-check"]
-    sweep = subprocess.Popen(
-        run, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
-    orphan = None
+    name = f"sweeper-dask-0-{uuid.uuid4().hex[:8]}"
+    submitter = sleeping_application(read_hadoop_conf(yarn.conf_dir, {}), name, tmp_path)
     try:
-        deadline = time.monotonic() + 180
-        while orphan is None:
-            assert sweep.poll() is None and time.monotonic() < deadline, "the sweep's application never ran"
-            orphan = next((app for app in client.applications("sweeper", ("RUNNING",))), None)
-        os.kill(sweep.pid, signal.SIGKILL)
-        sweep.wait(30)
+        assert wait_for_state(client, name, ("RUNNING",)) == ["RUNNING"]
+        submitter.kill()
+        submitter.wait(30)
+        (orphan,) = client.applications(name)
+        grid = yarn_grid(yarn.conf_dir, tmp_path)
         found = run_cli("check", str(grid), "--json")
-        assert found.returncode == 2 and orphan.name in failed(checks(found))[("orphans", None)]
+        assert found.returncode == 2 and orphan.app_id in failed(checks(found))[("orphans", None)]
+        assert [app.state for app in client.applications(name)] == ["RUNNING"]  # named, not killed
         killed = run_cli("check", str(grid), "--json", "--kill-orphans")
         assert orphan.app_id in {c["check"]: c["detail"] for c in checks(killed)["checks"]}["orphans"]
-        assert wait_for_state(client, orphan.name, ("KILLED",)) == ["KILLED"]
+        assert wait_for_state(client, name, ("KILLED",)) == ["KILLED"]
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(sweep.pid, signal.SIGKILL)  # whatever of the killed run outlived it
-        if orphan is not None:
-            client.kill_tagged(orphan.name)
+        submitter.kill()
+        client.kill_tagged(name)
     deadline = time.monotonic() + 60
     while client.applications("sweeper") and time.monotonic() < deadline:
         time.sleep(1)
