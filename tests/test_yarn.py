@@ -138,7 +138,7 @@ def test_an_application_yarn_ends_while_its_session_is_made_fails_the_launch_wit
         while not spark.sparkContext._jsc.sc().isStopped():
             assert time.monotonic() < deadline, "YARN did not end the application"
             time.sleep(0.5)
-        spark.range(1).count()  # pyspark: "Cannot call methods on a stopped SparkContext"
+        spark.sparkContext.parallelize([1]).count()  # pyspark: "Cannot call methods on a stopped SparkContext"
         return spark
 
     monkeypatch.setattr(spark_yarn, "new_session", used_after_the_end)

@@ -52,7 +52,7 @@ class SparkBackend(ManagerBackend):
         """Start what the application runs on, before the driver (ssh: the master and workers)."""
 
     def connect(self) -> Any:
-        """The application's SparkSession."""
+        """The application (its SparkContext, without Spark SQL's session)."""
         return new_session(self.driver_conf(), self.context)
 
     def driver_conf(self) -> dict[str, str]:

@@ -10,14 +10,18 @@ message (chained to the remote traceback).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import joblibspark.backend as joblibspark_backend
 from joblib._utils import _retrieve_traceback_capturing_wrapped_call
 from joblib.parallel import register_parallel_backend
 from joblibspark import register_spark
 from joblibspark.backend import SparkDistributedBackend
 from pyspark import cloudpickle
+
+from sweeper.launch.spark.session import ContextSession
 
 REMOTE_ERROR_TAG = "__sweeper_remote_error__"
 
@@ -37,7 +41,7 @@ class ExceptionKeepingSparkBackend(SparkDistributedBackend):
     """joblibspark's backend, with the original exception of a failed batch kept."""
 
     def __init__(self, **backend_args: Any) -> None:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _given_the_active_context():
             # joblibspark 0.6 warns about stage-level scheduling on every start, even where it is supported
             warnings.filterwarnings("ignore", message="Spark .*stage-level scheduling")
             super().__init__(**backend_args)
@@ -76,6 +80,20 @@ class ExceptionKeepingSparkBackend(SparkDistributedBackend):
                 error = RuntimeError(f"{name}: {message}")
             raise error from RemoteTraceback(text)
         return result
+
+
+@contextmanager
+def _given_the_active_context() -> Iterator[None]:
+    """joblibspark's backend asks for a SparkSession, and makes Spark SQL's when there is none, but uses only its
+    ``sparkContext`` and ``conf.get``: while it starts, it is given the launch's context instead."""
+    from pyspark import SparkContext
+
+    made = joblibspark_backend.get_spark_session
+    joblibspark_backend.get_spark_session = lambda: ContextSession(SparkContext._active_spark_context)
+    try:
+        yield
+    finally:
+        joblibspark_backend.get_spark_session = made
 
 
 def register() -> None:

@@ -279,7 +279,8 @@ class MllibSession:
 
     @property
     def spark(self) -> Any:
-        return self.spark_session.spark
+        """Spark SQL's session on the launch's context: MLlib trains on DataFrames."""
+        return self.spark_session.spark.sql()
 
     def run_batch(self, tasks: list[FitTask], data: Data) -> list[FitResult]:
         """Train one MLlib model per task, sequentially; the data is cached on the executors once."""

@@ -193,16 +193,56 @@ def _executor_summaries(spark: Any) -> list[tuple[int, int]]:
     return [(int(executor.totalCores()), int(executor.maxMemory())) for executor in active_executors(spark)]
 
 
-def new_session(conf: dict[str, str], context: LaunchContext) -> Any:
-    """A SparkSession with this configuration plus the grid's ``spark_conf``, its logs quiet."""
-    from pyspark.sql import SparkSession
+class ContextConf:
+    """``SparkSession.conf.get`` answered from the SparkContext's configuration (what joblibspark reads of it)."""
 
-    builder = SparkSession.builder
-    for key, value in with_spark_conf(conf, context.spark_conf).items():
-        builder = builder.config(key, value)
-    spark = get_or_create(builder)
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    def __init__(self, context: Any) -> None:
+        self._context = context
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        value: str | None = self._context.getConf().get(key, default)
+        return value
+
+
+class ContextSession:
+    """What a launch uses of a SparkSession: its ``sparkContext`` and ``conf``, without Spark SQL's session.
+
+    Making the SQL session took 3.5-3.7 CPU-s of the driver JVM and ~3 s of every start (a local 2-executor context,
+    its executors up and idle); only spark-mllib, which trains on DataFrames, makes one (:meth:`sql`).
+    """
+
+    def __init__(self, context: Any) -> None:
+        self.sparkContext = context
+        self.conf = ContextConf(context)
+
+    def sql(self) -> Any:
+        """Spark SQL's session on this context (made on the first call)."""
+        from pyspark.sql import SparkSession
+
+        return SparkSession.builder.getOrCreate()
+
+
+def new_session(conf: dict[str, str], context: LaunchContext) -> ContextSession:
+    """The application with this configuration plus the grid's ``spark_conf``, its logs quiet."""
+    from pyspark import SparkConf
+
+    return context_session(SparkConf().setAll(list(with_spark_conf(conf, context.spark_conf).items())))
+
+
+def context_session(conf: Any) -> ContextSession:
+    """``SparkContext.getOrCreate(conf)``, its logs quiet; a failure becomes a :class:`LaunchError` with Java's message.
+
+    A ``Py4JJavaError`` asks the driver JVM for its message when printed, and the JVM is gone
+    once the launch is torn down, so the message is taken now.
+    """
+    from pyspark import SparkContext
+
+    try:
+        context = SparkContext.getOrCreate(conf)
+    except Exception as error:
+        raise LaunchError(f"spark: {_java_message(error)}") from None
+    context.setLogLevel("ERROR")
+    return ContextSession(context)
 
 
 def start_driver_jvm(conf: dict[str, str], context: LaunchContext) -> None:
@@ -216,18 +256,6 @@ def start_driver_jvm(conf: dict[str, str], context: LaunchContext) -> None:
     spark_conf = SparkConf(loadDefaults=False).setAll(list(with_spark_conf(conf, context.spark_conf).items()))
     try:
         SparkContext._ensure_initialized(conf=spark_conf)
-    except Exception as error:
-        raise LaunchError(f"spark: {_java_message(error)}") from None
-
-
-def get_or_create(builder: Any) -> Any:
-    """``builder.getOrCreate()``; a failure becomes a :class:`LaunchError` with Java's message.
-
-    A ``Py4JJavaError`` asks the driver JVM for its message when printed, and the JVM is gone
-    once the launch is torn down, so the message is taken now.
-    """
-    try:
-        return builder.getOrCreate()
     except Exception as error:
         raise LaunchError(f"spark: {_java_message(error)}") from None
 

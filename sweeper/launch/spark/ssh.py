@@ -32,8 +32,9 @@ from sweeper.launch.spark.base import SparkBackend
 from sweeper.launch.spark.conf import application_conf, with_spark_conf
 from sweeper.launch.spark.session import (
     EXECUTOR_CLASS,
+    ContextSession,
     SparkAppSession,
-    get_or_create,
+    context_session,
     granted_executors,
     heap_mib,
 )
@@ -205,20 +206,15 @@ class SshSparkSession(SparkAppSession):
                 run_remote(host, f"pkill -KILL -f -- {pattern}; exit 0", self.cluster.options)
 
 
-def _connect_driver(conf: dict[str, str], secret: str | None) -> Any:
-    """Start the driver JVM, then configure the session through py4j so the secret is on no command line."""
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
+def _connect_driver(conf: dict[str, str], secret: str | None) -> ContextSession:
+    """Start the driver JVM, then configure the application through py4j so the secret is on no command line."""
+    from pyspark import SparkConf, SparkContext
 
     SparkContext._ensure_initialized()  # the gateway JVM, launched with nothing secret
-    builder = SparkSession.builder
-    for key, value in conf.items():
-        builder = builder.config(key, value)
+    spark_conf = SparkConf().setAll(list(conf.items()))  # in that JVM
     if secret is not None:
-        builder = builder.config("spark.authenticate.secret", secret)
-    spark = get_or_create(builder)
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+        spark_conf.set("spark.authenticate.secret", secret)
+    return context_session(spark_conf)
 
 
 def stop_daemons(daemons: Daemons, grace_s: float = 15.0) -> list[str]:
