@@ -233,9 +233,10 @@ def test_yarn_check_passes_on_the_mini_cluster_and_names_each_planted_fault(
     # whose client was killed with SIGKILL, as by a kill of `sweeper run`. Its containers sleep for 10 minutes: a real
     # Dask launch's workers end 60 s after their scheduler (`--death-timeout`), which a busy machine's two checks
     # outlasted
-    client = YarnClient(read_hadoop_conf(yarn.conf_dir, {}))
+    conf = read_hadoop_conf(yarn.conf_dir, {})
+    client = YarnClient(conf)
     name = f"sweeper-dask-0-{uuid.uuid4().hex[:8]}"
-    submitter = sleeping_application(read_hadoop_conf(yarn.conf_dir, {}), name, tmp_path)
+    submitter = sleeping_application(conf, name, tmp_path)
     try:
         assert wait_for_state(client, name, ("RUNNING",)) == ["RUNNING"]
         submitter.kill()

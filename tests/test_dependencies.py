@@ -146,12 +146,15 @@ def test_pyspark_pandas_api_imports_with_the_installed_pandas() -> None:
 
 def test_joblibspark_still_has_the_internals_the_sweeper_overrides() -> None:
     """Why ``joblibspark<0.7``: the exception-keeping backend wraps 0.6's own ``apply_async`` (joblib's
-    ``retrieve_result`` unwraps it; the engine contract test shows a raising fit's exception kept on Spark)."""
+    ``retrieve_result`` unwraps it; the engine contract test shows a raising fit's exception kept on Spark), and
+    replaces 0.6's ``get_spark_session`` while 0.6's ``__init__`` runs (the contract test: no SQL session made)."""
     from joblibspark.backend import SparkDistributedBackend
 
     from sweeper.launch.spark.joblib_backend import ExceptionKeepingSparkBackend
 
     assert "apply_async" in vars(SparkDistributedBackend), "joblibspark no longer defines apply_async"
+    # the backend is given the launch's context through this module global while it starts
+    assert "get_spark_session" in SparkDistributedBackend.__init__.__code__.co_names
     assert callable(getattr(SparkDistributedBackend, "retrieve_result", None))
     for method in ("apply_async", "retrieve_result", "submit"):
         assert method in vars(ExceptionKeepingSparkBackend)

@@ -346,6 +346,18 @@ def assert_workers_import_installed_pyspark(engine: str, session: Any) -> None:
     assert found and not any(".zip" in path for path in found), found
 
 
+def assert_no_sql_session(engine: str, session: Any) -> None:
+    """A launch of the ``spark`` engine makes no Spark SQL session (joblibspark would, for its context only: ~3 s of a
+    start); spark-mllib makes one for its DataFrames."""
+    if not isinstance(session, SparkAppSession):
+        return
+    from pyspark.sql import SparkSession
+
+    jvm_sessions = SparkSession._get_j_spark_session_class(session.spark.sparkContext._jvm)
+    made = (SparkSession._instantiatedSession is not None, bool(jvm_sessions.getDefaultSession().isDefined()))
+    assert made == ((True, True) if engine == MLLIB else (False, False)), made
+
+
 def assert_driver_classes(session: SparkAppSession, classes: ClassArchive | None, archived: bool) -> None:
     """The driver maps Spark's class archive when there was one at the launch's start, else it writes one at exit."""
     driver = driver_process(session.spark)
@@ -391,6 +403,7 @@ def test_a_launch_is_granted_its_plan_runs_fits_on_the_cluster_keeps_a_fits_erro
         on.while_running(engine, session, {r.pid for r in results}, again)
         assert_a_task_a_slot(engine, session, digits)
         assert_workers_import_installed_pyspark(engine, session)
+        assert_no_sql_session(engine, session)
         with pytest.raises(error_type) as raised:
             session.run_batch([tasks[1], failing], digits)
         assert raised.type is error_type and re.fullmatch(message, str(raised.value)), repr(raised.value)
