@@ -29,7 +29,7 @@ from sweeper.run import launches, runner
 from sweeper.run.view import measurement_line, summary_table
 from sweeper.store.parquet import COLUMNS, SCHEMA_VERSION
 from sweeper.store.row import Row
-from tests.conftest import minimal_grid
+from tests.conftest import REPO, minimal_grid
 from tests.fixtures.make_fixture_store import STORE, fixture_rows
 from tests.support.budget_stores import write_store
 from tests.support.stored_rows import write_test_rows
@@ -389,3 +389,20 @@ def test_building_the_parser_imports_no_analysis_and_no_engine() -> None:
     loaded = set(started.stdout.split())
     heavy = {"scipy", "pandas", "sklearn", "pyarrow", "pyspark", "dask", "distributed", "ray", "matplotlib"}
     assert not loaded & heavy, loaded & heavy
+
+
+def test_the_commands_that_print_text_import_no_matplotlib(tmp_path: Path) -> None:
+    """recommend and replay print text (as a run's closing answer does, with the same dry-run banner): the report's
+    package, which draws figures with matplotlib, stays unimported (~0.6 s of every such command)."""
+    from tests.support.synthetic_stores import ArmSpec, synthetic_rows
+
+    arms = [ArmSpec(engine, 1, 2, 2.0, median_s=median_s) for engine, median_s in (("spark", 12.0), ("dask", 9.0))]
+    write_test_rows(tmp_path / "store", "synthetic", synthetic_rows(arms, epochs=(5, 10), seed=3), "part-0")
+    code = (
+        "import sys; from sweeper.cli import main\n"
+        f"assert main(['recommend', {str(tmp_path / 'store')!r}]) == 0\n"
+        f"assert main(['replay', {str(tmp_path / 'store')!r}, '--strategy', 'race']) == 0\n"
+        "drawing = [m for m in sys.modules if m.startswith(('matplotlib', 'sweeper.results.report'))]\n"
+        "assert not drawing, drawing\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, timeout=120, capture_output=True)

@@ -26,10 +26,10 @@ def add_parser(commands: Any) -> None:
 
 def main(args: argparse.Namespace, console: Console) -> int:
     """``sweeper recommend STORE [--sweep NAME] [--objective time|cost] [--accuracy-margin M] [--json]``."""
+    from sweeper.results.dry_run import dry_run_banner
     from sweeper.results.predict.worth import worth_measuring
     from sweeper.results.recommend import recommend
     from sweeper.results.recommend_view import lines, to_json
-    from sweeper.results.report.sections.measured import dry_run_banner
     from sweeper.store.parquet import load_sweep
     from sweeper.text import json_text, say
 

@@ -162,7 +162,7 @@ def main(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         print(json_text({key: result[key] for key in KEYS}))
     else:
-        from sweeper.results.report.sections.measured import dry_run_banner  # the report's modules: text only
+        from sweeper.results.dry_run import dry_run_banner
 
         banner = dry_run_banner(df)
         from sweeper.results.predict.forecast import work_axis_name

@@ -169,9 +169,9 @@ def _print_closing(
 ) -> None:
     """What ends a run: the cluster time it took, then the answer of ``sweeper recommend`` on the sweep's rows;
     ``left``: a stopped run's measurements not taken (the answer is partial, and says what it lacks)."""
+    from sweeper.results.dry_run import dry_run_banner
     from sweeper.results.recommend import recommend
     from sweeper.results.recommend_view import answer_lines, memory_sentence
-    from sweeper.results.report.sections.measured import dry_run_banner
     from sweeper.results.right_sizing import HEADROOM_TEXT
     from sweeper.search.accounting import cluster_seconds, full_grid_estimate
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from sweeper.results import statistics
+from sweeper.results.dry_run import dry_run_banner
 from sweeper.results.predict.forecast import work_axis_name
 from sweeper.results.report.blocks import Block, Bullets, Heading, Paragraph, Picture, Rows
 from sweeper.results.report.formatting import distinct
@@ -36,7 +37,7 @@ def build_report(df: pd.DataFrame, machine: str = "", cost_per_node_hour: float 
     """All blocks of the report of one sweep's rows (``machine`` describes where it was made)."""
     sweep = ", ".join(distinct(df, "sweep"))
     blocks: list[Block] = [Heading(f"sweeper report: {sweep}", level=1)]
-    banner = measured.dry_run_banner(df)
+    banner = dry_run_banner(df)
     if banner:
         blocks.append(Paragraph(banner))
     blocks += answer_blocks(df, cost_per_node_hour)

@@ -11,9 +11,9 @@ from rich.table import Table
 
 from sweeper.config.work import EPOCHS
 from sweeper.results import statistics
+from sweeper.results.dry_run import dry_run_banner
 from sweeper.results.repeat import Repetition
 from sweeper.results.report.sections.engines import DEFAULT_PAIR, Pair, engine_pairs, engine_rows, pair_title
-from sweeper.results.report.sections.measured import dry_run_banner
 from sweeper.text import plain
 
 VERDICT_STYLE = {"dask faster": "cyan", "spark faster": "yellow", statistics.TOO_FEW_TRIALS: "dim"}

@@ -1,4 +1,4 @@
-"""The dry-run banner and "What was measured": sweep, dates, hosts, cluster, versions, trials, baseline, statuses."""
+"""The report's "What was measured": sweep, dates, hosts, cluster, versions, trials, baseline, statuses."""
 
 from __future__ import annotations
 
@@ -12,19 +12,6 @@ from sweeper.results.report.blocks import Block, Bullets, Heading
 from sweeper.results.report.formatting import distinct
 
 NAMED_SHAPES = 24  # configurations "What was measured" names one by one
-
-
-def dry_run_banner(df: pd.DataFrame) -> str | None:
-    """The warning a dry run's tables carry: the real sweep's structure, times that mean nothing."""
-    dry = df["dry_run"].fillna(False).astype(bool) if "dry_run" in df else pd.Series(dtype=bool)
-    if not dry.any():
-        return None
-    share = "" if dry.all() else f" ({int(dry.sum())} of {len(dry)} rows)"
-    return (
-        f"DRY RUN{share}: measured on launches shrunk to the machine that ran them, with capped epochs and "
-        "training rows. Configurations, epochs and engines are the grid's, as the real sweep will have them; "
-        "times, speedups and verdicts are not meaningful."
-    )
 
 
 def measured_blocks(df: pd.DataFrame, machine: str) -> list[Block]:
