@@ -33,6 +33,7 @@ from tests.conftest import REPO, minimal_grid
 from tests.fixtures.make_fixture_store import STORE, fixture_rows
 from tests.support.budget_stores import write_store
 from tests.support.stored_rows import write_test_rows
+from tests.support.synthetic_stores import ArmSpec, synthetic_rows
 from tests.support.whatif_stores import DASK, SPARK, law_rows
 
 MARKUP = "[bold]n[red]:smile:"  # a tag, a style, an emoji code: all must show as written
@@ -394,8 +395,6 @@ def test_building_the_parser_imports_no_analysis_and_no_engine() -> None:
 def test_the_commands_that_print_text_import_no_matplotlib(tmp_path: Path) -> None:
     """recommend and replay print text (as a run's closing answer does, with the same dry-run banner): the report's
     package, which draws figures with matplotlib, stays unimported (~0.6 s of every such command)."""
-    from tests.support.synthetic_stores import ArmSpec, synthetic_rows
-
     arms = [ArmSpec(engine, 1, 2, 2.0, median_s=median_s) for engine, median_s in (("spark", 12.0), ("dask", 9.0))]
     write_test_rows(tmp_path / "store", "synthetic", synthetic_rows(arms, epochs=(5, 10), seed=3), "part-0")
     code = (

@@ -193,17 +193,6 @@ def _executor_summaries(spark: Any) -> list[tuple[int, int]]:
     return [(int(executor.totalCores()), int(executor.maxMemory())) for executor in active_executors(spark)]
 
 
-class ContextConf:
-    """``SparkSession.conf.get`` answered from the SparkContext's configuration (what joblibspark reads of it)."""
-
-    def __init__(self, context: Any) -> None:
-        self._context = context
-
-    def get(self, key: str, default: str | None = None) -> str | None:
-        value: str | None = self._context.getConf().get(key, default)
-        return value
-
-
 class ContextSession:
     """What a launch uses of a SparkSession: its ``sparkContext`` and ``conf``, without Spark SQL's session.
 
@@ -213,13 +202,16 @@ class ContextSession:
 
     def __init__(self, context: Any) -> None:
         self.sparkContext = context
-        self.conf = ContextConf(context)
+        self.conf = context.getConf()  # ``get(key, default)``, as a session's runtime configuration answers
+        self._sql: Any = None
 
     def sql(self) -> Any:
         """Spark SQL's session on this context (made on the first call)."""
-        from pyspark.sql import SparkSession
+        if self._sql is None:
+            from pyspark.sql import SparkSession
 
-        return SparkSession.builder.getOrCreate()
+            self._sql = SparkSession.builder.getOrCreate()
+        return self._sql
 
 
 def new_session(conf: dict[str, str], context: LaunchContext) -> ContextSession:
