@@ -8,13 +8,13 @@ Run as ``python -m tests.bench [--quick]``. One run measures, side by side on th
   started with :func:`sweeper.launch.registry.starter`, data shipped once per launch.
 
 All three run in the same controlled fit environment, are up at the same time, and take turns batch by batch
-(the order rotates each repetition) so a noisy machine does not favour one. It also times planning a
-~10,000-measurement grid, loading a 100,000-row store and the analysis commands (``recommend``, ``predict
---validate``, ``replay`` race and halving, ``report``) on a 1,000-configuration store, and follows the
-driver's memory over 20 consecutive Dask launches (and a few Spark launches), and runs a local sweep whose
-interference marks it holds against the machine's load measured beside it (false marks, ``quiet``). It writes
-``BENCHMARKS.md`` and ``bench.json``; the pure pieces (targets, ratios, the markdown) are unit-tested in
-tests/test_bench.py.
+(loky and Dask swap turns each repetition, Spark goes last) so a noisy machine does not favour one. It also
+times planning a ~10,000-measurement grid, loading a 100,000-row store and the analysis commands
+(``recommend``, ``predict --validate``, ``replay`` race and halving, ``report``) on a 1,000-configuration
+store, and follows the driver's memory over 20 consecutive Dask launches (and a few Spark launches), and
+runs a local sweep whose interference marks it holds against the machine's load measured beside it (false
+marks, ``quiet``). It writes ``BENCHMARKS.md`` and ``bench.json``; the pure pieces (targets, ratios, the
+markdown) are unit-tested in tests/test_bench.py.
 
 The package, a module a job: ``settings`` (sizes and grids), ``stats`` (arithmetic), ``machine`` (machine
 facts, CPU and memory accounting), ``engine_run``, ``loky``, ``shipping`` and ``batches`` (the batch
@@ -44,7 +44,7 @@ from tests.bench.memory import MEMORY_WARMUP_LAUNCHES, memory_over_launches
 from tests.bench.render import render_markdown, write_outputs
 from tests.bench.settings import QUICK, Settings, launch_grid, plan_grid
 from tests.bench.shipping import LOKY_MAX_NBYTES, dask_shipping, data_nbytes, loky_shipping, spark_shipping
-from tests.bench.stats import bytes_per_fit, median, ratio, robust_slope, rotation, slope
+from tests.bench.stats import bytes_per_fit, median, ratio, robust_slope, slope, turns
 from tests.bench.targets import (
     BUSY_LIMIT,
     FULL_LAUNCHES,
@@ -100,12 +100,12 @@ __all__ = [
     "ratio",
     "render_markdown",
     "robust_slope",
-    "rotation",
     "run",
     "slope",
     "spark_shipping",
     "synthetic_rows",
     "time_planning",
     "time_store",
+    "turns",
     "write_outputs",
 ]

@@ -19,10 +19,18 @@ from tests.bench.loky import _shutdown_loky, loky_started
 from tests.bench.machine import FOREIGN, cpu_by_part, cpu_snapshot, machine_busy_s, machine_cores
 from tests.bench.settings import Settings, launch_grid
 from tests.bench.shipping import _dask_key, _spark_broadcast, dask_shipping, loky_shipping, spark_shipping
-from tests.bench.stats import rotation
+from tests.bench.stats import turns
 from tests.bench.text import log
 
 ENGINES = ("loky", "dask", "spark")
+
+
+def slot_busy_s(results: list[FitResult]) -> list[float]:
+    """Each worker process's fits of a batch, summed: a slot's busy time (one process a slot, one fit at a time)."""
+    busy: dict[int, float] = {}
+    for result in results:
+        busy[result.pid] = busy.get(result.pid, 0.0) + result.fit_s
+    return list(busy.values())
 
 
 def _record(run: EngineRun, results: list[FitResult]) -> None:
@@ -98,7 +106,7 @@ def compare_engines(
         marks["spark"] = _spark_broadcast(sessions["spark"])
         for repetition in range(settings.repeats):
             tasks = batch(trial=repetition + 1, epochs=settings.epochs)
-            for name in rotation(ENGINES, repetition):
+            for name in turns(ENGINES, repetition, last="spark"):
                 cpu_before, busy_before = cpu_snapshot(), machine_busy_s()
                 started = time.perf_counter()
                 results = sessions[name].run_batch(tasks, data)
@@ -108,6 +116,7 @@ def compare_engines(
                 runs[name].cpu_s.append(parts)
                 runs[name].batches_s.append(wall)
                 runs[name].fit_s.append([r.fit_s for r in results])
+                runs[name].slot_s.append(slot_busy_s(results))
                 runs[name].measuring_s.append(driver_measuring_s(name, sessions[name], results, wall, slots))
                 runs[name].interference_s.append(driver_interference_s(results))
                 _record(runs[name], results)

@@ -21,6 +21,7 @@ class EngineRun:
     warmup_s: float = 0.0
     batches_s: list[float] = field(default_factory=list)
     fit_s: list[list[float]] = field(default_factory=list)
+    slot_s: list[list[float]] = field(default_factory=list)  # per batch: each worker process's fits, summed
     pids: set[int] = field(default_factory=set)
     fits_run: int = 0
     shipping: dict[str, Any] = field(default_factory=dict)
@@ -33,6 +34,7 @@ class EngineRun:
         """The JSON object of this engine."""
         outside = [wall - sum(fits) / slots for wall, fits in zip(self.batches_s, self.fit_s, strict=True)]
         all_fits = [s for fits in self.fit_s for s in fits]
+        slower = [max(busy) - sum(busy) / slots if len(busy) == slots else None for busy in self.slot_s]
         return {
             "launch": self.launch,
             "start_s": self.start_s,
@@ -44,6 +46,8 @@ class EngineRun:
             "fit_max_s": max(all_fits) if all_fits else None,
             "outside_s": outside,
             "outside_median_s": median(outside),
+            "slower_slot_s": slower,
+            "slower_slot_median_s": median([s for s in slower if s is not None]),
             "worker_processes": len(self.pids),
             "fits_run": self.fits_run,
             "shipping": self.shipping,

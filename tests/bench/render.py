@@ -41,11 +41,13 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         f"training rows, {batch.get('n_test')} test rows scored per fit; {_size(batch.get('data_nbytes'))} of arrays). "
         f"Every engine has 2 worker processes x 1 core and the same fit environment. Each engine runs one "
         f"warm-up batch (1-epoch fits), then {batch.get('repeats')} timed batches; engines take turns batch by "
-        "batch, in an order that rotates each repetition, all clusters up at the same time.",
+        "batch (loky and Dask swap turns each repetition; Spark goes last: it stops Python workers idle for 60 s), "
+        "all clusters up at the same time.",
         "",
         "| engine | launch | start s | warm-up s | warm batch s (median) | batches s | vs loky | "
-        "mean fit s (inside the fit) | outside fits s/batch | worker processes | data shipped per fit |",
-        "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+        "mean fit s (inside the fit) | outside fits s/batch | of which the slower slot | worker processes | "
+        "data shipped per fit |",
+        "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     engines = report.get("engines", {})
     loky_median = engines.get("loky", {}).get("batch_median_s")
@@ -55,7 +57,8 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             f"| {name} | {engine.get('launch', '')} | {_fmt(engine.get('start_s'))} | {_fmt(engine.get('warmup_s'))} "
             f"| {_fmt(engine.get('batch_median_s'))} | {', '.join(_fmt(s) for s in engine.get('batches_s', []))} "
             f"| {_fmt(ratio(engine.get('batch_median_s'), loky_median))} | {_fmt(engine.get('fit_mean_s'))} "
-            f"| {_fmt(engine.get('outside_median_s'))} | {_fmt(engine.get('worker_processes'))} "
+            f"| {_fmt(engine.get('outside_median_s'))} | {_fmt(engine.get('slower_slot_median_s'))} "
+            f"| {_fmt(engine.get('worker_processes'))} "
             f"| {_size(shipping.get('bytes_per_fit'))} |"
         )
     lines += [
@@ -103,7 +106,9 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         "",
         "*start*: the launch until its workers are registered (loky: spawning its 2 workers). *outside fits*: "
         "batch wall time minus the fits' own time spread over the 2 slots (dispatch, shipping, scheduling, "
-        "waiting on the slowest fit)."
+        "scoring the test rows, waiting on the slowest fit). *of which the slower slot*: the busiest worker "
+        "process's fits minus the fits' mean per slot, the time one slot waits for the other (the machine's noise "
+        "in the fits' times, not the engine's work)."
         + (f" Spark's start: {engines['spark']['start_note']}." if engines.get("spark", {}).get("start_note") else ""),
         "",
         "How the data shipped per fit is counted (data nbytes x processes that received it / fits):",

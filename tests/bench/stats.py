@@ -52,14 +52,20 @@ def robust_slope(values: Sequence[float]) -> float | None:
     return statistics.median(pairs) if pairs else None
 
 
-def rotation(engines: Sequence[str], repetition: int) -> tuple[str, ...]:
-    """The engine order of one repetition: rotated by one each time so no engine always goes first.
+def turns(engines: Sequence[str], repetition: int, last: str) -> tuple[str, ...]:
+    """The engine order of one repetition: ``last`` always last, the others rotated by one each time.
 
-    >>> rotation(("loky", "dask", "spark"), 1)
-    ('dask', 'spark', 'loky')
+    PySpark stops a Python worker idle for 60 s (``PythonWorkerFactory``, not configurable). Rotating all three
+    engines leaves one of them four other batches (~80 s) between two of its own every third repetition; Spark's
+    workers were then new in that batch (scikit-learn imported, the broadcast read again: ~2 s outside the fits),
+    which a sweep's back-to-back batches never see. With Spark last, two other batches run between its own.
+
+    >>> turns(("loky", "dask", "spark"), 1, last="spark")
+    ('dask', 'loky', 'spark')
     """
-    shift = repetition % len(engines)
-    return (*engines[shift:], *engines[:shift])
+    others = [engine for engine in engines if engine != last]
+    shift = repetition % len(others)
+    return (*others[shift:], *others[:shift], last)
 
 
 def bytes_per_fit(nbytes: int, receivers: int, fits: int) -> float | None:
