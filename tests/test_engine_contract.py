@@ -26,6 +26,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from sweeper.engines import DESCRIPTORS
 from sweeper.launch.base import Granted, LaunchContext, Session
+from sweeper.launch.dask.session import DaskSession
 from sweeper.launch.hosts.hadoop_conf import read_hadoop_conf
 from sweeper.launch.hosts.node_managers import containers_left
 from sweeper.launch.hosts.yarn_client import YarnClient
@@ -358,6 +359,19 @@ def assert_no_sql_session(engine: str, session: Any) -> None:
     assert made == ((True, True) if engine == MLLIB else (False, False)), made
 
 
+def assert_dask_profiler(manager: str, session: Any) -> None:
+    """The Dask workers a launch starts run without Dask's statistical profiler (sweeper/launch/dask/base.py); a
+    standalone cluster's workers are the user's, with their own configuration (Dask's default: on)."""
+    if not isinstance(session, DaskSession):
+        return
+
+    def profiling(dask_worker: Any) -> bool:
+        return "profile" in dask_worker.periodic_callbacks
+
+    states = set(session.client.run(profiling).values())
+    assert states == {manager == "standalone"}, states
+
+
 def assert_driver_classes(session: SparkAppSession, classes: ClassArchive | None, archived: bool) -> None:
     """The driver maps Spark's class archive when there was one at the launch's start, else it writes one at exit."""
     driver = driver_process(session.spark)
@@ -404,6 +418,7 @@ def test_a_launch_is_granted_its_plan_runs_fits_on_the_cluster_keeps_a_fits_erro
         assert_a_task_a_slot(engine, session, digits)
         assert_workers_import_installed_pyspark(engine, session)
         assert_no_sql_session(engine, session)
+        assert_dask_profiler(manager, session)
         with pytest.raises(error_type) as raised:
             session.run_batch([tasks[1], failing], digits)
         assert raised.type is error_type and re.fullmatch(message, str(raised.value)), repr(raised.value)

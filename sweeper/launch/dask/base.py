@@ -29,6 +29,11 @@ class DaskBackend(ManagerBackend):
             # A fit whose worker dies is not run again on another worker: the measurement fails
             # (KilledWorker) instead of timing a batch that partly ran twice on a shrunken cluster.
             "distributed.scheduler.allowed-failures": 0,
+            # Dask's statistical profiler samples every thread of a worker 100 times a second on its event loop,
+            # taking the GIL from the fit: ~0.65 CPU-s of a 20-s batch per worker (BENCHMARKS.md); the dashboard's
+            # Profile page is all it feeds. The workers this launch starts inherit the setting (local nannies,
+            # SSH's inherited configuration; YARN's worker command sets it); a standalone cluster keeps its own.
+            "distributed.worker.profile.enabled": False,
             # every directory Dask makes here (workers' spill, the scheduler's and client's scratch space) in the
             # launch's scratch, not $TMPDIR/dask-scratch-space: nothing of a run is left outside the store
             "temporary-directory": str(self.scratch),

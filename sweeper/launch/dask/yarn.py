@@ -49,11 +49,14 @@ CLIENT_LOG = "containers.log"  # the YARN client's output, in the launch's scrat
 WORKER_DEATH_TIMEOUT_S = 60  # a worker that lost its scheduler this long exits (its container ends)
 
 
+PROFILER_OFF = "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False"  # as the local and SSH workers (dask/base.py)
+
+
 def worker_command(scheduler: str, launch: Launch, archive: Path | None = None) -> str:
     """One Dask worker of the planned shape, named after its YARN container."""
     python = shlex.quote(container_python(archive))
     return (
-        f"exec {python} -m distributed.cli.dask_worker {scheduler} "
+        f"exec env {PROFILER_OFF} {python} -m distributed.cli.dask_worker {scheduler} "
         f"--nthreads {launch.cores_per_executor} --memory-limit {launch.executor_memory_mib}MiB "
         f"--name $CONTAINER_ID --local-directory $PWD --no-dashboard --death-timeout {WORKER_DEATH_TIMEOUT_S}"
     )
