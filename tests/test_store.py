@@ -61,6 +61,23 @@ def test_rows_round_trip_through_pandas_and_pyarrow_dataset(tmp_path: Path) -> N
     assert ds.dataset(tmp_path, format="parquet").to_table().num_rows == 2
 
 
+def test_text_read_through_dictionaries_is_the_files_text_cut_to_its_bound_and_missing_as_na(tmp_path: Path) -> None:
+    long_error, long_host = "E" * 2500, "h" * 300
+    write_test_rows(tmp_path, "s", [row("a", error=long_error, host="node-1"), row("b", host=long_host)], "part-1")
+    write_test_rows(tmp_path, "s", [row("c", error=long_error, host="node-2"), row("d", error="boom")], "part-2")
+    write_test_rows(tmp_path, "s", [row("e", grid_hash="g" * 300)], "part-3")  # a key: never cut
+    frame = load_results(tmp_path)
+    assert frame["measurement_key"].tolist() == ["a", "b", "c", "d", "e"]
+    assert all(frame[name].dtype == pd.StringDtype() for name in ("error", "host", "engine", "measurement_key"))
+    assert frame["error"].tolist()[:2] == ["E" * 1999 + "\u2026", pd.NA]
+    assert frame["error"].tolist()[2:] == ["E" * 1999 + "\u2026", "boom", pd.NA]
+    assert frame["host"].tolist() == ["node-1", "h" * 199 + "\u2026", "node-2", pd.NA, pd.NA]
+    assert frame["grid_hash"].tolist()[-1] == "g" * 300
+    assert frame["engine"].tolist() == ["dask"] * 5
+    frame.loc[0, "engine"] = "spark"  # one array per column: a row's change is its own
+    assert frame["engine"].tolist() == ["spark"] + ["dask"] * 4
+
+
 def test_dry_run_rows_are_left_out_where_real_rows_are_read_with_them(tmp_path: Path) -> None:
     write_test_rows(tmp_path, "2node", [row("real")], "part-1")
     write_test_rows(tmp_path, "2node-dry-run", [row("dry", dry_run=True)], "part-1")

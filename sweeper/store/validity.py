@@ -14,6 +14,8 @@ an error 2,000), so that no value makes a report, table or plot label grow with 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -81,19 +83,40 @@ MAX_TEXT_CHARS = 200  # any other text: names, versions, notes (they end up in l
 
 def cut_text(table: pa.Table) -> pa.Table:
     """``table`` with each text longer than its column's bound cut to it, ending in an ellipsis (lengths measured by
-    Arrow, no Python walk of the values: most columns repeat a few short names and are left as they are)."""
+    Arrow, no Python walk of the values: most columns repeat a few short names and are left as they are; a
+    dictionary column's distinct values are cut, not its rows)."""
     for index, field in enumerate(table.schema):
-        if field.name in KEYS or not pa.types.is_string(field.type):
+        if field.name in KEYS:
             continue
         limit = LONG_TEXT.get(field.name, MAX_TEXT_CHARS)
-        text = table.column(index)
-        lengths = pc.utf8_length(text)
-        longest = pc.max(lengths).as_py()
-        if longest is None or longest <= limit:
+        column = table.column(index)
+        if pa.types.is_string(field.type):
+            cut = _cut(column, limit)
+        elif pa.types.is_dictionary(field.type) and pa.types.is_string(field.type.value_type):
+            dictionaries = [_cut(chunk.dictionary, limit) for chunk in column.chunks]
+            if all(new is chunk.dictionary for new, chunk in zip(dictionaries, column.chunks, strict=True)):
+                continue
+            chunks = [
+                pa.DictionaryArray.from_arrays(chunk.indices, new)
+                for new, chunk in zip(dictionaries, column.chunks, strict=True)
+            ]
+            cut = pa.chunked_array(chunks, field.type)
+        else:
             continue
-        cut = pc.binary_join_element_wise(pc.utf8_slice_codeunits(text, 0, limit - 1), "\u2026", "")
-        table = table.set_column(index, field, pc.if_else(pc.greater(lengths, limit), cut, text))
+        if cut is not column:
+            table = table.set_column(index, field, cut)
     return table
+
+
+def _cut(text: Any, limit: int) -> Any:
+    """Arrow text (an array or a chunked one) with values over ``limit`` characters cut, the same object where none
+    is."""
+    lengths = pc.utf8_length(text)
+    longest = pc.max(lengths).as_py()
+    if longest is None or longest <= limit:
+        return text
+    cut = pc.binary_join_element_wise(pc.utf8_slice_codeunits(text, 0, limit - 1), "\u2026", "")
+    return pc.if_else(pc.greater(lengths, limit), cut, text)
 
 
 def _outside(values: pd.Series, low: float, high: float, open_below: bool = False) -> pd.Series:
