@@ -350,8 +350,8 @@ def _read_file(path: Path, schema: pa.Schema = SCHEMA) -> pa.Table:
     if not stat.S_ISREG(mode):
         raise UserError(f"{path}: not a regular file; move it out of the store directory")
     try:
-        dictionaries = DICTIONARY_TEXT if schema is DICTIONARY_SCHEMA else None
-        table = pq.read_table(path, read_dictionary=dictionaries)
+        dictionaries = [field.name for field in schema if pa.types.is_dictionary(field.type)]
+        table = pq.read_table(path, read_dictionary=dictionaries or None)
     except FileNotFoundError:
         raise
     except (pa.ArrowException, OSError, ValueError) as error:

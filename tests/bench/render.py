@@ -107,8 +107,8 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         "*start*: the launch until its workers are registered (loky: spawning its 2 workers). *outside fits*: "
         "batch wall time minus the fits' own time spread over the 2 slots (dispatch, shipping, scheduling, "
         "scoring the test rows, waiting on the slowest fit). *of which the slower slot*: the busiest worker "
-        "process's fits minus the fits' mean per slot, the time one slot waits for the other (the machine's noise "
-        "in the fits' times, not the engine's work)."
+        "process's fits minus the fits' mean per slot, the time one slot waits for the other (its fits took longer: "
+        "the machine's noise, or another process on that slot's core)."
         + (f" Spark's start: {engines['spark']['start_note']}." if engines.get("spark", {}).get("start_note") else ""),
         "",
         "How the data shipped per fit is counted (data nbytes x processes that received it / fits):",
