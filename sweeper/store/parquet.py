@@ -96,13 +96,16 @@ def _arrow_type(hint: Any) -> pa.DataType:
 SCHEMA = pa.schema([(name, _arrow_type(hint)) for name, hint in get_type_hints(Row, include_extras=True).items()])
 COLUMNS = tuple(SCHEMA.names)
 ROW_IDENTITY = ("measurement_key", "run_id", "started_at", "status")  # one row, wherever it is stored
-# The text :func:`load_results` reads as Arrow dictionaries: a sweep repeats its names and versions in every row,
-# and Parquet stores such a column as its distinct values and an index per row; read so, a column is not made
-# into a string per row twice (Arrow's, then Python's). The row's identity stays plain (a key per row).
-DICTIONARY_TEXT = tuple(field.name for field in SCHEMA if field.type == pa.string() and field.name not in ROW_IDENTITY)
-TEXT_DICTIONARY = pa.dictionary(pa.int32(), pa.string())
+# The store's columns as :func:`load_results` reads them: text other than the row's identity as Arrow dictionaries.
+# A sweep repeats its names and versions in every row, and Parquet stores such a column as its distinct values and
+# an index per row; read so, a column is not made into a string per row twice (Arrow's, then Python's).
 DICTIONARY_SCHEMA = pa.schema(
-    [pa.field(field.name, TEXT_DICTIONARY) if field.name in DICTIONARY_TEXT else field for field in SCHEMA]
+    [
+        pa.field(field.name, pa.dictionary(pa.int32(), pa.string()))
+        if field.type == pa.string() and field.name not in ROW_IDENTITY
+        else field
+        for field in SCHEMA
+    ]
 )
 
 
@@ -256,7 +259,7 @@ def _files(store: Path, sweep: str | None) -> list[Path]:
 
 def read_table(store: str | Path, sweep: str | None = None, *, schema: pa.Schema = SCHEMA) -> pa.Table:
     """All rows of a store (or only those of one sweep's files) as an Arrow table with the store schema
-    (or :data:`DICTIONARY_SCHEMA`: the same columns, :data:`DICTIONARY_TEXT` as dictionaries).
+    (or :data:`DICTIONARY_SCHEMA`: the same columns, some text as dictionaries).
 
     A file that is not a sweeper store file this version can read is a
     :class:`~sweeper.errors.UserError` naming the file.
@@ -359,7 +362,7 @@ def _read_file(path: Path, schema: pa.Schema = SCHEMA) -> pa.Table:
     return _conform(path, table, schema)
 
 
-def _conform(path: Path, table: pa.Table, schema: pa.Schema = SCHEMA) -> pa.Table:
+def _conform(path: Path, table: pa.Table, schema: pa.Schema) -> pa.Table:
     """A file's table as the store schema: older files gain the later columns; anything else is refused."""
     names = table.column_names
     doubled = sorted({name for name in names if names.count(name) > 1})
