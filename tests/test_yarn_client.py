@@ -24,6 +24,7 @@ import pytest
 
 from sweeper.launch.base import LaunchError
 from sweeper.launch.dask import yarn as dask_yarn
+from sweeper.launch.hosts import yarn_client
 from sweeper.launch.hosts.containers import AM_MEMORY_MIB, ContainerShape, containers_command
 from sweeper.launch.hosts.hadoop_conf import HadoopConf, read_hadoop_conf
 from sweeper.launch.hosts.yarn import driver_address
@@ -105,17 +106,41 @@ def ha_conf_dir(yarn: YarnCluster, directory: Path) -> Path:
     return directory
 
 
-@pytest.mark.parametrize("ha", [False, True], ids=["one-rm", "ha-rm1-down"])
-def test_applications_are_found_by_tag_and_killed(yarn: YarnCluster, tmp_path: Path, ha: bool) -> None:
-    conf = read_hadoop_conf(ha_conf_dir(yarn, tmp_path / "ha") if ha else yarn.conf_dir, {})
-    if ha:
+def unreachable_rest_conf_dir(yarn: YarnCluster, directory: Path) -> Path:
+    """The mini cluster's client configuration with the RM's web address on a closed port (RPC stays the RM's)."""
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{unused.getsockname()[1]}"
+    shutil.copytree(yarn.conf_dir, directory)
+    site_file = directory / "yarn-site.xml"
+    current = read_hadoop_conf(yarn.conf_dir, {}).get("yarn.resourcemanager.webapp.address")
+    assert current and current in site_file.read_text()
+    site_file.write_text(site_file.read_text().replace(current, dead))
+    return directory
+
+
+@pytest.mark.parametrize("conf_dir", ["one-rm", "ha-rm1-down", "rest-unreachable"])
+def test_applications_are_found_by_tag_and_killed(yarn: YarnCluster, tmp_path: Path, conf_dir: str) -> None:
+    """Listed by the REST API, or where it cannot answer by ``yarn application -list``: the same applications."""
+    directories = {
+        "one-rm": lambda: yarn.conf_dir,
+        "ha-rm1-down": lambda: ha_conf_dir(yarn, tmp_path / "ha"),
+        "rest-unreachable": lambda: unreachable_rest_conf_dir(yarn, tmp_path / "no-rest"),
+    }
+    conf = read_hadoop_conf(directories[conf_dir](), {})
+    if conf_dir == "ha-rm1-down":
         assert len(conf.resource_manager_urls()) == 2
     client = YarnClient(conf)
+    by_cli = YarnClient(read_hadoop_conf(unreachable_rest_conf_dir(yarn, tmp_path / "cli"), {}))
     name = f"sweeper-test-{uuid.uuid4().hex[:8]}"
     shell = sleeping_application(read_hadoop_conf(yarn.conf_dir, {}), name, tmp_path)
     try:
         assert wait_for_state(client, name, ("ACCEPTED", "RUNNING"))
         assert client.applications("sweeper-no-such-tag") == []
+        assert wait_for_state(client, name, ("RUNNING",)) == ["RUNNING"]
+        assert client.applications(name) == by_cli.applications(name)  # the REST API's answer is the CLI's
+        listed_by_rest = tuple(map(str, conf.conf_dirs)) not in yarn_client._REST_UNANSWERED
+        assert listed_by_rest == (conf_dir != "rest-unreachable")
         assert len(client.kill_tagged(name)) == 1
         assert wait_for_state(client, name, ("KILLED",)) == ["KILLED"]
         assert client.applications(name) == []
