@@ -120,7 +120,9 @@ def unreachable_rest_conf_dir(yarn: YarnCluster, directory: Path) -> Path:
 
 
 @pytest.mark.parametrize("conf_dir", ["one-rm", "ha-rm1-down", "rest-unreachable"])
-def test_applications_are_found_by_tag_and_killed(yarn: YarnCluster, tmp_path: Path, conf_dir: str) -> None:
+def test_applications_are_found_by_tag_and_killed(
+    yarn: YarnCluster, tmp_path: Path, conf_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Listed by the REST API, or where it cannot answer by ``yarn application -list``: the same applications."""
     directories = {
         "one-rm": lambda: yarn.conf_dir,
@@ -138,9 +140,13 @@ def test_applications_are_found_by_tag_and_killed(yarn: YarnCluster, tmp_path: P
         assert wait_for_state(client, name, ("ACCEPTED", "RUNNING"))
         assert client.applications("sweeper-no-such-tag") == []
         assert wait_for_state(client, name, ("RUNNING",)) == ["RUNNING"]
-        assert client.applications(name) == by_cli.applications(name)  # the REST API's answer is the CLI's
-        listed_by_rest = tuple(map(str, conf.conf_dirs)) not in yarn_client._REST_UNANSWERED
-        assert listed_by_rest == (conf_dir != "rest-unreachable")
+        with monkeypatch.context() as patched:
+            if conf_dir != "rest-unreachable":  # the REST API answers: no CLI's JVM is started
+                patched.setattr(YarnClient, "_run", lambda *args, **kwargs: pytest.fail(f"the CLI ran: {args}"))
+            listed = client.applications(name)
+        assert listed == by_cli.applications(name) and len(listed) == 1  # the REST API's answer is the CLI's
+        fell_back = tuple(map(str, conf.conf_dirs)) in yarn_client._REST_UNANSWERED
+        assert fell_back == (conf_dir == "rest-unreachable")
         assert len(client.kill_tagged(name)) == 1
         assert wait_for_state(client, name, ("KILLED",)) == ["KILLED"]
         assert client.applications(name) == []

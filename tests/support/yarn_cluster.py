@@ -89,7 +89,7 @@ def mini_yarn(
         java(),
         "-Xmx768m",
         # as the namespaced cluster's daemons: without C2 and with one GC thread its start took 8.3 CPU-s instead
-        # of 13.4, and an idle minute 3.3 instead of 4.1 (it lives through every YARN test)
+        # of 13.4, an idle minute 3.3 instead of 4.1 (one run each; it lives through every YARN test)
         "-XX:TieredStopAtLevel=1",
         "-XX:+UseSerialGC",
         "-Djava.net.preferIPv4Stack=true",

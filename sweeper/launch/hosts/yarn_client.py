@@ -77,7 +77,8 @@ class Application:
 
 
 class YarnClient:
-    """``yarn application -list`` and ``-kill``, ``yarn node -list`` against the configuration's ResourceManager."""
+    """The configuration's ResourceManager: applications listed by its REST API (else ``yarn application -list``),
+    killed by ``yarn application -kill``; its NodeManagers by ``yarn node -list``."""
 
     def __init__(self, conf: HadoopConf, lib: Path | None = None, timeout_s: float = 120.0) -> None:
         self.conf = conf
