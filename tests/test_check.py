@@ -29,7 +29,7 @@ from sweeper.preflight.yarn import PROBE_MEMORY_MIB, probe_memory_mib
 from tests.conftest import REPO, minimal_grid, run_cli
 from tests.support.hadoop_sites import site
 from tests.support.sshd import Sshd
-from tests.support.yarn_cluster import YarnCluster, assert_no_containers, rest, wait_until_idle
+from tests.support.yarn_cluster import YarnCluster, assert_no_containers, rest, wait_until_idle, with_webapp
 from tests.test_yarn_client import ha_conf_dir, sleeping_application, wait_for_state
 
 
@@ -176,17 +176,6 @@ def refusing_rest() -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
-
-
-def with_webapp(yarn: YarnCluster, directory: Path, address: str) -> Path:
-    """The mini cluster's configuration with the RM's web address replaced (RPC stays the real RM's)."""
-    shutil.copytree(yarn.conf_dir, directory)
-    site = directory / "yarn-site.xml"
-    text = site.read_text()
-    current = read_hadoop_conf(yarn.conf_dir, {}).get("yarn.resourcemanager.webapp.address")
-    assert current and current in text
-    site.write_text(text.replace(current, address))
-    return directory
 
 
 def test_a_probe_container_is_sized_so_that_every_node_holds_exactly_one() -> None:

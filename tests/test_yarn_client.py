@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import stat
 import subprocess
 import time
@@ -36,7 +35,7 @@ from sweeper.launch.spark.conf import QUICK_START_JAVA_OPTIONS
 from sweeper.planning.plan import Launch
 from tests.support import launches
 from tests.support.hadoop_sites import site
-from tests.support.yarn_cluster import YarnCluster, assert_no_containers, rest
+from tests.support.yarn_cluster import YarnCluster, assert_no_containers, closed_address, rest, with_webapp
 
 pytestmark = [pytest.mark.integration, pytest.mark.yarn]
 
@@ -81,9 +80,7 @@ def ha_conf_dir(yarn: YarnCluster, directory: Path) -> Path:
     """The mini cluster's client configuration as an HA pair whose first ResourceManager (rm1) is down."""
     tree = ElementTree.parse(yarn.conf_dir / "yarn-site.xml")
     properties = {p.findtext("name"): p.findtext("value") for p in tree.getroot().iter("property")}
-    with socket.socket() as unused:
-        unused.bind(("127.0.0.1", 0))
-        dead = f"127.0.0.1:{unused.getsockname()[1]}"
+    dead = closed_address()
     ha = {
         "yarn.resourcemanager.ha.enabled": "true",
         "yarn.resourcemanager.ha.rm-ids": "rm1,rm2",
@@ -106,19 +103,6 @@ def ha_conf_dir(yarn: YarnCluster, directory: Path) -> Path:
     return directory
 
 
-def unreachable_rest_conf_dir(yarn: YarnCluster, directory: Path) -> Path:
-    """The mini cluster's client configuration with the RM's web address on a closed port (RPC stays the RM's)."""
-    with socket.socket() as unused:
-        unused.bind(("127.0.0.1", 0))
-        dead = f"127.0.0.1:{unused.getsockname()[1]}"
-    shutil.copytree(yarn.conf_dir, directory)
-    site_file = directory / "yarn-site.xml"
-    current = read_hadoop_conf(yarn.conf_dir, {}).get("yarn.resourcemanager.webapp.address")
-    assert current and current in site_file.read_text()
-    site_file.write_text(site_file.read_text().replace(current, dead))
-    return directory
-
-
 @pytest.mark.parametrize("conf_dir", ["one-rm", "ha-rm1-down", "rest-unreachable"])
 def test_applications_are_found_by_tag_and_killed(
     yarn: YarnCluster, tmp_path: Path, conf_dir: str, monkeypatch: pytest.MonkeyPatch
@@ -127,13 +111,13 @@ def test_applications_are_found_by_tag_and_killed(
     directories = {
         "one-rm": lambda: yarn.conf_dir,
         "ha-rm1-down": lambda: ha_conf_dir(yarn, tmp_path / "ha"),
-        "rest-unreachable": lambda: unreachable_rest_conf_dir(yarn, tmp_path / "no-rest"),
+        "rest-unreachable": lambda: with_webapp(yarn, tmp_path / "no-rest", closed_address()),
     }
     conf = read_hadoop_conf(directories[conf_dir](), {})
     if conf_dir == "ha-rm1-down":
         assert len(conf.resource_manager_urls()) == 2
     client = YarnClient(conf)
-    by_cli = YarnClient(read_hadoop_conf(unreachable_rest_conf_dir(yarn, tmp_path / "cli"), {}))
+    by_cli = YarnClient(read_hadoop_conf(with_webapp(yarn, tmp_path / "cli", closed_address()), {}))
     name = f"sweeper-test-{uuid.uuid4().hex[:8]}"
     shell = sleeping_application(read_hadoop_conf(yarn.conf_dir, {}), name, tmp_path)
     try:
@@ -145,7 +129,7 @@ def test_applications_are_found_by_tag_and_killed(
                 patched.setattr(YarnClient, "_run", lambda *args, **kwargs: pytest.fail(f"the CLI ran: {args}"))
             listed = client.applications(name)
         assert listed == by_cli.applications(name) and len(listed) == 1  # the REST API's answer is the CLI's
-        fell_back = tuple(map(str, conf.conf_dirs)) in yarn_client._REST_UNANSWERED
+        fell_back = client.conf_key() in yarn_client._REST_UNANSWERED
         assert fell_back == (conf_dir == "rest-unreachable")
         assert len(client.kill_tagged(name)) == 1
         assert wait_for_state(client, name, ("KILLED",)) == ["KILLED"]

@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import threading
 import time
@@ -24,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+
+from sweeper.launch.hosts.hadoop_conf import read_hadoop_conf
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET = REPO / "deploy" / "yarn" / "target"
@@ -237,3 +240,21 @@ def wait_until_idle(get: Callable[[str], Any], timeout_s: float = 120.0) -> None
     while (allocated := int(get("/metrics")["clusterMetrics"]["allocatedMB"])) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert allocated == 0, f"{allocated} MiB still allocated after {timeout_s:.0f} s"
+
+
+def closed_address() -> str:
+    """``127.0.0.1:<port>`` of a port nothing listens on (bound, then released)."""
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{unused.getsockname()[1]}"
+
+
+def with_webapp(yarn: YarnCluster, directory: Path, address: str) -> Path:
+    """The mini cluster's configuration with the RM's web address replaced (RPC stays the real RM's)."""
+    shutil.copytree(yarn.conf_dir, directory)
+    site = directory / "yarn-site.xml"
+    text = site.read_text()
+    current = read_hadoop_conf(yarn.conf_dir, {}).get("yarn.resourcemanager.webapp.address")
+    assert current and current in text
+    site.write_text(text.replace(current, address))
+    return directory

@@ -85,6 +85,10 @@ class YarnClient:
         self.lib = lib or hadoop_lib()
         self.timeout_s = timeout_s
 
+    def conf_key(self) -> tuple[str, ...]:
+        """The client configuration's directories: what this process remembers of a ResourceManager is kept by."""
+        return tuple(str(path) for path in self.conf.conf_dirs)
+
     def _run(self, *arguments: str, main_class: str = APPLICATION_CLI) -> str:
         title = ["application"] if main_class == APPLICATION_CLI else []
         command = [*hadoop_java(self.conf, self.lib, main_class, heap_mib=128), *title, *arguments]
@@ -106,7 +110,7 @@ class YarnClient:
 
     def applications(self, tag: str, states: tuple[str, ...] = LIVE_STATES) -> list[Application]:
         """The applications carrying ``tag`` in one of ``states``: from the REST API, else from the CLI."""
-        key = tuple(str(path) for path in self.conf.conf_dirs)
+        key = self.conf_key()
         if key not in _REST_UNANSWERED:
             try:
                 return self._listed_by_rest(tag, states)
@@ -134,7 +138,7 @@ class YarnClient:
     def node_web_addresses(self) -> list[str]:
         """Each running NodeManager's web address (``host:port`` of its REST API), asked once per sweep
         and configuration (a JVM start each time would add a second or two to every launch's teardown)."""
-        key = tuple(str(path) for path in self.conf.conf_dirs)
+        key = self.conf_key()
         if key not in _NODE_WEB_ADDRESSES:
             output = self._run("-list", main_class=NODE_CLI)
             rows = (NODE_ROW.match(line) for line in output.splitlines())
