@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 import ray
 
@@ -85,9 +86,10 @@ def test_rows_record_the_ray_version_its_descriptor_names_and_a_schema_12_store_
     assert "dask " in versions_line and "ray" not in versions_line  # not 'ray ?': the old store's report unchanged
 
 
-def test_every_node_of_every_manager_takes_free_ports_not_rays_fixed_ones() -> None:
+def test_every_node_of_every_manager_takes_free_ports_not_rays_fixed_ones_and_runs_no_log_monitor() -> None:
     """Two launches on one host (two sweeps, two test runs) never collide: no port Ray would fix by default (GCS
-    6379, workers 10002-19999, the dashboard agent 52365) is on a node's command line, every one is 0 (free)."""
+    6379, workers 10002-19999, the dashboard agent 52365) is on a node's command line, every one is 0 (free). No node
+    tails its logs for a driver that does not read them (the local launch's test sees no log monitor run)."""
     from sweeper.launch.ray.nodes import head_arguments, worker_arguments
     from sweeper.launch.ray.ssh import driver_node_arguments
 
@@ -100,6 +102,7 @@ def test_every_node_of_every_manager_takes_free_ports_not_rays_fixed_ones() -> N
         ports = dict(a.removeprefix("--").split("=", 1) for a in arguments if "port" in a.split("=", 1)[0])
         expected = {"min-worker-port": "0", "max-worker-port": "0", "dashboard-agent-listen-port": "0"}
         assert ports == ({**expected, "port": "0"} if role == "head" else expected), (role, ports)
+        assert "--include-log-monitor=false" in arguments, role
 
 
 def _one_model_across_the_nodes(session: Any, digits: Data) -> None:
@@ -116,6 +119,13 @@ def _one_model_across_the_nodes(session: Any, digits: Data) -> None:
     assert result.comm_bytes_per_round is not None
     assert 0 < result.comm_bytes_per_round < (digits.X_train.nbytes + digits.y_train.nbytes) / 4
     assert session.run_batch(batch(5), digits)[0].rounds == 5 and session._shards is shipped
+
+
+def _command_line(process: psutil.Process) -> str:
+    try:
+        return " ".join(process.cmdline())
+    except psutil.Error:  # ended meanwhile
+        return ""
 
 
 def _in_a_thread(session: Any, tasks: list[Any], data: Data) -> dict[str, Any]:
@@ -165,6 +175,7 @@ def test_a_local_ray_launch_keeps_its_actors_sets_the_fit_environment_aborts_sha
         assert "error" in aborted, "the batch was not aborted"
         assert {r.pid for r in session.run_batch(tasks, digits)}.isdisjoint(actors)
         _one_model_across_the_nodes(session, digits)
+        assert not [p for p in psutil.Process().children(recursive=True) if "log_monitor" in _command_line(p)]
     with pytest.raises(ray.exceptions.RaySystemError, match="not been started"):
         ray.put(1)
     assert_no_ray_processes()
