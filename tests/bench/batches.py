@@ -11,6 +11,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from sweeper.launch.base import LaunchContext
+from sweeper.planning.plan import Launch
 from sweeper.workload.data import Data
 from sweeper.workload.fit import FitResult
 from sweeper.workload.tasks import FitTask
@@ -40,7 +42,7 @@ def _record(run: EngineRun, results: list[FitResult]) -> None:
         run.environment = dict(results[0].environment)
 
 
-def spark_classes_written(launch: Any, context: Any) -> str:
+def spark_classes_written(launch: Launch, context: LaunchContext) -> str:
     """Spark's class archive made where this machine has none yet, so that the start timed is a later launch's (as
     every start of a user's but the first); what the timed launch's JVMs load their classes from, as a note.
 
