@@ -27,7 +27,7 @@ from sweeper.launch.hosts import yarn_client
 from sweeper.launch.hosts.containers import AM_MEMORY_MIB, ContainerShape, containers_command
 from sweeper.launch.hosts.hadoop_conf import HadoopConf, read_hadoop_conf
 from sweeper.launch.hosts.yarn import driver_address
-from sweeper.launch.hosts.yarn_client import YarnClient, hadoop_lib
+from sweeper.launch.hosts.yarn_client import Application, YarnClient, hadoop_lib
 from sweeper.launch.options import YarnOptions
 from sweeper.launch.registry import starter
 from sweeper.launch.spark import yarn as spark_yarn
@@ -131,6 +131,8 @@ def test_applications_are_found_by_tag_and_killed(
         assert listed == by_cli.applications(name) and len(listed) == 1  # the REST API's answer is the CLI's
         fell_back = client.conf_key() in yarn_client._REST_UNANSWERED
         assert fell_back == (conf_dir == "rest-unreachable")
+        if conf_dir == "one-rm":
+            _rest_is_asked_again_after_its_pause(client, name, listed, monkeypatch)
         assert len(client.kill_tagged(name)) == 1
         assert wait_for_state(client, name, ("KILLED",)) == ["KILLED"]
         assert client.applications(name) == []
@@ -140,6 +142,22 @@ def test_applications_are_found_by_tag_and_killed(
             shell.kill()
             shell.wait()
     assert_no_containers()
+
+
+def _rest_is_asked_again_after_its_pause(
+    client: YarnClient, name: str, listed: list[Application], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure of the REST API remembered: the CLI lists until REST_RETRY_S have passed, then REST again."""
+    key = client.conf_key()
+    yarn_client._REST_UNANSWERED[key] = time.monotonic()  # it just failed
+    with monkeypatch.context() as patched:
+        patched.setattr(YarnClient, "_listed_by_rest", lambda *args, **kwargs: pytest.fail("REST asked too soon"))
+        assert client.applications(name) == listed
+    yarn_client._REST_UNANSWERED[key] = time.monotonic() - yarn_client.REST_RETRY_S  # it failed long enough ago
+    with monkeypatch.context() as patched:
+        patched.setattr(YarnClient, "_run", lambda *args, **kwargs: pytest.fail(f"the CLI ran: {args}"))
+        assert client.applications(name) == listed
+    assert key not in yarn_client._REST_UNANSWERED  # answered: remembered no more
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ RPC address and security), where a hand-written REST client would miss cases. Li
 launch does at its start and end (and polls while one ends), asks the ResourceManager's REST API first: an answer
 in milliseconds instead of a JVM's start (1-2 CPU-seconds each; a YARN launch's teardown listed two to four times).
 Where that API cannot answer (it needs Kerberos/SPNEGO, a web filter refuses, its port is unreachable), the listing
-goes through the CLI, for the rest of the process on that configuration. Each application of a sweep carries tags
-(``spark.yarn.tags``, sweeper.yarn.Containers' ``-application_tags``), so its applications are found again by tag,
-also after the driver died.
+goes through the CLI for the next five minutes on that configuration, then REST is asked again. Each application of
+a sweep carries tags (``spark.yarn.tags``, sweeper.yarn.Containers' ``-application_tags``), so its applications are
+found again by tag, also after the driver died.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,10 @@ ENDED_STATES = ("FINISHED", "FAILED", "KILLED")  # a start that failed often end
 ROW = re.compile(r"^\s*(application_\d+_\d+)\t")
 NODE_ROW = re.compile(r"^\s*(\S+:\d+)\t\s*([A-Z_]+)\t\s*(\S+:\d+)\t")  # Node-Id, Node-State, Node-Http-Address
 _NODE_WEB_ADDRESSES: dict[tuple[str, ...], list[str]] = {}  # by client configuration directories
-_REST_UNANSWERED: set[tuple[str, ...]] = set()  # client configurations whose REST API could not list applications
+# client configuration -> when (time.monotonic) its REST API last could not list applications: the CLI lists for
+# REST_RETRY_S after that, then REST is asked again (a failure may pass: a ResourceManager restarting, a failover)
+_REST_UNANSWERED: dict[tuple[str, ...], float] = {}
+REST_RETRY_S = 300.0
 # Hadoop's clients here only wait on RPCs: without the optimizing compiler, `FsShell -ls` of a local directory ran
 # in 0.34-0.38 s instead of 0.47-0.54 s (3 runs each, alternated)
 CLIENT_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
@@ -111,11 +115,15 @@ class YarnClient:
     def applications(self, tag: str, states: tuple[str, ...] = LIVE_STATES) -> list[Application]:
         """The applications carrying ``tag`` in one of ``states``: from the REST API, else from the CLI."""
         key = self.conf_key()
-        if key not in _REST_UNANSWERED:
+        failed_at = _REST_UNANSWERED.get(key)
+        if failed_at is None or time.monotonic() - failed_at >= REST_RETRY_S:
             try:
-                return self._listed_by_rest(tag, states)
+                listed = self._listed_by_rest(tag, states)
             except (LaunchError, HadoopConfError):  # HadoopConfError: no web address the configuration resolves
-                _REST_UNANSWERED.add(key)
+                _REST_UNANSWERED[key] = time.monotonic()
+            else:
+                _REST_UNANSWERED.pop(key, None)
+                return listed
         output = self._run("-list", "-appTags", tag.lower(), "-appStates", ",".join(states))
         found = []
         for line in output.splitlines():
