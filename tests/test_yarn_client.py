@@ -103,6 +103,11 @@ def ha_conf_dir(yarn: YarnCluster, directory: Path) -> Path:
     return directory
 
 
+def cli_forbidden(*args: object, **kwargs: object) -> None:
+    """``YarnClient._run`` where the REST API must answer: starting the CLI's JVM fails the test."""
+    pytest.fail(f"the CLI ran: {args}")
+
+
 @pytest.mark.parametrize("conf_dir", ["one-rm", "ha-rm1-down", "rest-unreachable"])
 def test_applications_are_found_by_tag_and_killed(
     yarn: YarnCluster, tmp_path: Path, conf_dir: str, monkeypatch: pytest.MonkeyPatch
@@ -126,7 +131,7 @@ def test_applications_are_found_by_tag_and_killed(
         assert wait_for_state(client, name, ("RUNNING",)) == ["RUNNING"]
         with monkeypatch.context() as patched:
             if conf_dir != "rest-unreachable":  # the REST API answers: no CLI's JVM is started
-                patched.setattr(YarnClient, "_run", lambda *args, **kwargs: pytest.fail(f"the CLI ran: {args}"))
+                patched.setattr(YarnClient, "_run", cli_forbidden)
             listed = client.applications(name)
         assert listed == by_cli.applications(name) and len(listed) == 1  # the REST API's answer is the CLI's
         fell_back = client.conf_key() in yarn_client._REST_UNANSWERED
@@ -155,7 +160,7 @@ def _rest_is_asked_again_after_its_pause(
         assert client.applications(name) == listed
     yarn_client._REST_UNANSWERED[key] = time.monotonic() - yarn_client.REST_RETRY_S  # it failed long enough ago
     with monkeypatch.context() as patched:
-        patched.setattr(YarnClient, "_run", lambda *args, **kwargs: pytest.fail(f"the CLI ran: {args}"))
+        patched.setattr(YarnClient, "_run", cli_forbidden)
         assert client.applications(name) == listed
     assert key not in yarn_client._REST_UNANSWERED  # answered: remembered no more
 

@@ -23,6 +23,7 @@ FREE_PORTS = ("--min-worker-port=0", "--max-worker-port=0", "--dashboard-agent-l
 # The driver reads no node's logs (``ray.init(log_to_driver=False)``): no node runs the log monitor that would tail
 # them for it, polling every log file beside the fits (3 monitors ~1 CPU-s over a 9-s local launch of 2 nodes)
 NO_LOG_MONITOR = "--include-log-monitor=false"
+EVERY_NODE = (NO_LOG_MONITOR, *FREE_PORTS)  # on every node's command line, whatever its role
 ADDRESS_FILE = "ray_current_cluster"  # in the head's temp dir: HOST:PORT of its GCS once it is up
 
 
@@ -42,8 +43,7 @@ def head_arguments(temp_dir: str, node_ip: str | None = None) -> list[str]:
         f"--object-store-memory={HEAD_OBJECT_STORE_MIB * BYTES_PER_MIB}",
         f"--temp-dir={temp_dir}",
         "--include-dashboard=false",
-        NO_LOG_MONITOR,
-        *FREE_PORTS,
+        *EVERY_NODE,
     ]
     return arguments + ([f"--node-ip-address={node_ip}"] if node_ip else [])
 
@@ -59,8 +59,7 @@ def worker_arguments(
         "--num-gpus=0",
         f"--memory={memory_mib * BYTES_PER_MIB}",
         f"--object-store-memory={_object_store_mib(memory_mib) * BYTES_PER_MIB}",
-        NO_LOG_MONITOR,
-        *FREE_PORTS,
+        *EVERY_NODE,
     ]
     arguments += [f"--node-ip-address={node_ip}"] if node_ip else []
     return arguments + ([f"--temp-dir={temp_dir}"] if temp_dir else [])

@@ -29,9 +29,8 @@ from sweeper.launch.lifecycle import Teardown
 from sweeper.launch.ray.base import RayBackend
 from sweeper.launch.ray.nodes import (
     ADDRESS_FILE,
-    FREE_PORTS,
+    EVERY_NODE,
     HEAD_OBJECT_STORE_MIB,
-    NO_LOG_MONITOR,
     head_arguments,
     node_environment,
     start_command,
@@ -60,8 +59,7 @@ def driver_node_arguments(address: str, driver_ip: str, temp_dir: str) -> list[s
         f"--object-store-memory={HEAD_OBJECT_STORE_MIB * 1024 * 1024}",
         f"--temp-dir={temp_dir}",
         f"--node-ip-address={driver_ip}",
-        NO_LOG_MONITOR,
-        *FREE_PORTS,
+        *EVERY_NODE,
     ]
 
 
