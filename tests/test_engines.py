@@ -295,6 +295,28 @@ def test_local_spark_jvms_start_without_the_optimizing_compiler_unless_they_trai
     )
 
 
+def test_an_existing_standalone_masters_application_starts_its_jvms_without_the_optimizing_compiler(
+    tmp_path: Path,
+) -> None:
+    """The driver and the executors of an application on the user's master (their daemons are the user's)."""
+    from sweeper.launch.options import StandaloneOptions
+    from sweeper.launch.spark.conf import QUICK_START_JAVA_OPTIONS
+    from sweeper.launch.spark.standalone import StandaloneSpark
+    from tests.support.launches import context, launch
+
+    def conf(engine: str) -> dict[str, str]:
+        options = StandaloneOptions(spark_master="spark://127.0.0.1:7077")
+        backend = StandaloneSpark(launch(engine, "standalone"), context(tmp_path, options), tmp_path)
+        backend.check()  # reads the master from the grid
+        return backend.conf()
+
+    spark, mllib = conf("spark"), conf("spark-mllib")
+    assert spark["spark.driver.extraJavaOptions"] == QUICK_START_JAVA_OPTIONS
+    assert spark["spark.executor.extraJavaOptions"] == QUICK_START_JAVA_OPTIONS
+    assert mllib["spark.driver.extraJavaOptions"] == QUICK_START_JAVA_OPTIONS
+    assert "spark.executor.extraJavaOptions" not in mllib  # spark-mllib's executors train in the JVM
+
+
 def test_spark_conf_extends_java_options_and_lists_and_never_replaces_the_fit_environment() -> None:
     ours = {
         "spark.executor.extraJavaOptions": "-Dsweeper.launch=abc",

@@ -22,7 +22,9 @@ from sweeper.launch.dask import ssh as dask_ssh
 from sweeper.launch.hosts.ssh import check_host, run_remote
 from sweeper.launch.options import SshCluster
 from sweeper.launch.registry import starter
+from sweeper.launch.spark.conf import QUICK_START_JAVA_OPTIONS
 from sweeper.launch.spark.session import EXECUTOR_CLASS, SparkAppSession
+from sweeper.launch.spark.ssh import MASTER_CLASS, WORKER_CLASS
 from sweeper.workload.data import Data
 from tests.conftest import minimal_grid
 from tests.support import launches
@@ -68,6 +70,12 @@ def test_the_spark_secret_is_on_no_command_line_and_spark_conf_extends_the_marke
         executors = [c.split() for c in cmdlines if EXECUTOR_CLASS in c and f"-Dspark.driver.port={port} " in c]
         assert len(executors) == 2
         assert all(mine in args and any(a.startswith("-Dsweeper.launch=") for a in args) for args in executors)
+        # every JVM of the launch (master, worker, executors, this driver) starts without the optimizing compiler
+        marker = next(a for a in executors[0] if a.startswith("-Dsweeper.launch="))
+        daemons = [c.split() for c in cmdlines if marker in c.split() and (MASTER_CLASS in c or WORKER_CLASS in c)]
+        driver = [p.cmdline() for p in psutil.Process().children(recursive=True) if p.name() == "java"]
+        assert len(daemons) == 2 and len(driver) == 1
+        assert all(QUICK_START_JAVA_OPTIONS in args for args in [*executors, *daemons, *driver])
     assert_nothing_left(sshd)
 
 

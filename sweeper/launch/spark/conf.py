@@ -101,7 +101,7 @@ def executor_java_options(engine: str, options: str) -> str:
     >>> executor_java_options("spark", "-Dx=1"), executor_java_options("spark-mllib", "-Dx=1")
     ('-XX:TieredStopAtLevel=1 -Dx=1', '-Dx=1')
     """
-    return options if engine in ONE_MODEL_ENGINES else f"{QUICK_START_JAVA_OPTIONS} {options}"
+    return options if engine in ONE_MODEL_ENGINES else f"{QUICK_START_JAVA_OPTIONS} {options}".strip()
 
 
 def with_spark_conf(conf: Mapping[str, str], spark_conf: Mapping[str, str]) -> dict[str, str]:

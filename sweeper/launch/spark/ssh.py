@@ -29,7 +29,7 @@ from sweeper.launch.hosts.ssh import check_host, cluster_of, driver_address, kil
 from sweeper.launch.lifecycle import Teardown
 from sweeper.launch.options import SshCluster
 from sweeper.launch.spark.base import SparkBackend
-from sweeper.launch.spark.conf import application_conf, with_spark_conf
+from sweeper.launch.spark.conf import QUICK_START_JAVA_OPTIONS, application_conf, executor_java_options, with_spark_conf
 from sweeper.launch.spark.session import (
     EXECUTOR_CLASS,
     ContextSession,
@@ -67,11 +67,12 @@ def _daemon_script(daemons: Daemons, host: str, pyspark_dir: str, java_opts_vari
 
     The secret arrives on stdin, so it is in the daemon's environment (readable by its user
     only) and never on a command line."""
-    cluster = daemons.cluster
+    cluster, token = daemons.cluster, daemons.token
     exports = {
         # the address the driver resolves: the host's own name may resolve to 127.0.1.1 there (Debian's /etc/hosts)
         "SPARK_LOCAL_IP": resolve(host),
-        java_opts_variable: f"-Dspark.authenticate=true {NO_REST} -D{MARKER}={daemons.token}",
+        # the daemons only grant executors: the quick-start compiler, as the launch's other JVMs
+        java_opts_variable: f"{QUICK_START_JAVA_OPTIONS} -Dspark.authenticate=true {NO_REST} -D{MARKER}={token}",
         "SPARK_LOG_DIR": daemons.scratch,
         "SPARK_WORKER_DIR": f"{daemons.scratch}/work",
         "SPARK_LOCAL_DIRS": f"{daemons.scratch}/local",
@@ -297,7 +298,7 @@ class SshSpark(SparkBackend):
             "PYSPARK_PYTHON": self.cluster.python,
             "PYSPARK_DRIVER_PYTHON": sys.executable,
             "SPARK_CONF_DIR": str(self.scratch),
-            "SPARK_SUBMIT_OPTS": f"-Dlog4j2.configurationFile=file:{self.log4j}",
+            "SPARK_SUBMIT_OPTS": f"{QUICK_START_JAVA_OPTIONS} -Dlog4j2.configurationFile=file:{self.log4j}",
             "SPARK_LOCAL_DIRS": str(self.scratch / "local"),
         }
 
@@ -306,7 +307,7 @@ class SshSpark(SparkBackend):
             self.launch, self.context, master=self.master, driver_host=self.driver, python=self.cluster.python
         )
         conf["spark.authenticate"] = "true"  # the secret is set separately, through py4j
-        conf["spark.executor.extraJavaOptions"] = f"-D{MARKER}={self.token}"
+        conf["spark.executor.extraJavaOptions"] = executor_java_options(self.launch.engine, f"-D{MARKER}={self.token}")
         return conf
 
     def connect(self) -> Any:

@@ -16,7 +16,7 @@ from sweeper.launch.base import Granted, LaunchError
 from sweeper.launch.hosts.ssh import address_towards
 from sweeper.launch.options import StandaloneOptions
 from sweeper.launch.spark.base import SparkBackend
-from sweeper.launch.spark.conf import application_conf
+from sweeper.launch.spark.conf import QUICK_START_JAVA_OPTIONS, application_conf, executor_java_options
 from sweeper.launch.spark.session import wait_registered
 from sweeper.planning.plan import Launch
 
@@ -53,9 +53,13 @@ class StandaloneSpark(SparkBackend):
     def conf(self) -> dict[str, str]:
         host = urlparse(self.master).hostname or "127.0.0.1"
         driver = "127.0.0.1" if host in ("127.0.0.1", "localhost") else address_towards(host)
-        return application_conf(
-            self.launch, self.context, master=self.master, driver_host=driver, python=sys.executable
-        )
+        launch, python = self.launch, sys.executable
+        conf = application_conf(launch, self.context, master=self.master, driver_host=driver, python=python)
+        conf["spark.driver.extraJavaOptions"] = QUICK_START_JAVA_OPTIONS
+        executors = executor_java_options(launch.engine, "")
+        if executors:
+            conf["spark.executor.extraJavaOptions"] = executors
+        return conf
 
     def granted(self) -> Granted:
         return _wait_for_executors(self.spark, self.launch, self.context.start_timeout_s)
