@@ -63,6 +63,22 @@ def test_a_part_left_by_a_dead_process_is_removed_and_only_a_clean_exit_names_th
     assert archive.path.read_bytes() == b"archive" and not archive.pending.exists()
 
 
+def test_writing_an_archive_keeps_only_the_most_recently_used_others(tmp_path: Path) -> None:
+    """Another Java or Spark writes its own archive (~120 MiB): the cache keeps the newest uses, not every key."""
+    olds = [ClassArchive(tmp_path / f"old-{age}") for age in range(5)]
+    for age, old in enumerate(olds):
+        old.prepare()
+        old.path.write_bytes(b"archive")
+        os.utime(old.directory, (1_000_000 - age, 1_000_000 - age))  # old-0 used most recently
+    (tmp_path / "no-archive").mkdir()  # a key whose driver never wrote one: not counted, not removed
+    olds[3].prepare()  # used again now
+    new = ClassArchive(tmp_path / "new")
+    new.prepare()
+    new.pending.write_bytes(b"archive")
+    new.keep(0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new", "no-archive", "old-0", "old-3"]
+
+
 def test_writing_the_archive_is_asked_of_the_driver_alone_and_mapping_it_of_every_jvm(tmp_path: Path) -> None:
     archive = ClassArchive(tmp_path)
     driver, executors = archive.java_options(writing=True)

@@ -8,7 +8,8 @@ on 2 busy cores: a 2-executor ``local-cluster`` session up in 5.5-5.6 s instead 
 the quiet start). The JVMs run the same code with the same options; only their classes come from the archive.
 
 It is kept in ``~/.cache/sweeper/spark-classes/<key>/spark.jsa`` (``$XDG_CACHE_HOME`` if set; ~120 MiB), the key
-covering the Java runtime and Spark's jars, so another Java or Spark writes its own. A JVM that cannot use an archive
+covering the Java runtime and Spark's jars, so another Java or Spark writes its own; writing one removes all but the
+:data:`KEPT_ARCHIVES` most recently used. A JVM that cannot use an archive
 starts as it would without one (``-Xshare:auto``), and CDS's own messages are off. A directory on an archived class
 path must be empty: the launch's ``SPARK_CONF_DIR`` is the key's empty ``conf`` directory (the quiet log settings
 reach the driver in ``SPARK_SUBMIT_OPTS``); one after Spark's jars (a YARN driver's ``HADOOP_CONF_DIR``) may
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +34,7 @@ from sweeper.launch.hosts.yarn_client import java
 MIN_JAVA_MAJOR = 17
 QUIET = "-Xlog:cds*=off"
 ARCHIVE_NAME = "spark.jsa"
+KEPT_ARCHIVES = 3  # the one written and the most recently used of other Javas and Sparks (venvs, upgrades)
 
 
 @dataclass(frozen=True)
@@ -55,8 +58,9 @@ class ClassArchive:
         return self.directory / f"{ARCHIVE_NAME}.{os.getpid()}.part"
 
     def prepare(self) -> None:
-        """The directories made; archives half-written by processes that are gone, removed."""
+        """The directories made, this key marked used now; archives half-written by processes that are gone, removed."""
         self.conf_dir.mkdir(parents=True, exist_ok=True)
+        os.utime(self.directory)
         for part in self.directory.glob(f"{ARCHIVE_NAME}.*.part"):
             pid = part.name.split(".")[-2]
             if not pid.isdigit() or not psutil.pid_exists(int(pid)):
@@ -74,7 +78,16 @@ class ClassArchive:
         """Name the archive the driver wrote when it exited cleanly; drop a part written by a killed driver."""
         if driver_exit_code == 0 and self.pending.exists():
             os.replace(self.pending, self.path)
+            _prune(self.directory)
         self.pending.unlink(missing_ok=True)
+
+
+def _prune(keep: Path) -> None:
+    """Remove the archives of other keys but the :data:`KEPT_ARCHIVES` most recently used (a JVM mapping one keeps
+    its mapping; a launch about to start with it starts without, as from a cache that was cleared)."""
+    others = [d for d in keep.parent.iterdir() if d != keep and (d / ARCHIVE_NAME).is_file()]
+    for old in sorted(others, key=lambda d: d.stat().st_mtime, reverse=True)[KEPT_ARCHIVES - 1 :]:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def class_archive() -> ClassArchive | None:
