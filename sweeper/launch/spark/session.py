@@ -112,9 +112,12 @@ def heap_mib(cmdline: list[str]) -> int:
     return 0
 
 
-def granted_executors(spark: Any, expected: int, timeout_s: float) -> Granted:
-    """Wait until the executors registered, then read their cores (status store) and heap (-Xmx)."""
-    summaries = wait_registered(spark, expected, timeout_s)
+def granted_executors(
+    spark: Any, expected: int, timeout_s: float, gave_up: Callable[[], bool] | None = None
+) -> Granted:
+    """Wait until the executors registered (:func:`wait_registered`), then read their cores (status store) and
+    heap (-Xmx)."""
+    summaries = wait_registered(spark, expected, timeout_s, gave_up)
     if len(summaries) < expected:
         raise LaunchError(f"spark: {len(summaries)} of {expected} executors registered within {timeout_s:.0f} s")
     return uniform_shape(summaries, {heap_mib(p.cmdline()) for p in executor_processes(spark)})
