@@ -79,6 +79,23 @@ def test_the_spark_secret_is_on_no_command_line_and_spark_conf_extends_the_marke
     assert_nothing_left(sshd)
 
 
+def test_executors_that_cannot_start_fail_the_launch_with_their_error_and_leave_nothing(
+    sshd: Sshd, tmp_path: Path
+) -> None:
+    agent = f"/nonexistent/{tmp_path.name}/agent.jar"
+    refused = context(tmp_path, cluster_for(sshd), **{"spark.executor.extraJavaOptions": f"-javaagent:{agent}"})
+    refused = replace(refused, start_timeout_s=600)
+    # given up after a few starts, not at the start limit (whose message is "... registered within 600 s")
+    gave_up = r"executors kept failing to start \(\d+ started, 0 of 2 registered\)"
+    with (
+        pytest.raises(LaunchError, match=gave_up) as error,
+        starter("spark", "ssh")(launches.launch("spark", "ssh"), refused),
+    ):
+        pass
+    assert f"Error opening zip file or JAR manifest missing : {agent}" in str(error.value)
+    assert_nothing_left(sshd)
+
+
 def test_a_refused_key_names_the_host_and_authentication(sshd: Sshd, tmp_path: Path) -> None:
     stranger = keygen(tmp_path / "stranger", "not authorized")
     cluster = cluster_for(sshd, options=replace(cluster_for(sshd).options, identity_file=str(stranger)))

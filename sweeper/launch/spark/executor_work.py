@@ -1,10 +1,13 @@
-"""A local launch's executor starts, read from the directories ``local-cluster``'s workers give their executors.
+"""An application's executor starts, read from the directories Spark's standalone workers give their executors.
 
-Those workers ignore ``SPARK_WORKER_DIR``: every executor they start gets ``$SPARK_HOME/work/<application>/<n>/``
-(its command, stdout and stderr), inside the installed pyspark. An executor that cannot start (a Java option of the
-grid's ``spark_conf`` it refuses) exits at once and the master starts another: thousands of directories a minute,
-while the launch waited out its start limit. The launch reads them to give up after a few such starts with the
-executor's own error, and removes its application's directory when the driver has stopped.
+A worker gives every executor it starts ``<work directory>/<application>/<n>/`` (its command, stdout and stderr).
+An executor that cannot start (a Java option of the grid's ``spark_conf`` it refuses) exits at once and the master
+starts another: thousands of directories a minute while a launch waited out its start limit. A launch whose workers
+are its own (``local``; ``ssh``: :mod:`sweeper.launch.spark.remote_starts`) counts them to give up after a few such
+starts, with the executor's own error.
+
+``local-cluster``'s workers ignore ``SPARK_WORKER_DIR``: their work directory is ``$SPARK_HOME/work``, inside the
+installed pyspark, so a local launch removes its application's directory when the driver has stopped.
 """
 
 from __future__ import annotations
@@ -17,11 +20,40 @@ from typing import Any
 
 FAILED_STARTS = 3  # executors started beyond the planned ones before a launch gives up on them
 ERROR_LINES = 5
+HEADER_END = "=" * 40  # Spark writes the executor's command, then this line, at the top of its stderr
+
+
+def kept_failing(started: int, planned: int) -> bool:
+    """More executors were started than planned by :data:`FAILED_STARTS`: ended ones were replaced.
+
+    >>> kept_failing(2, 2), kept_failing(5, 2)
+    (False, True)
+    """
+    return started >= planned + FAILED_STARTS
+
+
+def executor_error(stderr: str) -> str:
+    """An executor's last lines of stderr, after Spark's header (its command) where it has one, joined by `` | ``.
+
+    >>> executor_error('Spark Executor Command: "java" ...\\n' + HEADER_END + '\\n\\nError opening zip file\\n')
+    'Error opening zip file'
+    """
+    _, header, after_header = stderr.rpartition(HEADER_END)
+    lines = [line.strip() for line in (after_header if header else stderr).splitlines() if line.strip()]
+    return " | ".join(lines[-ERROR_LINES:])
+
+
+def failing_message(started: int, registered: int, planned: int, error: str) -> str:
+    """A launch given up on: how many executors started and registered, and the last one's error."""
+    return (
+        f"spark: the executors kept failing to start ({started} started, {registered} of {planned} registered); "
+        f"the last one's stderr: {error or '(none written)'}"
+    )
 
 
 @dataclass(frozen=True)
 class ExecutorStarts:
-    """The executors one application's workers started: ``directory/<n>/`` each."""
+    """The executors one application's ``local-cluster`` workers started: ``directory/<n>/`` each."""
 
     directory: Path
 
@@ -40,23 +72,16 @@ class ExecutorStarts:
             return []
         return sorted((Path(entry.path) for entry in entries), key=lambda path: int(path.name))
 
-    def keep_failing(self, planned: int) -> bool:
-        """More executors were started than planned by :data:`FAILED_STARTS`: ended ones were replaced."""
-        return len(self.started()) >= planned + FAILED_STARTS
-
     def last_error(self) -> str:
-        """The last lines of stderr after Spark's header (its command) of the newest executor that wrote any, joined
-        by `` | `` (the newest may not have written yet)."""
+        """:func:`executor_error` of the newest executor that wrote one (the newest may not have written yet)."""
         for directory in reversed(self.started()):
             try:
-                text = (directory / "stderr").read_text(errors="replace")
+                error = executor_error((directory / "stderr").read_text(errors="replace"))
             except OSError:
                 continue
-            _, header, after_header = text.rpartition("=" * 40)
-            lines = [line.strip() for line in after_header.splitlines() if line.strip()]
-            if header and lines:
-                return " | ".join(lines[-ERROR_LINES:])
-        return "(none written)"
+            if error:
+                return error
+        return ""
 
     def remove(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)

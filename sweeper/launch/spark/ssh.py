@@ -21,6 +21,7 @@ import shlex
 import socket
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,8 +31,11 @@ from sweeper.launch.lifecycle import Teardown
 from sweeper.launch.options import SshCluster
 from sweeper.launch.spark.base import SparkBackend
 from sweeper.launch.spark.conf import QUICK_START_JAVA_OPTIONS, application_conf, executor_java_options, with_spark_conf
+from sweeper.launch.spark.executor_work import failing_message
+from sweeper.launch.spark.remote_starts import RemoteExecutorStarts
 from sweeper.launch.spark.session import (
     EXECUTOR_CLASS,
+    ApplicationStopped,
     ContextSession,
     SparkAppSession,
     context_session,
@@ -174,9 +178,11 @@ def _executor_of(args: str, app_id: str, host: str) -> bool:
     return pairs.get("--app-id") == app_id and pairs.get("--hostname") == resolve(host)
 
 
-def _granted_remote(spark: Any, launch: Launch, cluster: SshCluster, timeout_s: float) -> Granted:
+def _granted_remote(
+    spark: Any, launch: Launch, cluster: SshCluster, timeout_s: float, gave_up: Callable[[], bool]
+) -> Granted:
     """Executors and cores as the driver sees them; heap and placement from the hosts' process tables."""
-    registered = granted_executors(spark, launch.executors, timeout_s)
+    registered = granted_executors(spark, launch.executors, timeout_s, gave_up)
     app_id = spark.sparkContext.applicationId
     per_host = remote_executors(cluster, app_id)
     heaps = {heap for found in per_host.values() for heap in found}
@@ -314,8 +320,15 @@ class SshSpark(SparkBackend):
         return _connect_driver(with_spark_conf(self.driver_conf(), self.context.spark_conf), self.secret)
 
     def granted(self) -> Granted:
+        planned, work = self.launch.executors, f"{self.daemons.scratch}/work/{self.spark.sparkContext.applicationId}"
+        starts = RemoteExecutorStarts(self.cluster, work)
         try:
-            return _granted_remote(self.spark, self.launch, self.cluster, self.context.start_timeout_s)
+            return _granted_remote(
+                self.spark, self.launch, self.cluster, self.context.start_timeout_s, starts.gave_up(planned)
+            )
+        except ApplicationStopped as stopped:
+            started, error = len(starts.started()), starts.last_error()
+            raise LaunchError(failing_message(started, stopped.registered, planned, error)) from None
         except LaunchError as error:
             tails = "; ".join(f"{h}: {_log_tail(self.daemons, h, 'worker', 3)}" for h in self.cluster.hosts)
             raise LaunchError(f"{error} (worker logs: {tails})") from None
