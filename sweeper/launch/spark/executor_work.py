@@ -7,20 +7,26 @@ are its own (``local``; ``ssh``: :mod:`sweeper.launch.spark.remote_starts`) coun
 starts, with the executor's own error.
 
 ``local-cluster``'s workers ignore ``SPARK_WORKER_DIR``: their work directory is ``$SPARK_HOME/work``, inside the
-installed pyspark, so a local launch removes its application's directory when the driver has stopped.
+installed pyspark, so a local launch removes its application's directory when the driver has stopped, and those of
+applications that are gone without their teardown (a sweep killed with SIGKILL) when it starts.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 FAILED_STARTS = 3  # executors started beyond the planned ones before a launch gives up on them
 ERROR_LINES = 5
 HEADER_END = "=" * 40  # Spark writes the executor's command, then this line, at the top of its stderr
+STALE_S = 3600.0  # an application's directory untouched this long, with no executor of it running, is left over
 
 
 def kept_failing(started: int, planned: int) -> bool:
@@ -85,3 +91,23 @@ class ExecutorStarts:
 
     def remove(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)
+
+    def remove_left_over(self, older_than_s: float = STALE_S) -> list[str]:
+        """Remove the other applications' directories beside this one that are untouched for ``older_than_s`` and
+        have no executor running (their launch was killed before its teardown); the names removed."""
+        cutoff = time.time() - older_than_s
+        try:
+            old = [e.name for e in os.scandir(self.directory.parent) if e.is_dir() and e.stat().st_mtime < cutoff]
+        except OSError:
+            return []
+        old = [name for name in old if name.startswith("app-") and name != self.directory.name]
+        if not old:
+            return []
+        running: set[str] = set()
+        for process in psutil.process_iter(["cmdline"]):
+            words = process.info["cmdline"] or []
+            running.update(after for before, after in itertools.pairwise(words) if before == "--app-id")
+        removed = [name for name in old if name not in running]
+        for name in removed:
+            shutil.rmtree(self.directory.parent / name, ignore_errors=True)
+        return removed

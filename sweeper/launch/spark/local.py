@@ -31,6 +31,7 @@ class LocalSpark(SparkBackend):
         teardown.add(self._remove_executor_directories)  # after the driver and its executors stopped
         super().start(teardown)
         self.starts = ExecutorStarts.of(self.spark)
+        self.starts.remove_left_over()
 
     def _remove_executor_directories(self) -> None:
         if self.starts is not None:
