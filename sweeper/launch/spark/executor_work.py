@@ -17,6 +17,7 @@ import itertools
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,10 @@ class ExecutorStarts:
         except OSError:
             return []
         return sorted((Path(entry.path) for entry in entries), key=lambda path: int(path.name))
+
+    def gave_up(self, planned: int) -> Callable[[], bool]:
+        """:func:`kept_failing`, read at every poll of the start's wait (a directory listing)."""
+        return lambda: kept_failing(len(self.started()), planned)
 
     def last_error(self) -> str:
         """:func:`executor_error` of the newest executor that wrote one (the newest may not have written yet)."""

@@ -17,7 +17,7 @@ from sweeper.launch.base import Granted, LaunchError
 from sweeper.launch.lifecycle import Teardown
 from sweeper.launch.spark.base import SparkBackend
 from sweeper.launch.spark.conf import local_conf
-from sweeper.launch.spark.executor_work import ExecutorStarts, failing_message, kept_failing
+from sweeper.launch.spark.executor_work import ExecutorStarts, failing_message
 from sweeper.launch.spark.session import ApplicationStopped, granted_executors
 
 
@@ -53,9 +53,7 @@ class LocalSpark(SparkBackend):
         starts, planned = self.starts, self.launch.executors
         assert starts is not None  # made by start()
         try:
-            return granted_executors(
-                self.spark, planned, self.context.start_timeout_s, lambda: kept_failing(len(starts.started()), planned)
-            )
+            return granted_executors(self.spark, planned, self.context.start_timeout_s, starts.gave_up(planned))
         except ApplicationStopped as stopped:
             started, error = len(starts.started()), starts.last_error()
             raise LaunchError(failing_message(started, stopped.registered, planned, error)) from None
