@@ -35,10 +35,13 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import psutil
 import pytest
 import yaml
 
 from sweeper import load_results
+from sweeper.launch.spark.executor_classes import STAGED_NAME
+from sweeper.launch.spark.yarn import YARN_EXECUTOR_CLASS
 from tests.conftest import REPO
 from tests.support.busy import busy_loop_in_node
 from tests.support.figures import assert_resource_figures
@@ -62,6 +65,7 @@ class Sweep:
     frame: pd.DataFrame
     hog_in_node: bool  # the busy loop ran in HOG_HOST's PID namespace
     hog_cores: float  # what it used over the sweep
+    executors_mapped: dict[int, bool]  # Spark's executor JVMs seen during the sweep: mapped the edge's class archive
 
 
 def on_edge(
@@ -132,8 +136,10 @@ def ns_sweep(ns_yarn: NsCluster, tmp_path_factory: pytest.TempPathFactory) -> Sw
     command = as_edge_user(ns_yarn, [sys.executable, "-m", "sweeper", "run", str(grid), "--skip-check"])
     started = time.monotonic()
     with subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as sweep:
+        executors_mapped: dict[int, bool] = {}
         while sweep.poll() is None and not dask_submitted(ns_yarn, known):
             assert time.monotonic() - started < 900, "the sweep never submitted its Dask application"
+            executors_mapped |= executor_archive_maps()
             time.sleep(0.5)
         with busy_loop_in_node(node_init) as hog:
             in_node = os.stat(f"/proc/{hog.pid}/ns/pid").st_ino == os.stat(f"/proc/{node_init}/ns/pid").st_ino
@@ -148,7 +154,21 @@ def ns_sweep(ns_yarn: NsCluster, tmp_path_factory: pytest.TempPathFactory) -> Sw
     summary = frame[columns].to_dict("records") if len(frame) else []
     print(f"\nns sweep: cluster started in {ns_yarn.start_s:.1f} s; sweep {duration_s:.1f} s with a hog of "
           f"{hog_cores:.2f} cores on {HOG_HOST} from Dask's submission; rows {summary}")  # fmt: skip
-    return Sweep(grid, tmp / "store", result, duration_s, ours, frame, in_node, hog_cores)
+    return Sweep(grid, tmp / "store", result, duration_s, ours, frame, in_node, hog_cores, executors_mapped)
+
+
+def executor_archive_maps() -> dict[int, bool]:
+    """Spark's executor JVMs running now (in the nodes' PID namespaces, seen from here): has each mapped the class
+    archive the edge staged (the node's localized copy, :data:`sweeper.launch.spark.executor_classes.STAGED_NAME`)?"""
+    found = {}
+    for process in psutil.process_iter(["cmdline"]):
+        if YARN_EXECUTOR_CLASS in (process.info["cmdline"] or []):
+            try:
+                maps = Path(f"/proc/{process.pid}/maps").read_text()
+            except OSError:  # gone meanwhile
+                continue
+            found[process.pid] = f"/{STAGED_NAME}" in maps
+    return found
 
 
 def test_the_sweep_exits_0_with_an_ok_row_per_engine(ns_sweep: Sweep) -> None:
@@ -159,6 +179,12 @@ def test_the_sweep_exits_0_with_an_ok_row_per_engine(ns_sweep: Sweep) -> None:
     assert set(frame["status"]) == {"ok"}, frame[["engine", "error"]].to_dict("records")
     assert set(frame["manager"]) == {"yarn"}
     assert ((frame["accuracy"] > 0) & (frame["accuracy"] <= 1)).all()
+
+
+def test_spark_executors_map_the_classes_archived_on_the_edge(ns_sweep: Sweep) -> None:
+    """#38: the grid's cluster.java_home is the edge's Java too: every executor maps Spark's classes archived there."""
+    assert ns_sweep.executors_mapped, "no Spark executor JVM was seen on the nodes during the sweep"
+    assert all(ns_sweep.executors_mapped.values()), ns_sweep.executors_mapped
 
 
 def test_a_hog_inside_one_node_is_attributed_to_that_node(ns_sweep: Sweep) -> None:

@@ -186,15 +186,21 @@ class NsCluster:
         return {"HADOOP_CONF_DIR": str(self.conf_dir), "YARN_CONF_DIR": str(self.conf_dir)}
 
     def edge_command(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> list[str]:
-        """``argv`` run on the edge: its network namespace, its /etc/hosts (a mount namespace), host name sw-edge.
+        """``argv`` run on the edge: its network namespace, its /etc/hosts (a mount namespace), host name sw-edge,
+        and the nodes' JDK 17 at their path (an edge provisioned like its nodes: the grids' ``cluster.java_home``).
 
         ``env`` is added to the environment the command inherits (through ``env``).
         """
-        script = 'mount --no-canonicalize --bind "$1" /etc/hosts && hostname "$2" && shift 2 && exec "$@"'
+        script = (
+            'mount --no-canonicalize --bind "$1" /etc/hosts && hostname "$2" && '
+            'mount -t tmpfs -o mode=0755,size=1m sw-edge-opt /opt && mkdir "$3" && mount --bind "$4" "$3" && '
+            'shift 4 && exec "$@"'
+        )
         prefix = ["env", *(f"{key}={value}" for key, value in env.items())] if env else []
         return [
             "ip", "netns", "exec", self.edge.netns, "unshare", "--mount", "--uts", "--",
-            "sh", "-c", script, "sw-edge", str(self.hosts_file), self.edge_name, *prefix, *argv,
+            "sh", "-c", script, "sw-edge", str(self.hosts_file), self.edge_name, str(NODE_JDK17), str(java_home()),
+            *prefix, *argv,
         ]  # fmt: skip
 
     def java_command(self, main_class: str, *arguments: str, heap_mib: int = 256) -> list[str]:

@@ -3,7 +3,8 @@
 A JVM's start is mostly reading, parsing and verifying classes: Spark's driver loads ~10,000 from its jars. The first
 launch's driver writes the classes it loaded into a dynamic CDS archive when it exits (``-XX:ArchiveClassesAtExit``,
 a few seconds at its end); every later launch's driver JVM, and on ``local`` its executor JVMs, map that archive
-(``-XX:SharedArchiveFile``) instead (on ``yarn`` the driver only: the containers run elsewhere). Measured
+(``-XX:SharedArchiveFile``) instead (on ``yarn`` the driver only: the executors get their own,
+:mod:`sweeper.launch.spark.executor_classes`). Measured
 on 2 busy cores: a 2-executor ``local-cluster`` session up in 5.5-5.6 s instead of 11.1-11.4 s (BENCHMARKS.md has
 the quiet start). The JVMs run the same code with the same options; only their classes come from the archive.
 

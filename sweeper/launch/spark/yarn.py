@@ -42,7 +42,7 @@ from sweeper.launch.hosts.containers import AM_MEMORY_MIB
 from sweeper.launch.hosts.node_managers import wait_containers_released
 from sweeper.launch.hosts.processes import kill_tree
 from sweeper.launch.hosts.rm_rest import rest
-from sweeper.launch.hosts.staging import BackgroundStaging, archive_upload
+from sweeper.launch.hosts.staging import BackgroundStaging, Upload, archive_upload
 from sweeper.launch.hosts.yarn import (
     ARCHIVE_LINK,
     YarnSite,
@@ -54,6 +54,7 @@ from sweeper.launch.hosts.yarn import (
 from sweeper.launch.hosts.yarn_client import ENDED_STATES, YarnClient
 from sweeper.launch.lifecycle import Teardown
 from sweeper.launch.logs import containers_log
+from sweeper.launch.spark import executor_classes
 from sweeper.launch.spark.base import SparkBackend
 from sweeper.launch.spark.conf import QUICK_START_JAVA_OPTIONS, executor_java_options, local_conf
 from sweeper.launch.spark.driver_am import (
@@ -71,7 +72,7 @@ from sweeper.launch.spark.session import (
     uniform_shape,
     wait_registered,
 )
-from sweeper.launch.spark.yarn_jars import jars_upload, python_libs_uploads
+from sweeper.launch.spark.yarn_jars import jars_upload, pyspark_jars, python_libs_uploads
 
 YARN_EXECUTOR_CLASS = "org.apache.spark.executor.YarnCoarseGrainedExecutorBackend"
 
@@ -255,6 +256,7 @@ class YarnSpark(SparkBackend):
     staged_jars: str | None = None  # spark.yarn.archive on the cluster's file system (an archive, no file: FS)
     staged_archive: str | None = None  # the packed environment there
     staged_python_libs: tuple[str, ...] = ()  # pyspark.zip and py4j's there: the driver's PYSPARK_ARCHIVES_PATH
+    staged_executor_classes: str | None = None  # the executors' class archive there (executor_classes)
     staging_s = 0.0  # the time this launch spent staging them (the first launch of a sweep)
     staging: BackgroundStaging | None = None  # what this launch stages, beside the driver JVM's start
     hashed_s = 0.0  # hashing the archive (once a process): staging too
@@ -327,6 +329,11 @@ class YarnSpark(SparkBackend):
             conf["spark.yarn.dist.archives"] = f"{self.staged_archive or self.site.archive}#{ARCHIVE_LINK}"
         if self.site.options.queue:
             conf["spark.yarn.queue"] = self.site.options.queue
+        if self.staged_executor_classes is not None:  # every executor maps Spark's classes archived here
+            mapped = executor_classes.executor_conf(self.staged_executor_classes, pyspark_jars())
+            conf["spark.yarn.dist.files"] += f",{mapped.pop('spark.yarn.dist.files')}"
+            conf["spark.executor.extraJavaOptions"] += f" {mapped.pop('spark.executor.extraJavaOptions')}"
+            conf.update(mapped)
         if self.site.options.java_home:  # the NodeManagers' own Java (8 or 11 on Hadoop 3.3) is too old for Spark 4
             conf["spark.yarn.appMasterEnv.JAVA_HOME"] = self.site.options.java_home
             conf["spark.executorEnv.JAVA_HOME"] = self.site.options.java_home
@@ -337,11 +344,23 @@ class YarnSpark(SparkBackend):
         teardown.add(lambda: _wait_released(self.site.client, self.tag, self.app_id))
         if self.site.archive is not None and not self.site.local_file_system:  # once per cluster in a sweep
             started = time.monotonic()  # hashing the archive (once a process) is staging too
-            uploads = [jars_upload(), archive_upload(self.site.archive), *python_libs_uploads()]
+            classes = self._executor_classes_upload()
+            uploads = [jars_upload(), archive_upload(self.site.archive), *classes, *python_libs_uploads()]
             self.staging = BackgroundStaging(self.site.conf, self.site.client.lib, uploads)
             self.hashed_s = time.monotonic() - started
-            self.staged_jars, self.staged_archive, *libs = self.staging.uris  # named by content: known now
-            self.staged_python_libs = tuple(libs)
+            self.staged_jars, self.staged_archive, *rest = self.staging.uris  # named by content: known now
+            if classes:
+                self.staged_executor_classes, *rest = rest
+            self.staged_python_libs = tuple(rest)
+
+    def _executor_classes_upload(self) -> list[Upload]:
+        """The executors' class archive to stage with the jars, where this machine has the nodes' Java."""
+        import pyspark
+
+        java_home = executor_classes.wanted(self.site.options.java_home, self.context.spark_conf)
+        if java_home is None:
+            return []
+        return [executor_classes.executor_archive_upload(java_home, pyspark_jars(), pyspark.__version__)]
 
     def connect(self) -> Any:
         """Stage beside the driver JVM's start, then submit and wait until the application runs; one still waiting in

@@ -24,7 +24,7 @@ from sweeper.launch.hosts.staging import Upload, content_hash, existing
 ARCHIVE_NAME = "spark-jars.zip"
 
 
-def _pyspark_jars() -> list[Path]:
+def pyspark_jars() -> list[Path]:
     """The jars of this pyspark."""
     import pyspark
 
@@ -34,10 +34,10 @@ def _pyspark_jars() -> list[Path]:
     return jars
 
 
-def _jars_archive(out: Path) -> Path:
+def jars_archive(out: Path) -> Path:
     """pyspark's jars in one zip at ``out``, at its root (what ``spark.yarn.archive`` expects), stored as they are."""
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_STORED) as archive:
-        for jar in _pyspark_jars():
+        for jar in pyspark_jars():
             archive.write(jar, jar.name)
     return out
 
@@ -48,10 +48,10 @@ def jars_upload() -> Upload:
     import pyspark
 
     digest = hashlib.sha256()
-    for jar in _pyspark_jars():
+    for jar in pyspark_jars():
         digest.update(f"{jar.name}\0{jar.stat().st_size}\n".encode())
     name = f"spark-jars-{pyspark.__version__}-{digest.hexdigest()[:12]}"
-    return Upload(f"{name}/{ARCHIVE_NAME}", lambda scratch: _jars_archive(scratch / ARCHIVE_NAME))
+    return Upload(f"{name}/{ARCHIVE_NAME}", lambda scratch: jars_archive(scratch / ARCHIVE_NAME))
 
 
 def python_libs_uploads() -> list[Upload]:
