@@ -323,6 +323,7 @@ def test_spark_conf_extends_java_options_and_lists_and_never_replaces_the_fit_en
         "spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=file:/q",
         "spark.yarn.am.extraJavaOptions": "-Dlog4j2.configurationFile=file:/q",
         "spark.yarn.dist.archives": "/env.tar.gz#environment",
+        "spark.yarn.dist.files": "/q,hdfs:///e.jsa#classes.jsa",
         "spark.executorEnv.OMP_NUM_THREADS": "1",
         "spark.executorEnv.PYTHONHASHSEED": "6640",
         "spark.yarn.appMasterEnv.PYSPARK_PYTHON": "./environment/bin/python",
@@ -333,6 +334,7 @@ def test_spark_conf_extends_java_options_and_lists_and_never_replaces_the_fit_en
         "spark.driver.extraJavaOptions": "-Dmine=1",
         "spark.yarn.am.extraJavaOptions": "",
         "spark.yarn.dist.archives": "/extra.zip#extra",
+        "spark.yarn.dist.files": "/mine.txt",
         "spark.executorEnv.OMP_NUM_THREADS": "8",
         "spark.executorEnv.MY_VARIABLE": "kept",
         "spark.yarn.appMasterEnv.PYSPARK_PYTHON": "/usr/bin/python3",
@@ -345,6 +347,7 @@ def test_spark_conf_extends_java_options_and_lists_and_never_replaces_the_fit_en
     assert merged["spark.driver.extraJavaOptions"] == "-Dmine=1 -Dlog4j2.configurationFile=file:/q"
     assert merged["spark.yarn.am.extraJavaOptions"] == "-Dlog4j2.configurationFile=file:/q"
     assert merged["spark.yarn.dist.archives"] == "/env.tar.gz#environment,/extra.zip#extra"
+    assert merged["spark.yarn.dist.files"] == "/q,hdfs:///e.jsa#classes.jsa,/mine.txt"  # the log settings kept too
     assert merged["spark.executorEnv.OMP_NUM_THREADS"] == "1"  # pinned: set it with `environment`, on every engine
     assert merged["spark.executorEnv.PYTHONHASHSEED"] == "6640"
     assert merged["spark.yarn.appMasterEnv.PYSPARK_PYTHON"] == "./environment/bin/python"

@@ -15,7 +15,8 @@ from sweeper.planning.plan import Launch
 
 # Properties the sweeper sets and a grid's spark_conf extends instead of replacing (see with_spark_conf).
 JAVA_OPTIONS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions", "spark.yarn.am.extraJavaOptions")
-LIST_PROPERTIES = ("spark.yarn.dist.archives",)
+# a grid's files join the sweeper's (its log settings, the executors' class archive): replacing them would lose both
+LIST_PROPERTIES = ("spark.yarn.dist.archives", "spark.yarn.dist.files")
 PINNED_PREFIXES = ("spark.executorEnv.", "spark.yarn.appMasterEnv.")
 # The launch's JVMs (the driver's, YARN's ApplicationMaster's, the executors' of the spark engine) only move tasks
 # and results between the driver and the Python workers that run the fits: without the optimizing compiler, which

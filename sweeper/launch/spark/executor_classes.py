@@ -54,7 +54,8 @@ def wanted(java_home: str | None, spark_conf: Mapping[str, str]) -> Path | None:
 
 
 def unpacked_mtime(jar: Path) -> int:
-    """The modification time a jar has on a node once YARN unpacked it from the staged zip: a zip keeps even seconds.
+    """The modification time a jar has on a node once YARN unpacked it from the staged zip: a zip keeps even seconds
+    (of local time: a node in another time zone has other times, and its executors no archive).
 
     >>> import tempfile; f = Path(tempfile.mkdtemp()) / "a.jar"; f.write_bytes(b""); os.utime(f, (7.9, 7.9))
     >>> unpacked_mtime(f)
@@ -86,12 +87,15 @@ def make_archive(scratch: Path, java_home: Path, jars: Sequence[Path]) -> Path:
     libs = work / LIBS
     libs.mkdir(parents=True, exist_ok=True)
     try:
-        for jar in jars:
-            copy = libs / jar.name
-            shutil.copyfile(jar, copy)
-            os.utime(copy, (unpacked_mtime(jar), unpacked_mtime(jar)))
-        classes = work / "classes.txt"
-        classes.write_bytes(gzip.decompress(CLASS_LIST.read_bytes()))
+        try:
+            for jar in jars:
+                copy = libs / jar.name
+                shutil.copyfile(jar, copy)
+                os.utime(copy, (unpacked_mtime(jar), unpacked_mtime(jar)))
+            classes = work / "classes.txt"
+            classes.write_bytes(gzip.decompress(CLASS_LIST.read_bytes()))
+        except OSError as error:  # a full scratch disk: ~460 MB of copies for the moment of the dump
+            raise LaunchError(f"could not lay out Spark's jars to archive the executors' classes: {error}") from None
         archive = scratch / STAGED_NAME
         command = [
             str(java_home / "bin" / "java"), "-Xshare:dump", f"-XX:SharedClassListFile={classes}",
