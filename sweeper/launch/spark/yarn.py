@@ -16,7 +16,9 @@ with a shared file system (the archive leaves pyspark's jars out), they are uplo
 once, as one archive, by the first launch that needs them, and every later application reuses it
 (``spark.yarn.archive``, sweeper/launch/spark/yarn_jars.py) instead of uploading ~460 MB each time; so is the archive
 (``spark.yarn.dist.archives`` then names its staged copy) and pyspark's zips of its Python code
-(``PYSPARK_ARCHIVES_PATH``), in the same call (one JVM, sweeper/launch/hosts/staging.py). All are
+(``PYSPARK_ARCHIVES_PATH``), and, where this machine has the nodes' Java, an archive of Spark's classes the
+executors map (sweeper/launch/spark/executor_classes.py), in the same call (one JVM,
+sweeper/launch/hosts/staging.py). All are
 world-readable there, so Spark makes them public YARN resources: each NodeManager downloads and unpacks
 them once, for every later application. The time spent staging is the session's ``staging_s``, recorded
 apart from ``cluster_start_s``.
