@@ -57,7 +57,7 @@ def unpacked_mtime(jar: Path) -> int:
     """The modification time a jar has on a node once YARN unpacked it from the staged zip: a zip keeps even seconds
     (of local time: a node in another time zone has other times, and its executors no archive).
 
-    >>> import tempfile; f = Path(tempfile.mkdtemp()) / "a.jar"; f.write_bytes(b""); os.utime(f, (7.9, 7.9))
+    >>> import tempfile; f = Path(tempfile.mkdtemp()) / "a.jar"; _ = f.write_bytes(b""); os.utime(f, (7.9, 7.9))
     >>> unpacked_mtime(f)
     6
     """
