@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,21 @@ def test_rows_record_the_ray_version_its_descriptor_names_and_a_schema_12_store_
     assert list(frame.columns) == list(COLUMNS) and frame["ray_version"].isna().all()
     versions_line = next(line for line in provenance(frame, "") if line.startswith("Versions: "))
     assert "dask " in versions_line and "ray" not in versions_line  # not 'ray ?': the old store's report unchanged
+
+
+def test_ending_a_pool_waits_for_a_result_thread_started_but_not_yet_running() -> None:
+    """CI caught an abort joining a result thread in threading's limbo (listed, not joinable): "cannot join thread
+    before it is started". One that never runs is waited for until the deadline, then left."""
+    from sweeper.launch.ray.session import join_by
+
+    never_started = threading.Thread(target=lambda: None)
+    started = time.monotonic()
+    join_by(never_started, started + 0.2)
+    assert time.monotonic() - started >= 0.2
+    running = threading.Thread(target=time.sleep, args=(0.05,))
+    running.start()
+    join_by(running, time.monotonic() + 10)
+    assert not running.is_alive()
 
 
 def test_every_node_of_every_manager_takes_free_ports_not_rays_fixed_ones_and_runs_no_log_monitor() -> None:

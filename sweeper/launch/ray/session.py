@@ -52,7 +52,20 @@ class Pool:
             deadline = time.monotonic() + RESULT_THREADS_WAIT_S
             for thread in threading.enumerate():
                 if isinstance(thread, ResultThread):
-                    thread.join(max(0.0, deadline - time.monotonic()))
+                    join_by(thread, deadline)
+
+
+def join_by(thread: threading.Thread, deadline: float) -> None:
+    """Wait for ``thread`` until ``deadline`` (``time.monotonic()``); one just started and not yet running (listed
+    by ``threading.enumerate`` already, but not joinable) is waited for too."""
+    while True:
+        try:
+            thread.join(max(0.0, deadline - time.monotonic()))
+            return
+        except RuntimeError:  # "cannot join thread before it is started": the pool started it a moment ago
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.01)
 
 
 class SessionPoolRayBackend(RayBackend):
