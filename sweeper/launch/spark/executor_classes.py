@@ -84,18 +84,8 @@ def make_archive(scratch: Path, java_home: Path, jars: Sequence[Path]) -> Path:
     """Dump the archive into ``scratch`` with ``java_home``'s Java, from copies of the jars laid out and timed as a
     container has them (removed afterwards); a Java that cannot make it fails the launch, saying so."""
     work = scratch / "executor-classes"
-    libs = work / LIBS
-    libs.mkdir(parents=True, exist_ok=True)
     try:
-        try:
-            for jar in jars:
-                copy = libs / jar.name
-                shutil.copyfile(jar, copy)
-                os.utime(copy, (unpacked_mtime(jar), unpacked_mtime(jar)))
-            classes = work / "classes.txt"
-            classes.write_bytes(gzip.decompress(CLASS_LIST.read_bytes()))
-        except OSError as error:  # a full scratch disk: ~460 MB of copies for the moment of the dump
-            raise LaunchError(f"could not lay out Spark's jars to archive the executors' classes: {error}") from None
+        classes = _lay_out(work, jars)
         archive = scratch / STAGED_NAME
         command = [
             str(java_home / "bin" / "java"), "-Xshare:dump", f"-XX:SharedClassListFile={classes}",
@@ -116,6 +106,22 @@ def make_archive(scratch: Path, java_home: Path, jars: Sequence[Path]) -> Path:
         return archive
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _lay_out(work: Path, jars: Sequence[Path]) -> Path:
+    """Copies of the jars under ``work/__spark_libs__``, timed as unpacked on a node, and the class list beside them."""
+    libs = work / LIBS
+    try:
+        libs.mkdir(parents=True, exist_ok=True)
+        for jar in jars:
+            copy, mtime = libs / jar.name, unpacked_mtime(jar)
+            shutil.copyfile(jar, copy)
+            os.utime(copy, (mtime, mtime))
+        classes = work / "classes.txt"
+        classes.write_bytes(gzip.decompress(CLASS_LIST.read_bytes()))
+    except OSError as error:  # a full scratch disk: ~460 MB of copies for the moment of the dump
+        raise LaunchError(f"could not lay out Spark's jars to archive the executors' classes: {error}") from None
+    return classes
 
 
 def executor_conf(staged_uri: str, jars: Sequence[Path]) -> dict[str, str]:
